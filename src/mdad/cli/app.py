@@ -1,0 +1,22 @@
+"""The `mdad` command."""
+
+from __future__ import annotations
+
+import typer
+
+from mdad.cli import data_cmd
+from mdad.cli.run_cmd import run
+
+app = typer.Typer(
+    name="mdad",
+    help="How reliable is your micro-benchmark? MDAD for language-model evaluation.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+app.command("run")(run)
+app.add_typer(data_cmd.app, name="data")
+
+
+def main() -> None:
+    app()

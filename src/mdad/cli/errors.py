@@ -1,0 +1,47 @@
+"""Turn user errors into one line on stderr and exit code 2, never a traceback."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
+
+import typer
+
+from mdad.errors import MdadError
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def fail(message: str) -> typer.Exit:
+    print(f"mdad: error: {message}", file=sys.stderr)
+    return typer.Exit(code=2)
+
+
+def user_errors(command: Callable[P, R]) -> Callable[P, R]:
+    """Decorator for CLI commands: an `MdadError` becomes a one-line error, exit 2."""
+
+    @functools.wraps(command)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return command(*args, **kwargs)
+        except MdadError as exc:
+            raise fail(str(exc)) from None
+
+    return wrapper
+
+
+def parse_int_list(text: str, option: str) -> tuple[int, ...]:
+    """'10,25,50' -> (10, 25, 50), or a ConfigError naming the option."""
+    from mdad.errors import ConfigError
+
+    try:
+        values = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise ConfigError(f"{option} takes whole numbers separated by commas; got {text!r}"
+                          ) from None
+    if not values:
+        raise ConfigError(f"{option} takes whole numbers separated by commas; got {text!r}")
+    return values

@@ -1,0 +1,40 @@
+"""File helpers shared by the loaders."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+
+def file_sha256(path: str | Path) -> str:
+    """Hex sha256 of a file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def files_sha256(paths: list[Path], root: Path) -> str:
+    """One sha256 over several files: their paths relative to `root` and their digests."""
+    digest = hashlib.sha256()
+    for path in sorted(paths):
+        digest.update(f"{path.relative_to(root).as_posix()}\0{file_sha256(path)}\n".encode())
+    return digest.hexdigest()
+
+
+def read_name_list(path: str | Path, *, option: str) -> tuple[str, ...]:
+    """Names from a text file, one per line; blank lines and '#' comments are skipped."""
+    from mdad.errors import DataError
+
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise DataError(f"{option} {path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"{option} {path}: cannot read it as text ({exc})") from None
+    names = tuple(s for line in lines if (s := line.split("#", 1)[0].strip()))
+    if not names:
+        raise DataError(f"{option} {path}: the file names no models (one name per line)")
+    return names

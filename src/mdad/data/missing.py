@@ -1,0 +1,105 @@
+"""What to do with missing cells before a study: an explicit, reported policy."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+import numpy as np
+
+from mdad.data.matrix import ResponseMatrix
+from mdad.errors import DataError
+
+
+class MissingPolicy(str, Enum):
+    """How to make a matrix complete. Missing cells are never read as wrong."""
+
+    DROP_ITEMS = "drop-items"
+    DROP_MODELS = "drop-models"
+    ERROR = "error"
+
+
+@dataclass(frozen=True)
+class MissingReport:
+    """What a policy removed, so that nothing is dropped silently.
+
+    ``missing_by_model`` maps each model that had missing cells to their count.
+    """
+
+    policy: MissingPolicy
+    n_missing: int
+    dropped_items: tuple[str, ...]
+    dropped_models: tuple[str, ...]
+    missing_by_model: dict[str, int]
+
+    def describe(self) -> str:
+        """One sentence saying what was dropped and why, or '' when nothing was."""
+        if self.n_missing == 0:
+            return ""
+        culprits = ", ".join(f"{m} ({n})" for m, n in self.missing_by_model.items())
+        if self.policy is MissingPolicy.DROP_ITEMS:
+            return (
+                f"dropped {len(self.dropped_items)} items that lack a result for at least one "
+                f"model ({self.n_missing} missing cells: {culprits}); "
+                "use --missing drop-models to keep them and drop those models instead"
+            )
+        return (
+            f"dropped {len(self.dropped_models)} models with missing results "
+            f"({self.n_missing} missing cells: {culprits}); "
+            "use --missing drop-items to keep them and drop the items instead"
+        )
+
+
+def resolve_missing(
+    matrix: ResponseMatrix, policy: MissingPolicy | str = MissingPolicy.DROP_ITEMS
+) -> tuple[ResponseMatrix, MissingReport]:
+    """Return a matrix without missing cells, and a report of what was removed.
+
+    Parameters
+    ----------
+    matrix : ResponseMatrix
+    policy : MissingPolicy or str
+        ``drop-items`` (default; every model is kept, items any model lacks are
+        dropped), ``drop-models`` (every item is kept, models with a gap are dropped)
+        or ``error``.
+
+    Raises
+    ------
+    DataError
+        With ``error`` when any cell is missing, or when the policy would leave no data.
+    """
+    policy = MissingPolicy(policy)
+    missing = matrix.missing
+    per_model = missing.sum(axis=1)
+    report_counts = {
+        str(name): int(n) for name, n in zip(matrix.model_names, per_model, strict=True) if n
+    }
+    n_missing = int(per_model.sum())
+    if n_missing == 0:
+        return matrix, MissingReport(policy, 0, (), (), {})
+    if policy is MissingPolicy.ERROR:
+        model = next(iter(report_counts))
+        raise DataError(
+            f"{matrix.source}: {n_missing} cells are missing (model {model} lacks "
+            f"{report_counts[model]} items); choose --missing drop-items or drop-models"
+        )
+    if policy is MissingPolicy.DROP_ITEMS:
+        keep = ~missing.any(axis=0)
+        if not keep.any():
+            raise DataError(
+                f"{matrix.source}: every item lacks a result for some model; "
+                "use --missing drop-models"
+            )
+        dropped = tuple(matrix.item_ids[~keep].tolist())
+        return matrix.take(items=np.flatnonzero(keep)), MissingReport(
+            policy, n_missing, dropped, (), report_counts
+        )
+    keep = per_model == 0
+    if not keep.any():
+        raise DataError(
+            f"{matrix.source}: every model lacks some items; use --missing drop-items"
+        )
+    dropped = tuple(matrix.model_names[~keep].tolist())
+    return matrix.take(models=np.flatnonzero(keep)), MissingReport(
+        policy, n_missing, (), dropped, report_counts
+    )

@@ -1,0 +1,166 @@
+"""Wide CSV results: one row per item and one column per model, or the transpose."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from mdad.data.files import file_sha256
+from mdad.data.matrix import ResponseMatrix
+from mdad.errors import DataError
+
+ITEM_ID_COLUMNS = ("item_id", "item", "question_id", "doc_id", "id")
+SUBTASK_COLUMNS = ("subtask", "subset", "category", "subject", "task")
+MISSING_TOKENS = frozenset({"", "nan", "NaN", "NA", "N/A", "null", "None"})
+
+
+class Orientation(str, Enum):
+    """Which way round a wide CSV is."""
+
+    AUTO = "auto"
+    ITEMS_AS_ROWS = "items-as-rows"
+    MODELS_AS_ROWS = "models-as-rows"
+
+
+def _read_cells(path: Path) -> pd.DataFrame:
+    """All cells as strings, header included, with ragged rows detected."""
+    try:
+        frame = pd.read_csv(
+            path, header=None, dtype=str, keep_default_na=False, na_filter=True,
+            na_values=[], skip_blank_lines=True,
+        )
+    except FileNotFoundError:
+        raise DataError(f"{path}: no such file") from None
+    except pd.errors.EmptyDataError:
+        raise DataError(f"{path}: the file is empty") from None
+    except pd.errors.ParserError as exc:
+        raise DataError(f"{path}: not a well-formed CSV ({exc}); every row needs the "
+                        "same number of fields as the header") from None
+    except UnicodeDecodeError:
+        raise DataError(f"{path}: not a UTF-8 text file; save it as CSV") from None
+    # With keep_default_na=False an empty field reads as '' and an absent one as NaN.
+    short = frame.isna().any(axis=1).to_numpy()
+    if short.any():
+        row = int(np.flatnonzero(short)[0])
+        raise DataError(
+            f"{path}: line {row + 1} has fewer fields than the header "
+            f"({int(frame.iloc[row].notna().sum())} of {frame.shape[1]}); fix that row"
+        )
+    if frame.shape[0] < 2:
+        raise DataError(f"{path}: a header but no data rows")
+    return frame
+
+
+def _to_scores(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Parse string cells into float64 values (NaN where missing or not a number),
+    and a mask of the non-empty cells that are not numbers."""
+    flat = pd.Series(cells.ravel(), dtype=object)
+    is_missing = flat.isin(MISSING_TOKENS).to_numpy()
+    values = pd.to_numeric(flat.where(~is_missing), errors="coerce").to_numpy(np.float64)
+    return values.reshape(cells.shape), (np.isnan(values) & ~is_missing).reshape(cells.shape)
+
+
+def _check_scores(values: np.ndarray, text: np.ndarray, cells: np.ndarray, path: Path,
+                  col_names: list[str], line_of_row: np.ndarray) -> np.ndarray:
+    """Float32 scores, or a DataError naming the first cell that is not in [0, 1]."""
+    bad = text | (~np.isnan(values) & ((values < 0) | (values > 1)))
+    if bad.any():
+        r, c = divmod(int(np.flatnonzero(bad)[0]), cells.shape[1])
+        raise DataError(
+            f"{path}: line {int(line_of_row[r])}, column {col_names[c]!r}: {cells[r, c]!r} is "
+            "not a score in [0, 1] or empty; mark a missing result with an empty cell"
+        )
+    return values.astype(np.float32)
+
+
+def _pick(names: list[str], wanted: str | None, candidates: tuple[str, ...], path: Path,
+          option: str) -> str | None:
+    if wanted is not None:
+        if wanted not in names:
+            raise DataError(f"{path}: no column {wanted!r} for {option}; columns start "
+                            f"{names[:5]}")
+        return wanted
+    lowered = {n.lower(): n for n in names}
+    return next((lowered[c] for c in candidates if c in lowered), None)
+
+
+def load_wide_csv(
+    path: str | Path,
+    *,
+    orientation: Orientation | str = Orientation.AUTO,
+    item_column: str | None = None,
+    subtask_column: str | None = None,
+    meta_columns: tuple[str, ...] = (),
+) -> ResponseMatrix:
+    """Read a wide CSV of per-item scores.
+
+    Items as rows (the GPQA and MMLU-Pro files): every column is a model except the
+    item-id column (``item_id``, ``question_id``, ... or `item_column`), the subtask
+    column (``subtask``, ``subset``, ``category``, ... or `subtask_column`), the
+    `meta_columns`, and columns with no numeric cell at all (text metadata such as
+    ``src``). Models as rows: the first column names the models, the header names
+    the items, and an optional row whose first cell is ``subtask`` (or ``subset``,
+    ``category``) labels the items.
+
+    Scores are fractions in [0, 1]; an empty cell (or ``NA``, ``nan``) is missing.
+
+    Parameters
+    ----------
+    orientation : {"auto", "items-as-rows", "models-as-rows"}
+        ``auto`` picks items-as-rows when there are at least as many data rows as
+        score columns (benchmarks have more items than models).
+
+    Raises
+    ------
+    DataError
+        Naming the file, line and column, for ragged rows, cells that are not scores
+        in [0, 1], duplicate names, and rows or columns without any data.
+    """
+    path = Path(path)
+    frame = _read_cells(path)
+    header = [str(h).strip() for h in frame.iloc[0].tolist()]
+    body = frame.iloc[1:].to_numpy(dtype=object)
+    lines = np.arange(2, body.shape[0] + 2)
+    orientation = Orientation(orientation)
+    if orientation is Orientation.AUTO:
+        orientation = (Orientation.ITEMS_AS_ROWS if body.shape[0] >= body.shape[1] - 1
+                       else Orientation.MODELS_AS_ROWS)
+    if orientation is Orientation.MODELS_AS_ROWS:
+        return _models_as_rows(path, header, body, lines)
+
+    id_col = _pick(header, item_column, ITEM_ID_COLUMNS, path, "--item-column")
+    sub_col = _pick(header, subtask_column, SUBTASK_COLUMNS, path, "--subtask-column")
+    named = {c for c in (id_col, sub_col, *meta_columns) if c is not None}
+    candidates = [j for j, name in enumerate(header) if name not in named]
+    cells = body[:, candidates]
+    values, text = _to_scores(cells)
+    # A column without a single number (and some text) is metadata, such as `src`.
+    is_model = ~(text.any(axis=0) & np.isnan(values).all(axis=0))
+    if not is_model.any():
+        raise DataError(f"{path}: no model columns with scores; is the file models-as-rows? "
+                        "try --orientation models-as-rows")
+    model_names = [header[j] for j, keep in zip(candidates, is_model, strict=True) if keep]
+    scores = _check_scores(values[:, is_model], text[:, is_model], cells[:, is_model], path,
+                           model_names, lines)
+    item_ids = (body[:, header.index(id_col)].astype(str) if id_col is not None
+                else np.array([str(i) for i in range(body.shape[0])]))
+    subtasks = body[:, header.index(sub_col)].astype(str) if sub_col is not None else None
+    return ResponseMatrix(scores.T, model_names, item_ids, subtasks,
+                          source=str(path), sha256=file_sha256(path))
+
+
+def _models_as_rows(path: Path, header: list[str], body: np.ndarray,
+                    lines: np.ndarray) -> ResponseMatrix:
+    first = np.array([str(v).strip() for v in body[:, 0]])
+    is_subtask_row = np.isin(np.char.lower(first.astype(str)), SUBTASK_COLUMNS)
+    subtasks = body[is_subtask_row][0, 1:].astype(str) if is_subtask_row.any() else None
+    rows = ~is_subtask_row
+    item_ids = header[1:]
+    cells = body[rows][:, 1:]
+    values, text = _to_scores(cells)
+    scores = _check_scores(values, text, cells, path, item_ids, lines[rows])
+    return ResponseMatrix(scores, first[rows], item_ids, subtasks,
+                          source=str(path), sha256=file_sha256(path))

@@ -1,0 +1,88 @@
+"""What a selection method sees, and what it returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Protocol
+
+import numpy as np
+
+
+@dataclass(frozen=True, eq=False)
+class SeenPool:
+    """The source models' data on the seen pool: all a method may look at.
+
+    Attributes
+    ----------
+    correctness : array of shape (n_sources, n_items)
+        Source models' scores in [0, 1] on the seen items.
+    confidence : array of shape (n_sources, n_items)
+        Source models' gold-option confidence; correctness where none is known.
+    subtask_codes : array of shape (n_items,)
+        Integer subtask of each seen item, 0..n_subtasks-1.
+    """
+
+    correctness: np.ndarray
+    confidence: np.ndarray
+    subtask_codes: np.ndarray
+
+    @property
+    def n_items(self) -> int:
+        return int(self.subtask_codes.shape[0])
+
+    def subtask_sizes(self) -> np.ndarray:
+        """Number of seen items in each subtask, shape (n_subtasks,)."""
+        return np.bincount(self.subtask_codes)
+
+
+@dataclass(frozen=True, eq=False)
+class MicroBenchmark:
+    """A chosen subset of the seen pool and its linear estimator.
+
+    The estimated full score of a model is ``scores[items] @ weights``: for the plain
+    mean every weight is 1/n; other methods weight items by what they represent.
+
+    Attributes
+    ----------
+    items : int array of shape (n,)
+        Distinct indices into the seen pool.
+    weights : float array of shape (n,)
+        Weight of each item in the estimate.
+    """
+
+    items: np.ndarray
+    weights: np.ndarray
+
+    @classmethod
+    def plain_mean(cls, items: np.ndarray) -> MicroBenchmark:
+        items = np.asarray(items, dtype=np.int64)
+        return cls(items, np.full(items.shape[0], 1.0 / items.shape[0]))
+
+    def estimate(self, scores: np.ndarray) -> np.ndarray:
+        """Estimated accuracy of each model.
+
+        Parameters
+        ----------
+        scores : array of shape (n_models, n_seen_items)
+            The models' scores on the whole seen pool; only `items` are read.
+
+        Returns
+        -------
+        array of shape (n_models,), fractions in [0, 1] for the plain mean.
+        """
+        return scores[:, self.items].astype(np.float64) @ self.weights
+
+
+class SelectionMethod(Protocol):
+    """A way to choose `size` items from a seen pool using source models only."""
+
+    name: ClassVar[str]
+    reads_confidence: ClassVar[bool]
+
+    def max_size(self, pool: SeenPool) -> int:
+        """The largest micro-benchmark this method can build from `pool`."""
+        ...
+
+    def select(self, pool: SeenPool, size: int, *, rng: np.random.Generator) -> MicroBenchmark:
+        """Choose `size` distinct items of `pool`; draw every random number from `rng`."""
+        ...

@@ -1,0 +1,67 @@
+"""The paper's three random micro-benchmarks, each estimated by the plain mean."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+
+from mdad.selection.base import MicroBenchmark, SeenPool
+from mdad.selection.registry import register
+
+
+@register("random")
+class UniformRandom:
+    """`size` items drawn uniformly without replacement from the seen pool."""
+
+    name: ClassVar[str]
+    reads_confidence: ClassVar[bool] = False
+
+    def max_size(self, pool: SeenPool) -> int:
+        return pool.n_items
+
+    def select(self, pool: SeenPool, size: int, *, rng: np.random.Generator) -> MicroBenchmark:
+        return MicroBenchmark.plain_mean(rng.choice(pool.n_items, size, replace=False))
+
+
+@register("subtask-equal")
+class SubtaskEqual:
+    """floor(size / k) items from each of the k subtasks; the remainder goes one item
+    each to distinct subtasks chosen at random."""
+
+    name: ClassVar[str]
+    reads_confidence: ClassVar[bool] = False
+
+    def max_size(self, pool: SeenPool) -> int:
+        sizes = pool.subtask_sizes()
+        return int(sizes.size * sizes.min())
+
+    def select(self, pool: SeenPool, size: int, *, rng: np.random.Generator) -> MicroBenchmark:
+        sizes = pool.subtask_sizes()
+        n_subtasks = sizes.size
+        per_subtask = np.full(n_subtasks, size // n_subtasks)
+        per_subtask[rng.choice(n_subtasks, size % n_subtasks, replace=False)] += 1
+        # Rank every item inside its subtask by a random key; keep the first k of each.
+        order = np.lexsort((rng.random(pool.n_items), pool.subtask_codes))
+        starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+        rank = np.empty(pool.n_items, dtype=np.int64)
+        rank[order] = np.arange(pool.n_items) - np.repeat(starts, sizes)
+        chosen = np.flatnonzero(rank < per_subtask[pool.subtask_codes])
+        return MicroBenchmark.plain_mean(chosen)
+
+
+@register("subtask-proportional")
+class SubtaskProportional:
+    """Items drawn without replacement with probability proportional to 1 / (size of
+    the item's subtask in the seen pool), so each subtask is equally likely per draw."""
+
+    name: ClassVar[str]
+    reads_confidence: ClassVar[bool] = False
+
+    def max_size(self, pool: SeenPool) -> int:
+        return pool.n_items
+
+    def select(self, pool: SeenPool, size: int, *, rng: np.random.Generator) -> MicroBenchmark:
+        weights = 1.0 / pool.subtask_sizes()[pool.subtask_codes]
+        items = rng.choice(pool.n_items, size, replace=False, p=weights / weights.sum())
+        return MicroBenchmark.plain_mean(items)

@@ -1,0 +1,163 @@
+"""A study's parameters, validated once against the data before anything runs."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from mdad.data.matrix import ResponseMatrix
+from mdad.errors import ConfigError
+from mdad.metrics.mdad import MdadEstimator
+from mdad.selection import SeenPool, get_method
+from mdad.study.design import seen_pool_size
+
+DEFAULT_SIZES = (10, 25, 50, 100, 250, 500, 1000)
+DEFAULT_METHODS = ("random", "subtask-equal", "subtask-proportional")
+
+
+@dataclass(frozen=True)
+class StudyConfig:
+    """Everything that defines a study; with the data's sha256 it reruns it exactly.
+
+    Attributes
+    ----------
+    methods : selection methods by registry name.
+    sizes : micro-benchmark sizes; None means the dataset's or the paper's default
+        grid, from which sizes larger than the seen pool are dropped with a notice.
+    n_runs, n_targets : runs, and target models drawn per run (ignored when
+        `target_models` is given).
+    sources : numbers of source models; several give the paper's source grid.
+    target_models : a fixed list of target model names instead of random draws.
+    threshold : agreement probability that defines MDAD, in (0, 1).
+    n_resamples : bootstrap resamples for MDAD intervals.
+    mdad_estimator : besides the paper's first-crossing MDAD, also the smooth one.
+    """
+
+    methods: tuple[str, ...] = DEFAULT_METHODS
+    sizes: tuple[int, ...] | None = None
+    n_runs: int = 50
+    n_targets: int = 50
+    sources: tuple[int, ...] = (300,)
+    target_models: tuple[str, ...] | None = None
+    threshold: float = 0.8
+    seed: int = 0
+    n_resamples: int = 1000
+    mdad_estimator: MdadEstimator = MdadEstimator.FIRST_CROSSING
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["mdad_estimator"] = self.mdad_estimator.value
+        return data
+
+
+@dataclass(frozen=True, eq=False)
+class StudyPlan:
+    """A validated config resolved against one matrix: the sizes and targets to use,
+    and the notices a user should see (dropped sizes, ...)."""
+
+    config: StudyConfig
+    sizes: tuple[int, ...]
+    n_targets: int
+    fixed_targets: np.ndarray | None
+    notices: tuple[str, ...] = field(default=())
+
+    @property
+    def n_cells(self) -> int:
+        c = self.config
+        return c.n_runs * len(c.sources) * len(c.methods) * len(self.sizes)
+
+
+def _check_positive(value: int, option: str, minimum: int = 1) -> None:
+    if value < minimum:
+        raise ConfigError(f"{option} must be an integer >= {minimum}; got {value}")
+
+
+def plan_study(
+    matrix: ResponseMatrix,
+    config: StudyConfig,
+    *,
+    default_sizes: tuple[int, ...] = DEFAULT_SIZES,
+) -> StudyPlan:
+    """Validate `config` against `matrix` and resolve its defaults.
+
+    `default_sizes` is the grid used when ``config.sizes`` is None (a named dataset
+    may bring its own, e.g. the paper's 10..200 for GPQA); its sizes larger than the
+    seen pool are dropped with a notice, while an explicit size that large is an error.
+
+    Raises
+    ------
+    ConfigError
+        Naming the option, the rule and the value, e.g. too few models for the
+        requested targets and sources (with the largest valid values), a size larger
+        than the seen pool, or an unknown method.
+    """
+    if not config.methods:
+        raise ConfigError("--methods must name at least one method")
+    methods = [get_method(name) for name in config.methods]
+    if len(set(config.methods)) != len(config.methods):
+        raise ConfigError(f"--methods lists a method twice: {','.join(config.methods)}")
+    _check_positive(config.n_runs, "--runs")
+    _check_positive(config.n_resamples, "--resamples")
+    if config.seed < 0:
+        raise ConfigError(f"--seed must be a non-negative integer; got {config.seed}")
+    if not 0.0 < config.threshold < 1.0:
+        raise ConfigError(f"--threshold must be in (0, 1); got {config.threshold}")
+    if not config.sources:
+        raise ConfigError("--sources must give at least one number of source models")
+    for n in config.sources:
+        _check_positive(n, "--sources")
+
+    fixed = None
+    n_targets = config.n_targets
+    if config.target_models is not None:
+        fixed = matrix.model_index(list(config.target_models), what="target model")
+        n_targets = fixed.size
+    if n_targets < 2:
+        raise ConfigError(f"--targets must be at least 2 to form pairs; got {n_targets}")
+    n_sources = max(config.sources)
+    if n_targets + n_sources > matrix.n_models:
+        raise ConfigError(
+            f"{matrix.source} has {matrix.n_models} models, fewer than {n_targets} targets + "
+            f"{n_sources} sources; with {n_targets} targets use --sources "
+            f"{matrix.n_models - n_targets} or less (or --targets "
+            f"{max(matrix.n_models - n_sources, 0)} with {n_sources} sources)"
+        )
+
+    pool_size = seen_pool_size(matrix.subtask_codes)
+    notices: list[str] = []
+    if config.sizes is None:
+        sizes = tuple(s for s in default_sizes if s <= pool_size)
+        dropped = [s for s in default_sizes if s > pool_size]
+        if dropped:
+            notices.append(f"sizes {', '.join(map(str, dropped))} dropped: the seen pool "
+                           f"holds {pool_size} items (half of each subtask)")
+        if not sizes:
+            raise ConfigError(f"the seen pool holds only {pool_size} items; pass --sizes")
+    else:
+        sizes = tuple(config.sizes)
+        if not sizes:
+            raise ConfigError("--sizes must give at least one size")
+        if len(set(sizes)) != len(sizes):
+            raise ConfigError(f"--sizes lists a size twice: {','.join(map(str, sizes))}")
+        for size in sizes:
+            _check_positive(size, "--sizes")
+            if size > pool_size:
+                raise ConfigError(
+                    f"--sizes {size} is larger than the seen pool of {pool_size} items "
+                    f"(half of each subtask of {matrix.source}); use sizes up to {pool_size}"
+                )
+    # Per-method limits depend only on the seen pool's subtask sizes, the same every run.
+    half = np.bincount(matrix.subtask_codes) // 2
+    codes = np.repeat(np.arange(half[half > 0].size), half[half > 0])
+    shape_only = SeenPool(np.empty((0, codes.size)), np.empty((0, codes.size)), codes)
+    for method in methods:
+        limit = method.max_size(shape_only)
+        too_big = [s for s in sizes if s > limit]
+        if too_big:
+            raise ConfigError(
+                f"method {method.name} cannot build {too_big[0]} items from this seen pool "
+                f"(at most {limit}); lower --sizes or drop the method"
+            )
+    return StudyPlan(config, sizes, n_targets, fixed, tuple(notices))

@@ -1,0 +1,90 @@
+"""Write a study's run directory all at once: it exists complete, or not at all."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mdad.data.registry import Dataset
+from mdad.errors import ConfigError
+from mdad.study.evaluate import StudyTables
+from mdad.study.runner import StudyResult
+
+
+def check_out_dir(out_dir: Path) -> None:
+    """Refuse, before any work, an output folder that already holds something."""
+    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
+        raise ConfigError(f"--out {out_dir} already exists and is not empty; "
+                          "choose another folder or remove it")
+
+
+def run_config(dataset: Dataset, result: StudyResult, *, version: str,
+               command: list[str] | None = None) -> dict[str, Any]:
+    """Everything needed to rerun the study exactly (config.json)."""
+    plan, matrix = result.plan, dataset.matrix
+    confidence_methods = [name for name in plan.config.methods
+                          if _reads_confidence(name)]
+    return {
+        "mdad_version": version,
+        "command": command,
+        "dataset": {
+            "name": dataset.name,
+            "path": str(dataset.path),
+            "sha256": matrix.sha256,
+            "n_models": matrix.n_models,
+            "n_items": matrix.n_items,
+            "subtasks": list(matrix.subtask_names),
+            "has_confidence": matrix.confidence is not None,
+            "missing_policy": dataset.missing.policy.value,
+            "missing_cells": dataset.missing.n_missing,
+            "dropped_items": len(dataset.missing.dropped_items),
+            "dropped_models": list(dataset.missing.dropped_models),
+        },
+        "study": {**plan.config.to_json(), "sizes": list(plan.sizes),
+                  "n_targets": plan.n_targets},
+        "confidence_substituted_by_correctness": (
+            confidence_methods if matrix.confidence is None else []),
+        "notices": list(plan.notices),
+        "environment": {"python": platform.python_version(), "numpy": np.__version__},
+    }
+
+
+def _reads_confidence(method: str) -> bool:
+    from mdad.selection import get_method
+
+    return bool(get_method(method).reads_confidence)
+
+
+def write_run_dir(out_dir: Path, result: StudyResult, tables: StudyTables,
+                  config: dict[str, Any]) -> Path:
+    """Write results.parquet, mdad.csv, summary.csv, config.json (and mdad_smooth.csv)
+    into a hidden temporary folder beside `out_dir`, then rename it into place."""
+    out_dir = Path(out_dir)
+    check_out_dir(out_dir)
+    parent = out_dir.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=parent))
+    except OSError as exc:
+        raise ConfigError(f"--out {out_dir}: cannot create it ({exc.strerror})") from None
+    try:
+        result.to_frame().to_parquet(staging / "results.parquet", index=False)
+        tables.mdad.to_csv(staging / "mdad.csv", index=False)
+        if tables.mdad_smooth is not None:
+            tables.mdad_smooth.to_csv(staging / "mdad_smooth.csv", index=False)
+        tables.summary.to_csv(staging / "summary.csv", index=False)
+        (staging / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+        if out_dir.exists():
+            out_dir.rmdir()  # empty, checked above
+        os.replace(staging, out_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return out_dir
