@@ -34,7 +34,8 @@ def study_table(mdad: pd.DataFrame, summary: pd.DataFrame, title: str,
     table.add_column("tau seen", justify="right")
     table.add_column("tau unseen", justify="right")
     keyed = mdad.set_index(["method", "size", "sources", "split"])
-    keyed_smooth = smooth.set_index(["method", "size", "sources", "split"]) if smooth is not None else None
+    keyed_smooth = (smooth.set_index(["method", "size", "sources", "split"])
+                    if smooth is not None else None)
     for row in summary.itertuples(index=False):
         key = (row.method, row.size, row.sources)
         cells = [str(row.method), str(row.size), str(row.sources)]

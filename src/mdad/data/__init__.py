@@ -29,4 +29,5 @@ __all__ = [
     "load_wide_csv",
     "locate",
     "read_results",
+    "resolve_missing",
 ]

@@ -96,7 +96,9 @@ class ResponseMatrix:
         model_names = _as_labels(self.model_names, "model_names", n_models, src)
         item_ids = _as_labels(self.item_ids, "item_ids", n_items, src)
         if (dup := _first_duplicate(model_names)) is not None:
-            raise DataError(f"{src}: model name {dup!r} appears more than once; names must be unique")
+            raise DataError(
+                f"{src}: model name {dup!r} appears more than once; names must be unique"
+            )
         if (dup := _first_duplicate(item_ids)) is not None:
             raise DataError(f"{src}: item id {dup!r} appears more than once; ids must be unique")
         empty_models = ~observed.any(axis=1)

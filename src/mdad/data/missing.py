@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 import numpy as np
 
@@ -11,7 +11,7 @@ from mdad.data.matrix import ResponseMatrix
 from mdad.errors import DataError
 
 
-class MissingPolicy(str, Enum):
+class MissingPolicy(StrEnum):
     """How to make a matrix complete. Missing cells are never read as wrong."""
 
     DROP_ITEMS = "drop-items"

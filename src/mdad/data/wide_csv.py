@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +17,7 @@ SUBTASK_COLUMNS = ("subtask", "subset", "category", "subject", "task")
 MISSING_TOKENS = frozenset({"", "nan", "NaN", "NA", "N/A", "null", "None"})
 
 
-class Orientation(str, Enum):
+class Orientation(StrEnum):
     """Which way round a wide CSV is."""
 
     AUTO = "auto"

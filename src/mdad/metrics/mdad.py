@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 import numpy as np
 from scipy.optimize import isotonic_regression
@@ -13,7 +13,7 @@ from mdad.metrics.pairs import bin_edges
 NOT_REACHED = 0.5  # the reference code's value when no bin reaches the threshold
 
 
-class MdadEstimator(str, Enum):
+class MdadEstimator(StrEnum):
     """How MDAD is read off the agreement-versus-gap curve."""
 
     FIRST_CROSSING = "first-crossing"

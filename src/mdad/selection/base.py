@@ -39,24 +39,23 @@ class SeenPool:
 class MicroBenchmark:
     """A chosen subset of the seen pool and its linear estimator.
 
-    The estimated full score of a model is ``scores[items] @ weights``: for the plain
-    mean every weight is 1/n; other methods weight items by what they represent.
+    The estimated full score of a model is the plain mean of its scores on `items`
+    or, when `weights` is given, ``scores[items] @ weights``.
 
     Attributes
     ----------
     items : int array of shape (n,)
         Distinct indices into the seen pool.
-    weights : float array of shape (n,)
-        Weight of each item in the estimate.
+    weights : float array of shape (n,), optional
+        Weight of each item in the estimate; None for the plain mean.
     """
 
     items: np.ndarray
-    weights: np.ndarray
+    weights: np.ndarray | None = None
 
     @classmethod
     def plain_mean(cls, items: np.ndarray) -> MicroBenchmark:
-        items = np.asarray(items, dtype=np.int64)
-        return cls(items, np.full(items.shape[0], 1.0 / items.shape[0]))
+        return cls(np.asarray(items, dtype=np.int64))
 
     def estimate(self, scores: np.ndarray) -> np.ndarray:
         """Estimated accuracy of each model.
@@ -69,8 +68,13 @@ class MicroBenchmark:
         Returns
         -------
         array of shape (n_models,), fractions in [0, 1] for the plain mean.
+        Two models with equal scores on the items get bit-identical plain means
+        (a sum, then one division), so ties on the micro-benchmark stay ties.
         """
-        return scores[:, self.items].astype(np.float64) @ self.weights
+        chosen = scores[:, self.items].astype(np.float64)
+        if self.weights is None:
+            return chosen.sum(axis=1) / self.items.shape[0]
+        return chosen @ self.weights
 
 
 class SelectionMethod(Protocol):

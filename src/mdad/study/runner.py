@@ -50,7 +50,6 @@ class StudyResult:
     def to_frame(self) -> pd.DataFrame:
         """One row per run, method, size, source count and target model."""
         config = self.plan.config
-        n_methods, n_sizes, n_counts, n_runs, n_targets = self.estimates.shape
         shape = self.estimates.shape
         grid = np.indices(shape).reshape(len(shape), -1)
         method, size, count, run, target = grid

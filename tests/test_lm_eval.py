@@ -1,0 +1,357 @@
+"""Tests of the lm-evaluation-harness --log_samples loader."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mdad.data.files import files_sha256
+from mdad.data.lm_eval import load_lm_eval_samples
+from mdad.errors import DataError
+
+
+def shared_data(relative: str = "") -> Path:
+    """The shared real-data folder (or a path inside it); skip, or fail on CI, if absent."""
+    env = os.environ.get("MDAD_DATA")
+    root = Path(env) if env else Path(__file__).resolve().parents[2] / "shared" / "data"
+    path = root / relative
+    if not path.exists():
+        message = f"real data not found at {path}; set MDAD_DATA to the shared data folder"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return path
+
+
+PYTHIA = "lm-eval-samples/EleutherAI__pythia-14m"
+STAMP = "2024-11-26T10-50-23.349203"
+
+
+def pythia_dir() -> Path:
+    return shared_data(PYTHIA)
+
+
+def pythia_file(task: str) -> Path:
+    return pythia_dir() / f"samples_metabench_{task}_secondary_{STAMP}.jsonl"
+
+
+def read_records(path: Path, n: int | None = None) -> list[dict]:
+    with open(path, encoding="utf-8") as handle:
+        lines = [line for line in handle if line.strip()]
+    return [json.loads(line) for line in lines[:n]]
+
+
+def write_samples(directory: Path, task: str, records: list[dict], stamp: str = STAMP) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"samples_{task}_{stamp}.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def softmax_gold(lls: list[float], gold: int) -> float:
+    peak = max(lls)
+    weights = [math.exp(v - peak) for v in lls]
+    return weights[gold] / sum(weights)
+
+
+def mc_record(doc_id: int, lls: list[float], target: object, acc: float, **extra: object) -> dict:
+    """A multiple-choice record in the harness's schema, numbers as strings like the real files."""
+    return {
+        "doc_id": doc_id, "doc": extra.pop("doc", {}), "target": target,
+        "arguments": extra.pop("arguments", {
+            f"gen_args_{k}": {"arg_0": "Q: ?\nA:", "arg_1": f" option {k}"}
+            for k in range(len(lls))}),
+        "resps": [[[str(v), "False"]] for v in lls],
+        "filtered_resps": [[str(v), "False"] for v in lls],
+        "doc_hash": "x", "prompt_hash": "y", "target_hash": "z", "acc": acc, **extra,
+    }
+
+
+# --- the real pythia-14m files ----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def pythia():
+    return load_lm_eval_samples(pythia_dir())
+
+
+def test_real_pythia_shape(pythia):
+    lines = {task: len(read_records(pythia_file(task)))
+             for task in ("arc", "gsm8k", "hellaswag", "mmlu", "truthfulqa", "winogrande")}
+    assert lines == {"arc": 100, "gsm8k": 498, "hellaswag": 58, "mmlu": 102,
+                     "truthfulqa": 136, "winogrande": 106}
+    assert sum(lines.values()) == 1000
+    # gsm8k holds two passes over its 249 documents, one per filter (strict-match,
+    # flexible-extract), so the matrix has 1000 - 249 = 751 items.
+    assert pythia.n_models == 1
+    assert pythia.model_names.tolist() == ["EleutherAI__pythia-14m"]
+    assert pythia.n_items == 751
+    assert pythia.subtask_names == tuple(
+        f"metabench_{t}_secondary"
+        for t in ("arc", "gsm8k", "hellaswag", "mmlu", "truthfulqa", "winogrande"))
+    counts = {name: int((pythia.subtasks == name).sum()) for name in pythia.subtask_names}
+    assert list(counts.values()) == [100, 249, 58, 102, 136, 106]
+    assert pythia.item_ids[:3].tolist() == [f"metabench_arc_secondary/{i}" for i in range(3)]
+    assert pythia.n_missing == 0
+    assert pythia.source == str(pythia_dir())
+    assert pythia.sha256 == files_sha256(sorted(pythia_dir().glob("*.jsonl")), pythia_dir())
+
+
+def test_real_correctness_is_the_metric(pythia):
+    column = {item: i for i, item in enumerate(pythia.item_ids.tolist())}
+    for path in sorted(pythia_dir().glob("*.jsonl")):
+        task = path.name[len("samples_"):-len(f"_{STAMP}.jsonl")]
+        records = read_records(path)
+        if task.startswith("metabench_gsm8k"):
+            records = records[:249]  # the first filter's pass
+        for record in records:
+            value = float(record["acc"] if "acc" in record else record["exact_match"])
+            assert pythia.correctness[0, column[f"{task}/{record['doc_id']}"]] == value
+
+
+def test_real_gold_option_agrees_with_acc(pythia):
+    column = {item: i for i, item in enumerate(pythia.item_ids.tolist())}
+    checked = agree = 0
+    for path in sorted(pythia_dir().glob("*.jsonl")):
+        task = path.name[len("samples_"):-len(f"_{STAMP}.jsonl")]
+        for record in read_records(path):
+            if "acc" not in record:
+                continue
+            lls = np.array([float(pair[0]) for pair in record["filtered_resps"]])
+            probs = np.exp(lls - lls.max())
+            probs /= probs.sum()
+            top = np.sort(probs)
+            if top[-1] == top[-2]:
+                continue  # tied argmax: the prediction is ambiguous
+            conf = pythia.confidence[0, column[f"{task}/{record['doc_id']}"]]
+            gold_is_argmax = bool(np.isclose(conf, top[-1], rtol=1e-5, atol=0))
+            checked += 1
+            agree += gold_is_argmax == bool(record["acc"])
+    assert checked == 468  # of 502 multiple-choice items, 34 have a tied argmax
+    assert agree == checked
+
+
+def test_real_confidence_nan_exactly_for_gsm8k(pythia):
+    conf = pythia.confidence[0]
+    is_gsm8k = pythia.subtasks == "metabench_gsm8k_secondary"
+    assert np.isnan(conf[is_gsm8k]).all()
+    assert not np.isnan(conf[~is_gsm8k]).any()
+    assert ((conf[~is_gsm8k] >= 0) & (conf[~is_gsm8k] <= 1)).all()
+    assert pythia.confidence.dtype == np.float32
+
+
+def test_real_missing_metric_names_the_fields():
+    path = pythia_file("mmlu")
+    pattern = rf"{re.escape(path.name)}: line 1: no 'acc_norm' field; the records have \['acc'\]"
+    with pytest.raises(DataError, match=pattern):
+        load_lm_eval_samples(path, metric="acc_norm")
+
+
+def test_real_single_file_and_model_dir():
+    matrix = load_lm_eval_samples(pythia_file("arc"), metric="acc_norm")
+    assert matrix.model_names.tolist() == ["EleutherAI__pythia-14m"]
+    assert matrix.n_items == 100
+    expected = [r["acc_norm"] for r in read_records(pythia_file("arc"))]
+    assert matrix.correctness[0].tolist() == expected
+    assert matrix.sha256 == files_sha256([pythia_file("arc")], pythia_dir())
+
+
+# --- fixtures built from the real records ---------------------------------------------
+
+
+def test_several_models_and_missing_items(tmp_path):
+    mmlu = read_records(pythia_file("mmlu"), 6)
+    wino = read_records(pythia_file("winogrande"), 3)
+    for name, keep in (("org__b", 6), ("org__a", 4), ("org__c", 6)):
+        records = copy.deepcopy(mmlu[:keep])
+        for record in records:
+            record["acc"] = float(name == "org__c")
+        write_samples(tmp_path / name, "metabench_mmlu_secondary", records)
+    write_samples(tmp_path / "org__a", "metabench_winogrande_secondary", wino)
+    (tmp_path / "notes").mkdir()  # no sample files: not a model
+
+    matrix = load_lm_eval_samples(tmp_path)
+    assert matrix.model_names.tolist() == ["org__a", "org__b", "org__c"]
+    assert matrix.item_ids.tolist() == (
+        [f"metabench_mmlu_secondary/{i}" for i in range(6)]
+        + [f"metabench_winogrande_secondary/{i}" for i in range(3)])
+    a, b, c = matrix.correctness
+    assert np.isnan(a[4:6]).all() and not np.isnan(a[:4]).any()
+    assert np.isnan(b[6:]).all() and np.isnan(c[6:]).all()
+    assert (b[:6] == 0).all() and (c[:6] == 1).all()
+    assert matrix.n_missing == 2 + 3 + 3
+    assert np.isnan(matrix.confidence[1, 6:]).all()
+    np.testing.assert_array_equal(matrix.confidence[1, :6], matrix.confidence[2, :6])
+
+
+def test_latest_timestamp_wins(tmp_path):
+    records = read_records(pythia_file("mmlu"), 5)
+    old = copy.deepcopy(records)
+    for record in old:
+        record["acc"] = 1.0
+    write_samples(tmp_path, "metabench_mmlu_secondary", old, "2024-06-01T09-00-00.000000")
+    new = write_samples(tmp_path, "metabench_mmlu_secondary", records, "2024-11-26T10-50-23.1")
+    matrix = load_lm_eval_samples(tmp_path)
+    assert matrix.correctness[0].tolist() == [r["acc"] for r in records]
+    assert matrix.sha256 == files_sha256([new], tmp_path)
+
+
+def test_filter_passes_use_the_first(tmp_path):
+    gsm8k = read_records(pythia_file("gsm8k"), 3)
+    second = copy.deepcopy(gsm8k)
+    for record in second:
+        record["exact_match"] = 1.0
+    write_samples(tmp_path, "gsm8k", gsm8k + second)
+    matrix = load_lm_eval_samples(tmp_path)
+    assert matrix.correctness[0].tolist() == [0.0, 0.0, 0.0]
+    assert matrix.confidence is None
+
+
+def test_filter_field_distinguishes_passes(tmp_path):
+    records = [{"doc_id": d, "filtered_resps": ["7"], "filter": f, "exact_match": float(k)}
+               for k, f in enumerate(("strict-match", "flexible-extract")) for d in range(3)]
+    write_samples(tmp_path, "gsm8k", records)
+    assert load_lm_eval_samples(tmp_path).correctness[0].tolist() == [0.0, 0.0, 0.0]
+    path = write_samples(tmp_path, "gsm8k", records[:3] + records[:3], "2025-01-01T00-00-00")
+    with pytest.raises(DataError, match=rf"{re.escape(path.name)}: line 4: doc_id 0 appears"):
+        load_lm_eval_samples(tmp_path)
+
+
+def test_leaderboard_text_and_letter_targets(tmp_path):
+    yes_no = {"gen_args_0": {"arg_0": "Q", "arg_1": " Yes"},
+              "gen_args_1": {"arg_0": "Q", "arg_1": " No"}}
+    bbh = [mc_record(0, [-0.5, -1.5], "No", 0.0, arguments=yes_no),
+           mc_record(1, [-0.5, -1.5], "Yes", 1.0, arguments=yes_no)]
+    for record in bbh:
+        record["acc_norm"] = record.pop("acc")
+        record["filter"], record["metrics"] = "none", ["acc_norm"]
+    write_samples(tmp_path, "leaderboard_bbh_navigate", bbh, "2024-06-26T12-00-00.000000")
+    letters = [mc_record(0, [-2.0, -1.0, -3.0, -4.0], "(B)", 1.0, arguments={}),
+               mc_record(1, [-2.0, -1.0, -3.0, -4.0], " C ", 0.0, arguments={})]
+    for record in letters:
+        record["acc_norm"] = record.pop("acc")
+    write_samples(tmp_path, "leaderboard_gpqa_main", letters, "2024-06-26T12-00-00.000000")
+
+    matrix = load_lm_eval_samples(tmp_path, metric="acc_norm")
+    assert matrix.model_names.tolist() == [tmp_path.name]
+    assert matrix.item_ids.tolist() == [
+        "leaderboard_bbh_navigate/0", "leaderboard_bbh_navigate/1",
+        "leaderboard_gpqa_main/0", "leaderboard_gpqa_main/1"]
+    assert matrix.correctness[0].tolist() == [0.0, 1.0, 1.0, 0.0]
+    expected = [softmax_gold([-0.5, -1.5], 1), softmax_gold([-0.5, -1.5], 0),
+                softmax_gold([-2, -1, -3, -4], 1), softmax_gold([-2, -1, -3, -4], 2)]
+    np.testing.assert_allclose(matrix.confidence[0], expected, rtol=1e-6)
+    with pytest.raises(DataError, match=r"no 'acc' field; the records have \['acc_norm'\]"):
+        load_lm_eval_samples(tmp_path)
+
+
+def test_gold_from_doc_fields(tmp_path):
+    wino = read_records(pythia_file("winogrande"), 2)  # answer "1"/"2" is 1-based
+    hella = mc_record(0, [-3.0, -2.0, -1.0], "unmatched text", 1.0, doc={"label": "2"})
+    write_samples(tmp_path, "winogrande", wino)
+    write_samples(tmp_path, "hellaswag", [hella])
+    matrix = load_lm_eval_samples(tmp_path)
+    lls = [[float(p[0]) for p in r["filtered_resps"]] for r in wino]
+    gold = [int(r["doc"]["answer"]) - 1 for r in wino]
+    expected = [softmax_gold([-3, -2, -1], 2)]
+    expected += [softmax_gold(x, g) for x, g in zip(lls, gold, strict=True)]
+    np.testing.assert_allclose(matrix.confidence[0], expected, rtol=1e-6)
+
+
+def test_unresolvable_gold_is_nan(tmp_path):
+    write_samples(tmp_path, "task", [mc_record(0, [-1.0, -2.0], "neither", 0.0, arguments={}),
+                                     mc_record(1, [-1.0, -2.0], 1, 0.0)])
+    conf = load_lm_eval_samples(tmp_path).confidence[0]
+    assert np.isnan(conf[0]) and conf[1] == pytest.approx(softmax_gold([-1, -2], 1))
+
+
+def test_hand_computed_softmax_from_nested_resps(tmp_path):
+    record = mc_record(0, [-1.0, -2.0, -3.0], "0", "1.0")
+    del record["filtered_resps"]  # falls back to `resps`, nested one level deeper
+    write_samples(tmp_path, "task", [record])
+    matrix = load_lm_eval_samples(tmp_path / f"samples_task_{STAMP}.jsonl")
+    expected = math.exp(-1) / (math.exp(-1) + math.exp(-2) + math.exp(-3))
+    assert expected == pytest.approx(0.6652, abs=1e-4)
+    assert matrix.confidence[0, 0] == pytest.approx(expected, rel=1e-6)
+    assert matrix.correctness[0, 0] == 1.0
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.floats(-5000, 0), min_size=1, max_size=8), st.data())
+def test_softmax_is_stable(tmp_path_factory, lls, data):
+    gold = data.draw(st.integers(0, len(lls) - 1))
+    directory = tmp_path_factory.mktemp("softmax")
+    write_samples(directory, "task", [mc_record(0, lls, gold, 0.0)])
+    conf = load_lm_eval_samples(directory).confidence[0, 0]
+    assert conf == pytest.approx(softmax_gold(lls, gold), rel=1e-5, abs=1e-30)
+
+
+def test_doc_ids_sort_numerically(tmp_path):
+    write_samples(tmp_path, "task", [mc_record(d, [-1.0], 0, 1.0) for d in (10, 2, 1)])
+    matrix = load_lm_eval_samples(tmp_path)
+    assert matrix.item_ids.tolist() == ["task/1", "task/2", "task/10"]
+
+
+# --- malformed input ------------------------------------------------------------------
+
+
+def test_invalid_json_line(tmp_path):
+    path = write_samples(tmp_path, "task", [mc_record(0, [-1.0], 0, 1.0)])
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write('{"doc_id": 1, "acc": \n')
+    with pytest.raises(DataError, match=rf"^{re.escape(str(path))}: line 2: not valid JSON \("):
+        load_lm_eval_samples(tmp_path)
+
+
+def test_record_without_doc_id(tmp_path):
+    path = write_samples(tmp_path, "task", [mc_record(0, [-1.0], 0, 1.0), {"acc": 1.0}])
+    with pytest.raises(DataError, match=rf"{re.escape(path.name)}: line 2: .*without 'doc_id'"):
+        load_lm_eval_samples(tmp_path)
+
+
+def test_repeated_doc_id(tmp_path):
+    records = [mc_record(d, [-1.0], 0, 1.0) for d in (0, 1, 1, 2)]
+    path = write_samples(tmp_path, "task", records)
+    with pytest.raises(DataError, match=rf"{re.escape(path.name)}: line 3: doc_id 1 appears "
+                                        r"again \(first on line 2\)"):
+        load_lm_eval_samples(tmp_path)
+
+
+def test_truncated_second_pass(tmp_path):
+    records = [mc_record(d, [-1.0], 0, 1.0) for d in (0, 1, 2, 0)]
+    with pytest.raises(DataError, match=r"repeat the documents only partly"):
+        load_lm_eval_samples(write_samples(tmp_path, "task", records))
+
+
+def test_non_numeric_metric(tmp_path):
+    write_samples(tmp_path, "task", [mc_record(0, [-1.0], 0, "yes")])
+    with pytest.raises(DataError, match=r"line 1: acc is 'yes', not a number"):
+        load_lm_eval_samples(tmp_path)
+
+
+def test_empty_directory(tmp_path):
+    (tmp_path / "model").mkdir()
+    with pytest.raises(DataError, match=r"no samples_\*\.jsonl files"):
+        load_lm_eval_samples(tmp_path)
+
+
+def test_missing_path(tmp_path):
+    with pytest.raises(DataError, match="no such file or directory"):
+        load_lm_eval_samples(tmp_path / "absent")
+
+
+def test_messages_are_one_line(tmp_path):
+    path = write_samples(tmp_path, "task", [mc_record(0, [-1.0], 0, 1.0)])
+    path.write_text("not json\n", encoding="utf-8")
+    with pytest.raises(DataError) as info:
+        load_lm_eval_samples(path)
+    assert "\n" not in str(info.value)
