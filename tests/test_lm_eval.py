@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import json
 import math
-import os
 import re
 from pathlib import Path
 
@@ -13,24 +12,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from shared import shared_data
 
 from mdad.data.files import files_sha256
 from mdad.data.lm_eval import load_lm_eval_samples
 from mdad.errors import DataError
-
-
-def shared_data(relative: str = "") -> Path:
-    """The shared real-data folder (or a path inside it); skip, or fail on CI, if absent."""
-    env = os.environ.get("MDAD_DATA")
-    root = Path(env) if env else Path(__file__).resolve().parents[2] / "shared" / "data"
-    path = root / relative
-    if not path.exists():
-        message = f"real data not found at {path}; set MDAD_DATA to the shared data folder"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return path
-
 
 PYTHIA = "lm-eval-samples/EleutherAI__pythia-14m"
 STAMP = "2024-11-26T10-50-23.349203"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 import re
 from pathlib import Path
 
@@ -14,25 +13,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from shared import shared_data
 
 from mdad.data import paper_arrays
 from mdad.data.files import files_sha256
 from mdad.data.paper_arrays import load_paper_arrays
 from mdad.errors import DataError
-
-
-def shared_data(relative: str = "") -> Path:
-    """The shared real-data folder (or a path inside it); skip, or fail on CI, if absent."""
-    env = os.environ.get("MDAD_DATA")
-    root = Path(env) if env else Path(__file__).resolve().parents[2] / "shared" / "data"
-    path = root / relative
-    if not path.exists():
-        message = f"real data not found at {path}; set MDAD_DATA to the shared data folder"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return path
-
 
 N_MODELS, N_ITEMS, N_OPTIONS = 420, 448, 4
 

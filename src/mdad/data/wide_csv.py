@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 from enum import StrEnum
 from pathlib import Path
 
@@ -25,33 +26,37 @@ class Orientation(StrEnum):
     MODELS_AS_ROWS = "models-as-rows"
 
 
-def _read_cells(path: Path) -> pd.DataFrame:
-    """All cells as strings, header included, with ragged rows detected."""
+def _read_cells(path: Path) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """The header, the body's cells as strings, and each body row's line number.
+
+    Every row must have as many fields as the header; blank lines are skipped.
+    """
     try:
-        frame = pd.read_csv(
-            path, header=None, dtype=str, keep_default_na=False, na_filter=True,
-            na_values=[], skip_blank_lines=True,
-        )
+        with open(path, newline="", encoding="utf-8-sig") as handle:
+            reader = csv.reader(handle)
+            rows, lines = [], []
+            for row in reader:
+                if row:
+                    rows.append(row)
+                    lines.append(reader.line_num)
     except FileNotFoundError:
         raise DataError(f"{path}: no such file") from None
-    except pd.errors.EmptyDataError:
-        raise DataError(f"{path}: the file is empty") from None
-    except pd.errors.ParserError as exc:
-        raise DataError(f"{path}: not a well-formed CSV ({exc}); every row needs the "
-                        "same number of fields as the header") from None
     except UnicodeDecodeError:
         raise DataError(f"{path}: not a UTF-8 text file; save it as CSV") from None
-    # With keep_default_na=False an empty field reads as '' and an absent one as NaN.
-    short = frame.isna().any(axis=1).to_numpy()
-    if short.any():
-        row = int(np.flatnonzero(short)[0])
-        raise DataError(
-            f"{path}: line {row + 1} has fewer fields than the header "
-            f"({int(frame.iloc[row].notna().sum())} of {frame.shape[1]}); fix that row"
-        )
-    if frame.shape[0] < 2:
+    except csv.Error as exc:
+        raise DataError(f"{path}: not a well-formed CSV ({exc})") from None
+    if not rows:
+        raise DataError(f"{path}: the file is empty")
+    if len(rows) < 2:
         raise DataError(f"{path}: a header but no data rows")
-    return frame
+    width = len(rows[0])
+    for row, line in zip(rows, lines, strict=True):
+        if len(row) != width:
+            side = "fewer" if len(row) < width else "more"
+            raise DataError(f"{path}: line {line} has {side} fields than the header "
+                            f"({len(row)} vs {width}); fix that row")
+    header = [h.strip() for h in rows[0]]
+    return header, np.array(rows[1:], dtype=object), np.array(lines[1:])
 
 
 def _to_scores(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -120,10 +125,7 @@ def load_wide_csv(
         in [0, 1], duplicate names, and rows or columns without any data.
     """
     path = Path(path)
-    frame = _read_cells(path)
-    header = [str(h).strip() for h in frame.iloc[0].tolist()]
-    body = frame.iloc[1:].to_numpy(dtype=object)
-    lines = np.arange(2, body.shape[0] + 2)
+    header, body, lines = _read_cells(path)
     orientation = Orientation(orientation)
     if orientation is Orientation.AUTO:
         orientation = (Orientation.ITEMS_AS_ROWS if body.shape[0] >= body.shape[1] - 1

@@ -11,6 +11,9 @@ from scipy.optimize import isotonic_regression
 from mdad.metrics.pairs import bin_edges
 
 NOT_REACHED = 0.5  # the reference code's value when no bin reaches the threshold
+CONFIDENCE = 0.95
+# Quantile levels written as the reference code writes them (0.025000000000000022).
+QUANTILES = ((1 - CONFIDENCE) / 2, 1 - (1 - CONFIDENCE) / 2)
 
 
 class MdadEstimator(StrEnum):
@@ -78,7 +81,7 @@ def first_crossing_mdad(
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.where(valid, agreeing / np.maximum(pairs, 1), 0.0)
     draws = rng.binomial(pairs, mean, size=(n_resamples, pairs.size)) / np.maximum(pairs, 1)
-    lower, upper = np.quantile(draws, [0.025, 0.975], axis=0)
+    lower, upper = np.quantile(draws, QUANTILES, axis=0)
     return MdadResult(
         mdad=float(_first_at_least(mean, valid, threshold)),
         low=float(_first_at_least(upper, valid, threshold)),
@@ -133,7 +136,7 @@ def smooth_mdad(
     boot_pairs, boot_agreeing = counts @ run_pairs, counts @ run_agreeing
     crossings = np.array([_monotone_crossing(p, a, threshold)
                           for p, a in zip(boot_pairs, boot_agreeing, strict=True)])
-    low, high = np.quantile(crossings, [0.025, 0.975])
+    low, high = np.quantile(crossings, QUANTILES)
     return MdadResult(
         mdad=point,
         low=float(low),

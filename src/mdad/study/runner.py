@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from mdad.data.matrix import ResponseMatrix
-from mdad.selection import SeenPool, get_method
+from mdad.selection import MicroBenchmark, SeenPool, get_method
 from mdad.study.config import StudyPlan
 from mdad.study.design import RunDesign, draw_run
 from mdad.study.seeds import cell_rng
@@ -93,13 +93,20 @@ def draw_design(matrix: ResponseMatrix, plan: StudyPlan, run: int) -> RunDesign:
     )
 
 
-def run_cell(matrix: ResponseMatrix, plan: StudyPlan, *, run: int, method: str, size: int,
-             n_sources: int) -> np.ndarray:
-    """Estimates of one cell, recomputed alone: shape (n_targets,), in target order."""
+def select_cell(matrix: ResponseMatrix, plan: StudyPlan, *, run: int, method: str, size: int,
+                n_sources: int) -> tuple[RunDesign, MicroBenchmark]:
+    """The design and micro-benchmark of one cell, recomputed alone from its seeds."""
     design = draw_design(matrix, plan, run)
     pool = seen_pool(matrix, design, n_sources)
     rng = cell_rng(plan.config.seed, run, method, size, n_sources)
-    micro = get_method(method).select(pool, size, rng=rng)
+    return design, get_method(method).select(pool, size, rng=rng)
+
+
+def run_cell(matrix: ResponseMatrix, plan: StudyPlan, *, run: int, method: str, size: int,
+             n_sources: int) -> np.ndarray:
+    """Estimates of one cell, recomputed alone: shape (n_targets,), in target order."""
+    design, micro = select_cell(matrix, plan, run=run, method=method, size=size,
+                                n_sources=n_sources)
     return micro.estimate(matrix.correctness[design.targets][:, design.seen])
 
 

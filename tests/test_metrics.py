@@ -1,0 +1,166 @@
+"""Pairwise agreement, binning, Kendall tau and MDAD against hand-computed cases,
+properties, scipy, and the independent slow reference (tests/reference_impl.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import reference_impl as ref
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.stats import kendalltau
+
+from mdad.metrics import (
+    NOT_REACHED,
+    N_BINS,
+    agreement,
+    bin_edges,
+    first_crossing_mdad,
+    gap_bins,
+    pair_counts,
+    smooth_mdad,
+)
+
+
+def test_agreement_sign_rules_by_hand():
+    est = np.array([0.1, -0.1, 0.0, 0.2, -0.2, 0.0])
+    ref_gap = np.array([0.3, 0.3, 0.3, 0.0, 0.0, 0.0])
+    # same sign agrees; a tie on the micro-benchmark never does; a reference gap of
+    # +0.0 counts as positive (copysign), as in the paper's code.
+    assert agreement(est, ref_gap).tolist() == [True, False, False, True, False, False]
+
+
+def test_gap_bins_floor_half_points_like_the_reference():
+    gaps = np.array([0.0, 0.0049, 0.005, -0.0101, 0.3 - 0.2, 1.0])
+    assert gap_bins(gaps).tolist() == [0, 0, 1, 2, 19, 200]  # 0.3 - 0.2 < 0.1 in floats
+    assert bin_edges(np.array([0, 3, 29])).tolist() == [0.0, 0.015, 0.145]
+    assert [ref.gap_bin(g) for g in gaps] == bin_edges(gap_bins(gaps)).tolist()
+
+
+def test_first_crossing_hand_case():
+    # bins 0, 0.005, 0.01 with agreement 1/2, 0/1, 1/1: first bin >= 0.8 is 0.01
+    pairs, agreeing = np.zeros(N_BINS, int), np.zeros(N_BINS, int)
+    pairs[:3], agreeing[:3] = [2, 1, 1], [1, 0, 1]
+    res = first_crossing_mdad(pairs, agreeing, rng=np.random.default_rng(0))
+    assert res.mdad == 0.01
+    assert ref.first_crossing_point([0.0, 0.0, 0.005, 0.01], [1, 0, 0, 1]) == 0.01
+    # Bin 0's bootstrap upper quantile is 1 (2 of 2 in a quarter of resamples), so the
+    # lower MDAD bound is 0; only bin 0.01 has a lower quantile >= 0.8.
+    assert (res.low, res.high) == (0.0, 0.01)
+
+
+def test_first_crossing_skips_empty_bins_and_reports_half_when_never_reached():
+    pairs, agreeing = np.zeros(N_BINS, int), np.zeros(N_BINS, int)
+    pairs[[0, 40]], agreeing[[0, 40]] = [50, 50], [10, 20]
+    res = first_crossing_mdad(pairs, agreeing, rng=np.random.default_rng(0))
+    assert (res.mdad, res.low, res.high) == (NOT_REACHED, NOT_REACHED, NOT_REACHED)
+    agreeing[40] = 45
+    assert first_crossing_mdad(pairs, agreeing, rng=np.random.default_rng(0)).mdad == 0.2
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 1)), min_size=1, max_size=300),
+       st.floats(0.05, 0.95))
+def test_first_crossing_point_matches_reference(records, threshold):
+    bins = np.array([b for b, _ in records])
+    agrees = np.array([a for _, a in records])
+    pairs = np.bincount(bins, minlength=N_BINS)
+    agreeing = np.bincount(bins, weights=agrees, minlength=N_BINS).astype(int)
+    ours = first_crossing_mdad(pairs, agreeing, threshold=threshold, n_resamples=1,
+                               rng=np.random.default_rng(0)).mdad
+    theirs = ref.first_crossing_point(bin_edges(bins).tolist(), agrees.tolist(), threshold)
+    assert ours == theirs
+
+
+def test_binomial_bootstrap_matches_resampling_pairs():
+    """Drawing Binomial(n, p-hat) is the same distribution as resampling n 0/1 values
+    with replacement: compare both intervals from many resamples of one bin."""
+    agrees = np.array([1] * 37 + [0] * 13)
+    pairs, agreeing = np.zeros(N_BINS, int), np.zeros(N_BINS, int)
+    pairs[0], agreeing[0] = 50, 37
+    rng = np.random.default_rng(1)
+    draws = rng.binomial(50, 0.74, size=200_000) / 50
+    resampled = rng.choice(agrees, size=(200_000, 50)).mean(axis=1)
+    assert np.quantile(draws, [0.025, 0.975]) == pytest.approx(
+        np.quantile(resampled, [0.025, 0.975]), abs=0.021)  # one count of 50 either way
+    assert draws.std() == pytest.approx(resampled.std(), rel=0.01)
+
+
+def test_first_crossing_interval_agrees_with_reference_bootstrap():
+    rng = np.random.default_rng(5)
+    bins = rng.integers(0, 30, size=3000)
+    agrees = (rng.random(3000) < 0.55 + 0.015 * bins).astype(int)
+    pairs = np.bincount(bins, minlength=N_BINS)
+    agreeing = np.bincount(bins, weights=agrees, minlength=N_BINS).astype(int)
+    ours = [first_crossing_mdad(pairs, agreeing, n_resamples=400,
+                                rng=np.random.default_rng(s)) for s in range(5)]
+    theirs = [ref.first_crossing_mdad(bin_edges(bins).tolist(), agrees.tolist(),
+                                      n_resamples=400, rng=np.random.default_rng(s))
+              for s in range(5)]
+    assert {r.mdad for r in ours} == {t[0] for t in theirs}
+    # Interval ends are random; they must fall within a bin of the reference's.
+    for end, index in (("low", 1), ("high", 2)):
+        ours_mid = np.median([getattr(r, end) for r in ours])
+        theirs_mid = np.median([t[index] for t in theirs])
+        assert abs(ours_mid - theirs_mid) <= 0.005
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(2, 12), st.integers(1, 4), st.integers(0, 10_000))
+def test_pair_counts_and_tau_match_reference_loops(n_targets, n_runs, seed):
+    rng = np.random.default_rng(seed)
+    # Accuracies on a coarse grid so that ties in both estimates and references occur.
+    estimates = rng.integers(0, 5, size=(n_runs, n_targets)) / 4
+    reference = rng.integers(0, 9, size=(n_runs, n_targets)) / 8
+    counts = pair_counts(estimates, reference, batch=7)
+    for run in range(n_runs):
+        records = ref.agreement_records(reference[run], reference[run], estimates[run])
+        bins = gap_bins(np.array([r.bin_seen for r in records]) + 1e-12)
+        expected_pairs = np.bincount(bins, minlength=N_BINS)
+        expected_agree = np.bincount(bins, weights=[r.agree_seen for r in records],
+                                     minlength=N_BINS)
+        assert counts.pairs[run].tolist() == expected_pairs.tolist()
+        assert counts.agreeing[run].tolist() == expected_agree.astype(int).tolist()
+        tau = ref.kendall_tau_b(estimates[run], reference[run])
+        assert counts.kendall_tau[run] == pytest.approx(tau, nan_ok=True)
+        scipy_tau = kendalltau(estimates[run], reference[run]).statistic
+        assert counts.kendall_tau[run] == pytest.approx(scipy_tau, nan_ok=True)
+
+
+def test_smooth_mdad_on_a_known_monotone_curve():
+    # Agreement rises linearly from 0.5 at gap 0 to 1.0 at gap 0.1 (bin 20): it
+    # crosses 0.8 at gap 0.06, between bin edges 0.055 and 0.06.
+    n_runs, n_per_bin = 20, 1000
+    bins = np.arange(21)
+    rate = 0.5 + 0.5 * bins / 20
+    run_pairs = np.zeros((n_runs, N_BINS), int)
+    run_agree = np.zeros((n_runs, N_BINS), int)
+    run_pairs[:, :21] = n_per_bin
+    run_agree[:, :21] = np.round(rate * n_per_bin).astype(int)
+    res = smooth_mdad(run_pairs, run_agree, rng=np.random.default_rng(0))
+    assert res.mdad == pytest.approx(0.06, abs=1e-9)
+    assert res.low <= res.mdad <= res.high
+
+
+def test_smooth_mdad_ignores_a_lucky_early_bin_that_first_crossing_takes():
+    run_pairs = np.zeros((10, N_BINS), int)
+    run_agree = np.zeros((10, N_BINS), int)
+    run_pairs[:, :30] = 200
+    run_agree[:, :30] = (np.linspace(0.55, 0.95, 30) * 200).astype(int)
+    run_pairs[:, 3], run_agree[:, 3] = 2, 2  # two lucky pairs at gap 0.015
+    faithful = first_crossing_mdad(run_pairs.sum(0), run_agree.sum(0),
+                                   rng=np.random.default_rng(0))
+    smooth = smooth_mdad(run_pairs, run_agree, rng=np.random.default_rng(0))
+    assert faithful.mdad == 0.015
+    assert 0.08 < smooth.mdad < 0.1  # the linear curve crosses 0.8 near bin 18.75
+
+
+def test_smooth_mdad_interval_resamples_runs():
+    rng = np.random.default_rng(3)
+    run_pairs = rng.integers(50, 100, size=(30, N_BINS))
+    run_pairs[:, 60:] = 0
+    rate = np.clip(0.5 + np.arange(N_BINS) / 80, 0, 1)
+    run_agree = rng.binomial(run_pairs, rate)
+    res = smooth_mdad(run_pairs, run_agree, rng=np.random.default_rng(0))
+    assert res.low < res.mdad < res.high
+    assert res.mdad == pytest.approx(0.12, abs=0.01)  # 0.5 + g/0.4 = 0.8 at g = 0.12

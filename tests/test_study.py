@@ -1,0 +1,155 @@
+"""The study protocol on the real GPQA data: design, seeds, validation, and agreement
+with the independent slow reference (tests/reference_impl.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import reference_impl as ref
+
+from mdad.errors import ConfigError, DataError
+from mdad.study import (
+    StudyConfig,
+    evaluate,
+    plan_study,
+    run_cell,
+    run_study,
+    select_cell,
+    split_seen_unseen,
+)
+
+GPQA_SIZES = (10, 25, 50, 100, 200)
+
+
+@pytest.fixture(scope="module")
+def small_study(gpqa):
+    plan = plan_study(gpqa, StudyConfig(n_runs=4, n_resamples=50, sources=(20, 300)),
+                      default_sizes=GPQA_SIZES)
+    return plan, run_study(gpqa, plan)
+
+
+def test_split_halves_every_subtask():
+    codes = np.repeat([0, 1, 2], [7, 10, 1])
+    seen, unseen = split_seen_unseen(codes, rng=np.random.default_rng(0))
+    assert np.bincount(codes[seen], minlength=3).tolist() == [3, 5, 0]
+    assert sorted(np.concatenate([seen, unseen]).tolist()) == list(range(18))
+    assert np.all(np.diff(codes[seen]) >= 0)  # grouped by subtask, like the reference
+
+
+def test_design_is_shared_by_methods_and_sizes(gpqa, small_study):
+    plan, _ = small_study
+    designs = [select_cell(gpqa, plan, run=2, method=m, size=s, n_sources=20)[0]
+               for m in plan.config.methods for s in (10, 200)]
+    for design in designs[1:]:
+        assert np.array_equal(design.targets, designs[0].targets)
+        assert np.array_equal(design.seen, designs[0].seen)
+    d = designs[0]
+    assert np.intersect1d(d.targets, d.sources(300)).size == 0
+    assert np.array_equal(d.sources(20), d.sources(300)[:20])  # nested source sets
+
+
+def test_any_cell_recomputes_alone(gpqa, small_study):
+    plan, result = small_study
+    for m, method in enumerate(plan.config.methods):
+        for s, c, run in ((0, 0, 3), (4, 1, 1), (2, 1, 0)):
+            alone = run_cell(gpqa, plan, run=run, method=method, size=plan.sizes[s],
+                             n_sources=plan.config.sources[c])
+            assert np.array_equal(alone, result.estimates[m, s, c, run])
+
+
+def test_same_seed_same_tables_other_seed_other_draws(gpqa, small_study):
+    plan, result = small_study
+    again = run_study(gpqa, plan)
+    assert np.array_equal(again.estimates, result.estimates)
+    assert evaluate(again).mdad.equals(evaluate(result).mdad)
+    other = plan_study(gpqa, StudyConfig(n_runs=4, seed=1, sources=(20, 300)),
+                       default_sizes=GPQA_SIZES)
+    assert not np.array_equal(run_study(gpqa, other).targets, result.targets)
+
+
+def test_selection_never_reads_target_models(gpqa, small_study):
+    plan, _ = small_study
+    for method in plan.config.methods:
+        design, micro = select_cell(gpqa, plan, run=1, method=method, size=25, n_sources=300)
+        flipped = gpqa.correctness.copy()
+        flipped[design.targets] = 1 - flipped[design.targets]
+        altered = type(gpqa)(flipped, gpqa.model_names, gpqa.item_ids, gpqa.subtasks)
+        _, micro_altered = select_cell(altered, plan, run=1, method=method, size=25,
+                                       n_sources=300)
+        assert np.array_equal(micro.items, micro_altered.items)
+
+
+def test_accuracies_and_estimates_by_hand(gpqa, small_study):
+    plan, result = small_study
+    design, micro = select_cell(gpqa, plan, run=0, method="random", size=10, n_sources=300)
+    target_rows = gpqa.correctness[design.targets].astype(np.float64)
+    assert result.seen[0] == pytest.approx(target_rows[:, design.seen].mean(axis=1))
+    assert result.unseen[0] == pytest.approx(target_rows[:, design.unseen].mean(axis=1))
+    assert result.full[0] == pytest.approx(target_rows.mean(axis=1))
+    expected = target_rows[:, design.seen][:, micro.items].sum(axis=1) / 10
+    assert np.array_equal(result.estimates[0, 0, 1, 0], expected)
+
+
+def test_tables_match_the_reference_loops(small_study):
+    """Same estimates in, same MDAD point, error and tau out as the slow reference."""
+    plan, result = small_study
+    tables = evaluate(result)
+    for m, method in enumerate(plan.config.methods):
+        for s, size in enumerate(plan.sizes):
+            est = result.estimates[m, s, 1]
+            records = [r for run in range(4)
+                       for r in ref.agreement_records(result.seen[run], result.unseen[run],
+                                                      est[run])]
+            row = tables.mdad.set_index(["method", "size", "sources", "split"])
+            for split in ("seen", "unseen"):
+                bins = [getattr(r, f"bin_{split}") for r in records]
+                agrees = [getattr(r, f"agree_{split}") for r in records]
+                expected = ref.first_crossing_point(bins, agrees)
+                assert row.loc[(method, size, 300, split), "mdad"] == expected
+            per_run = [ref.mae_and_tau(est[r], result.seen[r], result.unseen[r])
+                       for r in range(4)]
+            summary = tables.summary.set_index(["method", "size", "sources"])
+            got = summary.loc[(method, size, 300)]
+            assert got.mae_seen == pytest.approx(np.mean([p["mae_seen"] for p in per_run]))
+            assert got.kendall_tau_unseen == pytest.approx(
+                np.nanmean([p["tau_unseen"] for p in per_run]))
+    t = tables.mdad
+    assert ((t.mdad_low <= t.mdad) & (t.mdad <= t.mdad_high)).all()
+
+
+@pytest.mark.parametrize(
+    ("config", "error", "message"),
+    [
+        (StudyConfig(n_targets=400, sources=(300,)), ConfigError,
+         r"420 models, fewer than 400 targets \+ 300 sources; with 400 targets use "
+         r"--sources 20 or less"),
+        (StudyConfig(sizes=(300,)), ConfigError, r"--sizes 300 is larger than the seen pool of 224 items"),
+        (StudyConfig(sizes=(10, 10)), ConfigError, r"--sizes lists a size twice"),
+        (StudyConfig(methods=("random", "nope")), ConfigError, r"unknown method 'nope'; choose from"),
+        (StudyConfig(threshold=1.0), ConfigError, r"--threshold must be in \(0, 1\); got 1.0"),
+        (StudyConfig(n_runs=0), ConfigError, r"--runs must be an integer >= 1; got 0"),
+        (StudyConfig(n_targets=1), ConfigError, r"--targets must be at least 2"),
+        (StudyConfig(target_models=("no-such-model",)), DataError, r"target model 'no-such-model' is not"),
+    ],
+)
+def test_invalid_configs_are_one_line_errors(gpqa, config, error, message):
+    with pytest.raises(error, match=message) as info:
+        plan_study(gpqa, config, default_sizes=GPQA_SIZES)
+    assert "\n" not in str(info.value)
+
+
+def test_default_sizes_above_the_seen_pool_are_dropped_with_a_notice(gpqa):
+    plan = plan_study(gpqa, StudyConfig())
+    assert plan.sizes == (10, 25, 50, 100)
+    assert plan.notices == ("sizes 250, 500, 1000 dropped: the seen pool holds 224 items "
+                            "(half of each subtask)",)
+
+
+def test_subtask_equal_size_limit_is_checked_before_running(mmlu_pro):
+    from mdad.data import resolve_missing
+
+    complete, _ = resolve_missing(mmlu_pro)
+    smallest = int((np.bincount(complete.subtask_codes) // 2).min())
+    limit = 14 * smallest
+    with pytest.raises(ConfigError, match=rf"subtask-equal cannot build {limit + 1} items"):
+        plan_study(complete, StudyConfig(sizes=(limit + 1,), sources=(19,), n_targets=10))
