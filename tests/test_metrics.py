@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from scipy.stats import kendalltau
 
 from mdad.metrics import (
-    NOT_REACHED,
     N_BINS,
+    NOT_REACHED,
     agreement,
     bin_edges,
     first_crossing_mdad,

@@ -123,13 +123,16 @@ def test_tables_match_the_reference_loops(small_study):
         (StudyConfig(n_targets=400, sources=(300,)), ConfigError,
          r"420 models, fewer than 400 targets \+ 300 sources; with 400 targets use "
          r"--sources 20 or less"),
-        (StudyConfig(sizes=(300,)), ConfigError, r"--sizes 300 is larger than the seen pool of 224 items"),
+        (StudyConfig(sizes=(300,)), ConfigError,
+         r"--sizes 300 is larger than the seen pool of 224 items"),
         (StudyConfig(sizes=(10, 10)), ConfigError, r"--sizes lists a size twice"),
-        (StudyConfig(methods=("random", "nope")), ConfigError, r"unknown method 'nope'; choose from"),
+        (StudyConfig(methods=("random", "nope")), ConfigError,
+         r"unknown method 'nope'; choose from"),
         (StudyConfig(threshold=1.0), ConfigError, r"--threshold must be in \(0, 1\); got 1.0"),
         (StudyConfig(n_runs=0), ConfigError, r"--runs must be an integer >= 1; got 0"),
         (StudyConfig(n_targets=1), ConfigError, r"--targets must be at least 2"),
-        (StudyConfig(target_models=("no-such-model",)), DataError, r"target model 'no-such-model' is not"),
+        (StudyConfig(target_models=("no-such-model",)), DataError,
+         r"--target-models: model 'no-such-model' is not"),
     ],
 )
 def test_invalid_configs_are_one_line_errors(gpqa, config, error, message):

@@ -20,3 +20,7 @@ app.add_typer(data_cmd.app, name="data")
 
 def main() -> None:
     app()
+
+
+if __name__ == "__main__":
+    main()

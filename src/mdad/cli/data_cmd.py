@@ -28,4 +28,7 @@ def info(
     if orientation is not Orientation.AUTO or "orientation" not in options:
         options["orientation"] = orientation
     matrix = read_results(path, metric=metric, **options)
-    Console().print(info_table(describe(matrix)))
+    summary = describe(matrix)
+    console = Console()
+    console.print(info_table(summary))
+    console.print(f"sha256 {summary.sha256}", soft_wrap=True)

@@ -53,7 +53,7 @@ def study_table(mdad: pd.DataFrame, summary: pd.DataFrame, title: str,
 
 def info_table(info: DataInfo) -> Table:
     table = Table(show_header=False, title=info.source, title_justify="left")
-    table.add_column(style="bold")
+    table.add_column(style="bold", no_wrap=True)
     table.add_column()
     subtasks = ", ".join(f"{name} ({n})" for name, n in info.subtask_sizes.items())
     table.add_row("models", str(info.n_models))
@@ -66,5 +66,4 @@ def info_table(info: DataInfo) -> Table:
                   f"{info.items_with_missing} items)")
     table.add_row("confidences", "yes (gold-option probability)" if info.has_confidence
                   else "no (correctness only)")
-    table.add_row("sha256", info.sha256 or "—")
     return table

@@ -115,8 +115,9 @@ def load_wide_csv(
     Parameters
     ----------
     orientation : {"auto", "items-as-rows", "models-as-rows"}
-        ``auto`` picks items-as-rows when there are at least as many data rows as
-        score columns (benchmarks have more items than models).
+        ``auto`` picks items-as-rows when a column is named like an item id or a
+        subtask, or when there are at least as many data rows as score columns
+        (benchmarks have more items than models).
 
     Raises
     ------
@@ -128,7 +129,10 @@ def load_wide_csv(
     header, body, lines = _read_cells(path)
     orientation = Orientation(orientation)
     if orientation is Orientation.AUTO:
-        orientation = (Orientation.ITEMS_AS_ROWS if body.shape[0] >= body.shape[1] - 1
+        # An item-id or subtask column names one item per row; else items outnumber models.
+        named_items = {h.lower() for h in header} & {*ITEM_ID_COLUMNS, *SUBTASK_COLUMNS}
+        orientation = (Orientation.ITEMS_AS_ROWS
+                       if named_items or body.shape[0] >= body.shape[1] - 1
                        else Orientation.MODELS_AS_ROWS)
     if orientation is Orientation.MODELS_AS_ROWS:
         return _models_as_rows(path, header, body, lines)

@@ -112,7 +112,7 @@ def plan_study(
     fixed = None
     n_targets = config.n_targets
     if config.target_models is not None:
-        fixed = matrix.model_index(list(config.target_models), what="target model")
+        fixed = matrix.model_index(list(config.target_models), what="--target-models: model")
         n_targets = fixed.size
     if n_targets < 2:
         raise ConfigError(f"--targets must be at least 2 to form pairs; got {n_targets}")

@@ -21,8 +21,12 @@ from mdad.study.runner import StudyResult
 def check_out_dir(out_dir: Path) -> None:
     """Refuse, before any work, an output folder that already holds something."""
     if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
-        raise ConfigError(f"--out {out_dir} already exists and is not empty; "
+        what = "is a file" if not out_dir.is_dir() else "is not empty"
+        raise ConfigError(f"--out {out_dir} already exists and {what}; "
                           "choose another folder or remove it")
+    blocking = next((p for p in out_dir.parents if p.exists() and not p.is_dir()), None)
+    if blocking is not None:
+        raise ConfigError(f"--out {out_dir}: {blocking} is a file, not a folder")
 
 
 def run_config(dataset: Dataset, result: StudyResult, *, version: str,
@@ -72,6 +76,9 @@ def write_run_dir(out_dir: Path, result: StudyResult, tables: StudyTables,
     try:
         parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=parent))
+        umask = os.umask(0)
+        os.umask(umask)
+        staging.chmod(0o777 & ~umask)  # mkdtemp makes it private; a run folder is not
     except OSError as exc:
         raise ConfigError(f"--out {out_dir}: cannot create it ({exc.strerror})") from None
     try:

@@ -1,0 +1,5 @@
+"""`python -m mdad` runs the command line."""
+
+from mdad.cli.app import main
+
+main()
