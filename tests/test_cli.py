@@ -618,7 +618,8 @@ def _unknown_target(tmp: Path):
     path = tmp / "targets.txt"
     path.write_text("\n".join([*model_set()[:11], "not-a-model"]) + "\n")
     return (["gpqa", "--target-models", path],
-            r"--target-models: model 'not-a-model' is not in .*gpqa_main\.csv \(1 of 12 names unknown\)")
+            r"--target-models: model 'not-a-model' is not in .*gpqa_main\.csv "
+            r"\(1 of 12 names unknown\)")
 
 
 @bad_input("target models file missing")

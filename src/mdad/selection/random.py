@@ -6,6 +6,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from mdad.grouping import shuffled_ranks
 from mdad.selection.base import MicroBenchmark, SeenPool
 from mdad.selection.registry import register
 
@@ -41,13 +42,9 @@ class SubtaskEqual:
         n_subtasks = sizes.size
         per_subtask = np.full(n_subtasks, size // n_subtasks)
         per_subtask[rng.choice(n_subtasks, size % n_subtasks, replace=False)] += 1
-        # Rank every item inside its subtask by a random key; keep the first k of each.
-        order = np.lexsort((rng.random(pool.n_items), pool.subtask_codes))
-        starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-        rank = np.empty(pool.n_items, dtype=np.int64)
-        rank[order] = np.arange(pool.n_items) - np.repeat(starts, sizes)
-        chosen = np.flatnonzero(rank < per_subtask[pool.subtask_codes])
-        return MicroBenchmark.plain_mean(chosen)
+        order, rank = shuffled_ranks(pool.subtask_codes, rng=rng)
+        chosen = order[rank < per_subtask[pool.subtask_codes[order]]]
+        return MicroBenchmark.plain_mean(np.sort(chosen))
 
 
 @register("subtask-proportional")

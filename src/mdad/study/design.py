@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mdad.grouping import shuffled_ranks
 from mdad.study.seeds import run_rng
 
 
@@ -48,11 +49,8 @@ def split_seen_unseen(
     -------
     seen, unseen : int arrays of item indices, grouped by subtask code.
     """
-    n_items = subtask_codes.shape[0]
-    order = np.lexsort((rng.random(n_items), subtask_codes))
+    order, rank = shuffled_ranks(subtask_codes, rng=rng)
     sizes = np.bincount(subtask_codes)
-    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-    rank = np.arange(n_items) - np.repeat(starts, sizes)
     in_seen = rank < np.repeat(sizes // 2, sizes)
     return order[in_seen], order[~in_seen]
 
