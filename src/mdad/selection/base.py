@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import ClassVar, Protocol
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol, TypeVar
 
 import numpy as np
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, eq=False)
@@ -20,15 +24,33 @@ class SeenPool:
         Source models' gold-option confidence; correctness where none is known.
     subtask_codes : array of shape (n_items,)
         Integer subtask of each seen item, 0..n_subtasks-1.
+    seed : SeedSequence of the pool's shared work (see `shared`).
     """
 
     correctness: np.ndarray
     confidence: np.ndarray
     subtask_codes: np.ndarray
+    seed: np.random.SeedSequence = field(default_factory=lambda: np.random.SeedSequence(0))
+    _cache: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def n_items(self) -> int:
         return int(self.subtask_codes.shape[0])
+
+    @property
+    def n_sources(self) -> int:
+        return int(self.correctness.shape[0])
+
+    def shared(self, key: str, compute: Callable[[np.random.Generator], T]) -> T:
+        """Work that every size (and method) on this pool shares, such as an IRT fit,
+        computed on first use. Its random draws come from a stream of the pool's seed
+        named by `key`, so the result is the same whichever cell asks first."""
+        if key not in self._cache:
+            stream = np.random.SeedSequence(
+                self.seed.entropy,
+                spawn_key=(*self.seed.spawn_key, zlib.crc32(key.encode("utf-8"))))
+            self._cache[key] = compute(np.random.default_rng(stream))
+        return self._cache[key]  # type: ignore[no-any-return]
 
     def subtask_sizes(self) -> np.ndarray:
         """Number of seen items in each subtask, shape (n_subtasks,)."""
@@ -40,7 +62,8 @@ class MicroBenchmark:
     """A chosen subset of the seen pool and its linear estimator.
 
     The estimated full score of a model is the plain mean of its scores on `items`
-    or, when `weights` is given, ``scores[items] @ weights``.
+    or, when `weights` is given, ``scores[items] @ weights``. Subclasses with other
+    estimators override `estimate`.
 
     Attributes
     ----------
@@ -48,10 +71,13 @@ class MicroBenchmark:
         Distinct indices into the seen pool.
     weights : float array of shape (n,), optional
         Weight of each item in the estimate; None for the plain mean.
+    uses_confidence : bool
+        The estimate reads models' gold-option confidence, not their correctness.
     """
 
     items: np.ndarray
     weights: np.ndarray | None = None
+    uses_confidence: bool = False
 
     @classmethod
     def plain_mean(cls, items: np.ndarray) -> MicroBenchmark:

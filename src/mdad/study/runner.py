@@ -12,7 +12,7 @@ from mdad.data.matrix import ResponseMatrix
 from mdad.selection import MicroBenchmark, SeenPool, get_method
 from mdad.study.config import StudyPlan
 from mdad.study.design import RunDesign, draw_run
-from mdad.study.seeds import cell_rng
+from mdad.study.seeds import cell_rng, pool_seed
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -75,7 +75,8 @@ def _accuracies(correctness: np.ndarray, design: RunDesign) -> RunAccuracies:
     )
 
 
-def seen_pool(matrix: ResponseMatrix, design: RunDesign, n_sources: int) -> SeenPool:
+def seen_pool(matrix: ResponseMatrix, design: RunDesign, n_sources: int, *,
+              seed: int) -> SeenPool:
     """The source models' view of run `design`'s seen pool."""
     sources = design.sources(n_sources)
     _, codes = np.unique(matrix.subtask_codes[design.seen], return_inverse=True)
@@ -83,6 +84,7 @@ def seen_pool(matrix: ResponseMatrix, design: RunDesign, n_sources: int) -> Seen
         correctness=matrix.correctness[sources][:, design.seen],
         confidence=matrix.gold_confidence()[sources][:, design.seen],
         subtask_codes=codes,
+        seed=pool_seed(seed, design.run, n_sources),
     )
 
 
@@ -97,7 +99,7 @@ def select_cell(matrix: ResponseMatrix, plan: StudyPlan, *, run: int, method: st
                 n_sources: int) -> tuple[RunDesign, MicroBenchmark]:
     """The design and micro-benchmark of one cell, recomputed alone from its seeds."""
     design = draw_design(matrix, plan, run)
-    pool = seen_pool(matrix, design, n_sources)
+    pool = seen_pool(matrix, design, n_sources, seed=plan.config.seed)
     rng = cell_rng(plan.config.seed, run, method, size, n_sources)
     return design, get_method(method).select(pool, size, rng=rng)
 
@@ -107,7 +109,13 @@ def run_cell(matrix: ResponseMatrix, plan: StudyPlan, *, run: int, method: str, 
     """Estimates of one cell, recomputed alone: shape (n_targets,), in target order."""
     design, micro = select_cell(matrix, plan, run=run, method=method, size=size,
                                 n_sources=n_sources)
-    return micro.estimate(matrix.correctness[design.targets][:, design.seen])
+    return micro.estimate(_target_scores(matrix, design, micro.uses_confidence))
+
+
+def _target_scores(matrix: ResponseMatrix, design: RunDesign, confidence: bool) -> np.ndarray:
+    """Targets' scores on the seen pool: gold-option confidence or correctness."""
+    values = matrix.gold_confidence() if confidence else matrix.correctness
+    return values[design.targets][:, design.seen]
 
 
 def run_study(matrix: ResponseMatrix, plan: StudyPlan, *,
@@ -132,14 +140,14 @@ def run_study(matrix: ResponseMatrix, plan: StudyPlan, *,
         accuracies = _accuracies(matrix.correctness, design)
         seen[run], unseen[run], full[run] = accuracies.seen, accuracies.unseen, accuracies.full
         targets[run] = design.targets
-        target_scores = matrix.correctness[design.targets][:, design.seen]
+        scores = {flag: _target_scores(matrix, design, flag) for flag in (False, True)}
         for c, n_sources in enumerate(config.sources):
-            pool = seen_pool(matrix, design, n_sources)
+            pool = seen_pool(matrix, design, n_sources, seed=config.seed)
             for m, method in enumerate(methods):
                 for s, size in enumerate(plan.sizes):
                     rng = cell_rng(config.seed, run, method.name, size, n_sources)
                     micro = method.select(pool, size, rng=rng)
-                    estimates[m, s, c, run] = micro.estimate(target_scores)
+                    estimates[m, s, c, run] = micro.estimate(scores[micro.uses_confidence])
                     done += 1
                     if progress is not None:
                         progress(done, plan.n_cells)

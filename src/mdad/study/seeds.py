@@ -13,6 +13,7 @@ import numpy as np
 _RUN_STREAM = 0
 _CELL_STREAM = 1
 _METRIC_STREAM = 2
+_POOL_STREAM = 3
 
 
 def _stable_id(name: str) -> int:
@@ -28,6 +29,11 @@ def cell_rng(seed: int, run: int, method: str, size: int, n_sources: int) -> np.
     """The generator of one cell: a method building a micro-benchmark of one size."""
     key = (_CELL_STREAM, run, _stable_id(method), size, n_sources)
     return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=key))
+
+
+def pool_seed(seed: int, run: int, n_sources: int) -> np.random.SeedSequence:
+    """The seed of work shared by all cells on one seen pool (e.g. an IRT fit)."""
+    return np.random.SeedSequence(seed, spawn_key=(_POOL_STREAM, run, n_sources))
 
 
 def metric_rng(seed: int, *labels: str | int) -> np.random.Generator:

@@ -1,0 +1,166 @@
+"""Anchor Points (Vivek et al. 2024): k-medoids on how items co-vary across models."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import kmedoids
+import numpy as np
+from scipy.special import logit
+
+from mdad.selection.base import MicroBenchmark, SeenPool
+from mdad.selection.registry import register
+
+# The predictor works in logit space; 0/1 correctness would map to infinities.
+_CLIP = 0.01
+
+
+def item_correlation(values: np.ndarray) -> np.ndarray:
+    """Pearson correlation between items across models, defined everywhere.
+
+    Parameters
+    ----------
+    values : array of shape (n_models, n_items)
+
+    Returns
+    -------
+    array of shape (n_items, n_items), symmetric, ones on the diagonal. Items with no
+    variance across the models have no Pearson correlation; we set it to 1 between
+    two such items of the same constant value (they behave identically) and 0 with
+    every other item (their behaviour says nothing about the others).
+    """
+    values = np.asarray(values, dtype=np.float64)
+    centred = values - values.mean(axis=0)
+    norms = np.sqrt(np.einsum("mi,mi->i", centred, centred))
+    constant = norms <= 1e-12 * np.maximum(1.0, np.abs(values).max(initial=0.0))
+    scaled = centred / np.where(constant, 1.0, norms)
+    scaled[:, constant] = 0.0
+    corr = np.clip(scaled.T @ scaled, -1.0, 1.0)
+    if constant.any():
+        level = values[0, constant]
+        corr[np.ix_(constant, constant)] = level[:, None] == level[None, :]
+    np.fill_diagonal(corr, 1.0)
+    return corr
+
+
+def _medoids(distance: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+    """FasterPAM medoids with random initialisation, as the reference code runs it."""
+    seed = int(rng.integers(2**31 - 1))
+    result = kmedoids.fasterpam(distance, size, init="random", random_state=seed, n_cpu=1)
+    return np.asarray(result.medoids, dtype=np.int64)
+
+
+def cluster_shares(corr: np.ndarray, medoids: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Share of items whose most-correlated medoid is each medoid, shape (n_medoids,).
+
+    A constant item with no constant medoid of its value is uncorrelated with every
+    medoid; it joins the medoid whose mean value (over models) is closest to its own
+    (first on ties), instead of an arbitrary one.
+    """
+    n_items = corr.shape[0]
+    member = np.argmax(corr[medoids], axis=0)
+    orphans = corr[medoids].max(axis=0) <= 0.0
+    orphans &= np.ptp(values, axis=0) == 0
+    if orphans.any():
+        medoid_mean = values[:, medoids].mean(axis=0)
+        gap = np.abs(values[0, orphans][:, None] - medoid_mean[None, :])
+        member[orphans] = np.argmin(gap, axis=1)
+    return np.bincount(member, minlength=medoids.size) / n_items
+
+
+@register("anchor-points")
+class AnchorPoints:
+    """Medoids of 1 - correlation of the source models' gold-option confidences
+    (FasterPAM, random init); each medoid weighs its cluster's share of items; the
+    estimate is the weighted sum of a model's gold-option confidence on the medoids."""
+
+    name: ClassVar[str]
+    reads_confidence: ClassVar[bool] = True
+    min_sources: ClassVar[int] = 2
+
+    def max_size(self, pool: SeenPool) -> int:
+        return pool.n_items
+
+    def select(self, pool: SeenPool, size: int, *, rng: np.random.Generator) -> MicroBenchmark:
+        corr = pool.shared("confidence-correlation",
+                           lambda _: item_correlation(pool.confidence))
+        medoids = _medoids(1.0 - corr, size, rng)
+        weights = cluster_shares(corr, medoids, np.asarray(pool.confidence, dtype=np.float64))
+        return MicroBenchmark(medoids, weights, uses_confidence=True)
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class AnchorPredictorBenchmark(MicroBenchmark):
+    """Anchor items plus one logit-linear predictor per other seen item ("floater").
+
+    A model's estimate is the share of floaters predicted correct: floater f's
+    logit-confidence is predicted as ``slope[f] * x[nearest[f]] + intercept[f]`` from
+    the model's logit-confidence x on its nearest anchor, and counts as correct when
+    that exceeds 0, i.e. a gold-option confidence above 0.5 (with only the gold
+    option known, "the predicted argmax is gold" becomes this).
+
+    Attributes
+    ----------
+    nearest : int array of shape (n_floaters,), positions in `items`.
+    slope, intercept : float arrays of shape (n_floaters,).
+    """
+
+    nearest: np.ndarray
+    slope: np.ndarray
+    intercept: np.ndarray
+
+    def estimate(self, scores: np.ndarray) -> np.ndarray:
+        anchors = logit(np.clip(np.asarray(scores, np.float64)[:, self.items], _CLIP, 1 - _CLIP))
+        predicted = anchors[:, self.nearest] * self.slope + self.intercept
+        return (predicted > 0).mean(axis=1)
+
+
+@register("anchor-points-predictor")
+class AnchorPointsPredictor:
+    """The Anchor Points predictor variant: medoids of 1 - |correlation| of the
+    source models' logit-confidences; every other item is predicted from the anchor
+    whose least-squares line (over source models) fits it with the smallest residual.
+
+    Differs from the reference code in one case: an anchor constant over the sources
+    is a flat line (the reference's lstsq left its residual at 0, so it became every
+    item's nearest anchor).
+    """
+
+    name: ClassVar[str]
+    reads_confidence: ClassVar[bool] = True
+    min_sources: ClassVar[int] = 2
+
+    def max_size(self, pool: SeenPool) -> int:
+        return pool.n_items - 1
+
+    def select(self, pool: SeenPool, size: int, *, rng: np.random.Generator) -> MicroBenchmark:
+        values = pool.shared("confidence-logit", lambda _: logit(
+            np.clip(np.asarray(pool.confidence, np.float64), _CLIP, 1 - _CLIP)))
+        gram, corr = pool.shared("confidence-logit-gram", lambda _: _gram_and_correlation(values))
+        anchors = _medoids(1.0 - np.abs(corr), size, rng)
+        floaters = np.setdiff1d(np.arange(pool.n_items), anchors)
+        cross = gram[np.ix_(anchors, floaters)]  # (n_anchors, n_floaters)
+        spread = np.diag(gram)[anchors][:, None]
+        flat = spread <= 1e-12
+        slope = np.where(flat, 0.0, cross / np.where(flat, 1.0, spread))
+        residual = np.diag(gram)[floaters][None, :] - slope * cross
+        nearest = np.argmin(residual, axis=0)
+        floater_slope = slope[nearest, np.arange(floaters.size)]
+        means = values.mean(axis=0)
+        intercept = means[floaters] - floater_slope * means[anchors][nearest]
+        return AnchorPredictorBenchmark(anchors, uses_confidence=True, nearest=nearest,
+                                        slope=floater_slope, intercept=intercept)
+
+
+def _gram_and_correlation(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Centred cross-products between items, and their correlation with NaN as 0
+    (the reference code's rule), shape (n_items, n_items) each."""
+    centred = values - values.mean(axis=0)
+    gram = centred.T @ centred
+    scale = np.sqrt(np.diag(gram))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        corr = gram / np.outer(scale, scale)
+    corr[~np.isfinite(corr)] = 0.0
+    np.fill_diagonal(corr, 1.0)
+    return gram, np.clip(corr, -1.0, 1.0)

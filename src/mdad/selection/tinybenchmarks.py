@@ -1,0 +1,209 @@
+"""tinyBenchmarks (Polo et al. 2024): IRT item embeddings, k-means anchors, and the
+anchor, p-IRT and gp-IRT estimators."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+from scipy.special import expit
+
+from mdad.irt import MultidimensionalIrt, map_ability
+from mdad.selection.base import MicroBenchmark, SeenPool
+from mdad.selection.registry import register
+
+# The reference code fixes k-means' seed; anchors depend only on the IRT fit.
+KMEANS_SEED = 42
+# gp-IRT assumes an anchor estimate has a quarter of random sampling's variance.
+ANCHOR_VARIANCE_FACTOR = 4.0
+# Every 5th source model validates the gp-IRT weight (tinyBenchmarks' experiments).
+VALIDATION_STRIDE = 5
+
+
+def fit_irt(correctness: np.ndarray, dims: int, rng: np.random.Generator,
+            start: MultidimensionalIrt | None = None) -> MultidimensionalIrt:
+    """The multidimensional 2PL fit of models x items `correctness`, optionally
+    started from the item parameters of another fit."""
+    model = MultidimensionalIrt(dims, random_state=int(rng.integers(2**31 - 1)))
+    if start is None:
+        return model.fit(correctness)
+    return model.fit(correctness, initial_items=(start.discrimination_, start.difficulty_))
+
+
+def nearest_distinct(distance: np.ndarray) -> np.ndarray:
+    """For each row (a centroid), the closest column (an item) not already taken by an
+    earlier row, shape (n_rows,). Equals the plain argmin unless two centroids share
+    their nearest item, which would leave fewer than n distinct items."""
+    chosen = np.argmin(distance, axis=1)
+    if np.unique(chosen).size == chosen.size:
+        return chosen
+    taken = np.zeros(distance.shape[1], dtype=bool)
+    for row in range(distance.shape[0]):
+        candidates = np.where(taken, np.inf, distance[row])
+        chosen[row] = np.argmin(candidates)
+        taken[chosen[row]] = True
+    return chosen
+
+
+def irt_anchors(discrimination: np.ndarray, difficulty: np.ndarray,
+                size: int) -> tuple[np.ndarray, np.ndarray]:
+    """k-means (k-means++, seed 42) on items embedded as (discrimination, difficulty).
+
+    Returns
+    -------
+    anchors : int array of shape (size,), the distinct items nearest each centroid.
+    weights : float array of shape (size,), the share of items in each cluster.
+    """
+    from sklearn.cluster import KMeans
+
+    embedding = np.column_stack([discrimination, difficulty])
+    with warnings.catch_warnings():
+        # Fewer distinct embeddings than clusters: k-means repeats centroids, and
+        # `nearest_distinct` still returns `size` distinct anchors.
+        warnings.simplefilter("ignore")
+        kmeans = KMeans(n_clusters=size, n_init="auto", random_state=KMEANS_SEED).fit(embedding)
+    centroids = kmeans.cluster_centers_
+    distance = ((centroids[:, None, :] - embedding[None, :, :]) ** 2).sum(axis=2)
+    anchors = nearest_distinct(distance)
+    weights = np.bincount(kmeans.labels_, minlength=size) / embedding.shape[0]
+    return anchors.astype(np.int64), weights
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class IrtBenchmark(MicroBenchmark):
+    """Anchors with tinyBenchmarks' IRT-based estimators.
+
+    p-IRT: with the model's ability fitted (MAP) on its anchor responses,
+    ``lam * mean(anchor scores) + (1 - lam) * mean(P(correct) on the other items)``
+    with ``lam = n / N``. gp-IRT: ``gp_weight * (anchor-weighted estimate)
+    + (1 - gp_weight) * p-IRT``; a `gp_weight` of 0 gives p-IRT itself.
+
+    Attributes
+    ----------
+    discrimination : array of shape (N, D); difficulty : array of shape (N,)
+        Item parameters of every item of the seen pool.
+    gp_weight : float in [0, 1].
+    """
+
+    discrimination: np.ndarray
+    difficulty: np.ndarray
+    gp_weight: float = 0.0
+
+    def estimate(self, scores: np.ndarray) -> np.ndarray:
+        anchor_scores = np.asarray(scores, dtype=np.float64)[:, self.items]
+        n_items = self.difficulty.shape[0]
+        ability = map_ability(anchor_scores, self.discrimination[self.items],
+                              self.difficulty[self.items])
+        others = np.setdiff1d(np.arange(n_items), self.items)
+        share = self.items.size / n_items
+        predicted = _item_curve(ability, self.discrimination[others], self.difficulty[others])
+        irt_part = predicted.mean(axis=1) if others.size else np.zeros(ability.shape[0])
+        pirt = share * anchor_scores.mean(axis=1) + (1 - share) * irt_part
+        if self.gp_weight == 0.0:
+            return pirt
+        return self.gp_weight * (anchor_scores @ self.weights) + (1 - self.gp_weight) * pirt
+
+
+def _item_curve(ability: np.ndarray, discrimination: np.ndarray,
+                difficulty: np.ndarray) -> np.ndarray:
+    """P(correct), shape (n_models, n_items), in the fork's parametrisation."""
+    return expit(ability @ discrimination.T - discrimination.shape[1] * difficulty)
+
+
+def gp_irt_weight(bias: float, variance: float, size: int) -> float:
+    """The weight of the anchor estimate in gp-IRT: ``b**2 / (b**2 + v / (4 n))``.
+
+    Parameters
+    ----------
+    bias : b, p-IRT's mean absolute error on held-out sources (see `validation_bias`).
+    variance : v, the mean over source models of the variance of their item scores
+        (the variance of one randomly drawn item's score).
+    size : n, the number of anchors. Returns 1 when b = v = 0.
+    """
+    if bias == 0.0 and variance == 0.0:
+        return 1.0
+    return bias**2 / (bias**2 + variance / (ANCHOR_VARIANCE_FACTOR * size))
+
+
+def validation_bias(correctness: np.ndarray, dims: int, rng: np.random.Generator,
+                    start: MultidimensionalIrt | None = None) -> float:
+    """p-IRT's bias on held-out sources, from an (n_sources, N) `correctness`: every
+    5th source is held out, an IRT model is fitted on the rest, each held-out
+    source's ability is fitted on the even-numbered items, and the bias is the mean
+    |predicted - observed| accuracy on the odd-numbered ones. `start`, a fit on all
+    sources, only speeds up the held-out fit."""
+    n_sources, n_items = correctness.shape
+    held_out = np.arange(0, n_sources, VALIDATION_STRIDE)
+    train = np.setdiff1d(np.arange(n_sources), held_out)
+    model = fit_irt(correctness[train], dims, rng, start)
+    observed, predicted = np.arange(0, n_items, 2), np.arange(1, n_items, 2)
+    ability = model.estimate_ability(correctness[held_out][:, observed], observed)
+    curve = _item_curve(ability, model.discrimination_[predicted], model.difficulty_[predicted])
+    gap = curve.mean(axis=1) - correctness[held_out][:, predicted].mean(axis=1)
+    return float(np.abs(gap).mean())
+
+
+class _TinyBenchmarksBase:
+    """Shared by the three tinyBenchmarks estimators: one IRT fit per seen pool, on
+    the source models' correctness (never confidences), and the same anchors."""
+
+    name: ClassVar[str]
+    reads_confidence: ClassVar[bool] = False
+    # The gp-IRT validation split leaves 4 of every 5 sources for its IRT fit.
+    min_sources: ClassVar[int] = 3
+
+    def __init__(self, dims: int = 10) -> None:
+        self.dims = dims
+
+    def max_size(self, pool: SeenPool) -> int:
+        return pool.n_items
+
+    def _fit(self, pool: SeenPool) -> MultidimensionalIrt:
+        return pool.shared(f"irt-2pl-d{self.dims}",
+                           lambda rng: fit_irt(pool.correctness, self.dims, rng))
+
+    def _anchors(self, pool: SeenPool, size: int) -> tuple[MultidimensionalIrt, np.ndarray,
+                                                           np.ndarray]:
+        model = self._fit(pool)
+        anchors, weights = pool.shared(
+            f"irt-2pl-d{self.dims}-anchors-{size}",
+            lambda _: irt_anchors(model.discrimination_, model.difficulty_, size))
+        return model, anchors, weights
+
+
+@register("tinybenchmarks")
+class TinyBenchmarks(_TinyBenchmarksBase):
+    """tinyBenchmarks as the paper ran it: the weighted mean of a model's correctness
+    on the anchors, each weighing its cluster's share of items."""
+
+    def select(self, pool: SeenPool, size: int, *, rng: np.random.Generator) -> MicroBenchmark:
+        _, anchors, weights = self._anchors(pool, size)
+        return MicroBenchmark(anchors, weights)
+
+
+@register("tinybenchmarks-pirt")
+class TinyBenchmarksPirt(_TinyBenchmarksBase):
+    """The same anchors with the p-IRT estimator."""
+
+    def select(self, pool: SeenPool, size: int, *, rng: np.random.Generator) -> MicroBenchmark:
+        model, anchors, weights = self._anchors(pool, size)
+        return IrtBenchmark(anchors, weights, discrimination=model.discrimination_,
+                            difficulty=model.difficulty_)
+
+
+@register("tinybenchmarks-gpirt")
+class TinyBenchmarksGpirt(_TinyBenchmarksBase):
+    """The same anchors with the gp-IRT estimator, its weight set on the sources."""
+
+    def select(self, pool: SeenPool, size: int, *, rng: np.random.Generator) -> MicroBenchmark:
+        model, anchors, weights = self._anchors(pool, size)
+        validation = pool.shared(
+            f"irt-2pl-d{self.dims}-validation",
+            lambda stream: validation_bias(pool.correctness, self.dims, stream, model))
+        variance = float(np.var(pool.correctness, axis=1).mean())
+        return IrtBenchmark(anchors, weights, discrimination=model.discrimination_,
+                            difficulty=model.difficulty_,
+                            gp_weight=gp_irt_weight(validation, variance, size))
+
