@@ -45,3 +45,26 @@ def parse_int_list(text: str, option: str) -> tuple[int, ...]:
     if not values:
         raise ConfigError(f"{option} takes whole numbers separated by commas; got {text!r}")
     return values
+
+
+def parse_float_list(text: str, option: str) -> tuple[float, ...]:
+    """'0.02,0.04' -> (0.02, 0.04), or a ConfigError naming the option."""
+    from mdad.errors import ConfigError
+
+    try:
+        values = tuple(float(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise ConfigError(f"{option} takes numbers separated by commas; got {text!r}") from None
+    if not values:
+        raise ConfigError(f"{option} takes numbers separated by commas; got {text!r}")
+    return values
+
+
+def available_cores() -> int:
+    """CPU cores this process may use."""
+    import os
+
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1

@@ -7,25 +7,42 @@ from datetime import datetime
 from pathlib import Path
 from typing import Annotated
 
+import pandas as pd
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from mdad import __version__
-from mdad.cli.errors import parse_int_list, user_errors
+from mdad.cli.errors import available_cores, parse_float_list, parse_int_list, user_errors
 from mdad.cli.render import study_table
 from mdad.data import MissingPolicy, Orientation, load_dataset
 from mdad.data.files import read_name_list
 from mdad.metrics import MdadEstimator
-from mdad.study import DEFAULT_METHODS, DEFAULT_SIZES, StudyConfig, evaluate, plan_study, run_study
+from mdad.study import (
+    DEFAULT_METHODS,
+    DEFAULT_SIZES,
+    StudyConfig,
+    evaluate,
+    expand_methods,
+    plan_study,
+    run_study,
+)
 from mdad.study.outputs import check_out_dir, run_config, write_run_dir
+from mdad.study.subtasks import (
+    PAPER_FRACTIONS,
+    POOLED,
+    evaluate_per_subtask,
+    plan_per_subtask,
+    run_per_subtask,
+)
 
 
 @user_errors
 def run(
     dataset: Annotated[str, typer.Argument(help="A dataset name (gpqa, mmlu-pro-29) or a path "
                                            "to a CSV, lm-eval samples folder or .npy arrays.")],
-    methods: Annotated[str, typer.Option(help="Selection methods, comma separated.")] = ",".join(
+    methods: Annotated[str, typer.Option(
+        help="Selection methods, comma separated, or 'all' (see 'mdad methods').")] = ",".join(
         DEFAULT_METHODS),
     sizes: Annotated[str | None, typer.Option(
         help="Micro-benchmark sizes, comma separated. Default: the dataset's grid (GPQA: "
@@ -54,6 +71,15 @@ def run(
                                         "exact_match.")] = "acc",
     out: Annotated[Path | None, typer.Option(
         help="Output folder (default runs/<dataset>-<timestamp>).")] = None,
+    per_subtask: Annotated[bool, typer.Option(
+        "--per-subtask", help="Select and evaluate inside each subtask on its own; MDAD "
+        "per subtask and pooled over subtasks.")] = False,
+    fractions: Annotated[str, typer.Option(
+        help="With --per-subtask: micro-benchmark sizes as fractions of each subtask's "
+             "seen pool, comma separated.")] = ",".join(map(str, PAPER_FRACTIONS)),
+    workers: Annotated[int, typer.Option(
+        help="Processes to run the runs in (0: one per CPU core). Results do not "
+             "depend on it.")] = 0,
 ) -> None:
     """Run the micro-benchmark reliability study and report MDAD per method and size."""
     err = Console(stderr=True)
@@ -67,7 +93,7 @@ def run(
         err.print(f"[yellow]note:[/] {note}")
     spec = data.spec
     config = StudyConfig(
-        methods=tuple(m.strip() for m in methods.split(",") if m.strip()),
+        methods=expand_methods(tuple(m.strip() for m in methods.split(",") if m.strip())),
         sizes=parse_int_list(sizes, "--sizes") if sizes is not None else None,
         n_runs=runs,
         n_targets=targets if targets is not None else (spec.n_targets if spec and spec.n_targets
@@ -81,27 +107,64 @@ def run(
         n_resamples=resamples,
         mdad_estimator=mdad_estimator,
     )
-    plan = plan_study(data.matrix, config,
-                      default_sizes=spec.sizes if spec and spec.sizes else DEFAULT_SIZES)
+    n_workers = workers if workers > 0 else available_cores()
+    if per_subtask:
+        fraction_grid = parse_float_list(fractions, "--fractions")
+        studies = plan_per_subtask(data.matrix, config, fraction_grid)
+        plan, n_cells = studies[0].plan, sum(study.plan.n_cells for study in studies)
+        subtask_json: dict | None = {
+            "fractions": list(fraction_grid),
+            "sizes": {study.name: list(study.plan.sizes) for study in studies}}
+    else:
+        plan = plan_study(data.matrix, config,
+                          default_sizes=spec.sizes if spec and spec.sizes else DEFAULT_SIZES)
+        n_cells, subtask_json = plan.n_cells, None
     for notice in plan.notices:
         err.print(f"[yellow]note:[/] {notice}")
     out_dir = out or Path("runs") / f"{data.name}-{datetime.now():%Y%m%d-%H%M%S}"
     check_out_dir(out_dir)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=err, transient=True) as bar:
-        task = bar.add_task(f"{data.name}: cells", total=plan.n_cells)
-        result = run_study(data.matrix, plan,
-                           progress=lambda done, total: bar.update(task, completed=done))
-        bar.update(task, description=f"{data.name}: MDAD bootstrap")
-        tables = evaluate(result)
-    config_json = run_config(data, result, version=__version__, command=sys.argv)
-    write_run_dir(out_dir, result, tables, config_json)
+        task = bar.add_task(f"{data.name}: cells", total=n_cells)
+
+        def progress(done: int, total: int) -> None:
+            bar.update(task, completed=done)
+
+        if per_subtask:
+            results = run_per_subtask(studies, workers=n_workers, progress=progress)
+            bar.update(task, description=f"{data.name}: MDAD bootstrap")
+            tables = evaluate_per_subtask(studies, results, fraction_grid)
+            frame = pd.concat([r.to_frame().assign(subtask=s.name)
+                               for s, r in zip(studies, results, strict=True)],
+                              ignore_index=True)
+            notices = tuple(f"subtask {s.name}: {notice}"
+                            for s, r in zip(studies, results, strict=True) for notice in r.notices)
+        else:
+            result = run_study(data.matrix, plan, workers=n_workers, progress=progress)
+            bar.update(task, description=f"{data.name}: MDAD bootstrap")
+            tables = evaluate(result)
+            frame = result.to_frame()
+            notices = result.notices
+    for notice in notices:
+        err.print(f"[yellow]note:[/] {notice}")
+    config_json = run_config(data, plan, version=__version__, command=sys.argv,
+                             per_subtask=subtask_json, notices=notices)
+    write_run_dir(out_dir, frame, tables, config_json)
     title = (f"{data.name}: {data.matrix.n_models} models x {data.matrix.n_items} items, "
              f"{runs} runs, {plan.n_targets} targets (MDAD and error in accuracy points)")
     console = Console()
     if not console.is_terminal:
         console = Console(width=160)
-    console.print(study_table(tables.mdad, tables.summary, title, tables.mdad_smooth))
+    if per_subtask:
+        title += "; per subtask, pooled over subtasks (size: total items)"
+        pooled = tables.mdad["subtask"] == POOLED
+        console.print(study_table(
+            tables.mdad[pooled], tables.summary[tables.summary["subtask"] == POOLED], title,
+            None if tables.mdad_smooth is None
+            else tables.mdad_smooth[tables.mdad_smooth["subtask"] == POOLED]))
+        console.print("each subtask's MDAD is in mdad.csv (column subtask)")
+    else:
+        console.print(study_table(tables.mdad, tables.summary, title, tables.mdad_smooth))
     if config_json["confidence_substituted_by_correctness"]:
         console.print("* no confidences in this data: "
                       f"{', '.join(config_json['confidence_substituted_by_correctness'])} "

@@ -3,6 +3,7 @@
 # Importing a method's module registers it; this order is the order users see.
 # isort: off
 from mdad.selection import random as _random  # noqa: F401
+from mdad.selection import diversity as _diversity  # noqa: F401
 from mdad.selection import strata as _strata  # noqa: F401
 from mdad.selection import anchor_points as _anchor_points  # noqa: F401
 from mdad.selection import tinybenchmarks as _tinybenchmarks  # noqa: F401

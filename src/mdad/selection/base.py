@@ -73,11 +73,14 @@ class MicroBenchmark:
         Weight of each item in the estimate; None for the plain mean.
     uses_confidence : bool
         The estimate reads models' gold-option confidence, not their correctness.
+    notes : tuple of str
+        Documented fallbacks the method took for this draw, for the user to see.
     """
 
     items: np.ndarray
     weights: np.ndarray | None = None
     uses_confidence: bool = False
+    notes: tuple[str, ...] = ()
 
     @classmethod
     def plain_mean(cls, items: np.ndarray) -> MicroBenchmark:
@@ -108,6 +111,7 @@ class SelectionMethod(Protocol):
 
     name: ClassVar[str]
     reads_confidence: ClassVar[bool]
+    min_sources: ClassVar[int]
 
     def max_size(self, pool: SeenPool) -> int:
         """The largest micro-benchmark this method can build from `pool`."""

@@ -17,6 +17,7 @@ class UniformRandom:
 
     name: ClassVar[str]
     reads_confidence: ClassVar[bool] = False
+    min_sources: ClassVar[int] = 0
 
     def max_size(self, pool: SeenPool) -> int:
         return pool.n_items
@@ -32,6 +33,7 @@ class SubtaskEqual:
 
     name: ClassVar[str]
     reads_confidence: ClassVar[bool] = False
+    min_sources: ClassVar[int] = 0
 
     def max_size(self, pool: SeenPool) -> int:
         sizes = pool.subtask_sizes()
@@ -54,6 +56,7 @@ class SubtaskProportional:
 
     name: ClassVar[str]
     reads_confidence: ClassVar[bool] = False
+    min_sources: ClassVar[int] = 0
 
     def max_size(self, pool: SeenPool) -> int:
         return pool.n_items

@@ -151,8 +151,7 @@ class _TinyBenchmarksBase:
 
     name: ClassVar[str]
     reads_confidence: ClassVar[bool] = False
-    # The gp-IRT validation split leaves 4 of every 5 sources for its IRT fit.
-    min_sources: ClassVar[int] = 3
+    min_sources: ClassVar[int] = 2  # an IRT fit needs two models
 
     def __init__(self, dims: int = 10) -> None:
         self.dims = dims
@@ -196,6 +195,8 @@ class TinyBenchmarksPirt(_TinyBenchmarksBase):
 @register("tinybenchmarks-gpirt")
 class TinyBenchmarksGpirt(_TinyBenchmarksBase):
     """The same anchors with the gp-IRT estimator, its weight set on the sources."""
+
+    min_sources: ClassVar[int] = 3  # two left for the IRT fit beside the held-out one
 
     def select(self, pool: SeenPool, size: int, *, rng: np.random.Generator) -> MicroBenchmark:
         model, anchors, weights = self._anchors(pool, size)

@@ -1,6 +1,14 @@
 """The study protocol: plan, run, evaluate, write."""
 
-from mdad.study.config import DEFAULT_METHODS, DEFAULT_SIZES, StudyConfig, StudyPlan, plan_study
+from mdad.study.config import (
+    DEFAULT_METHODS,
+    DEFAULT_SIZES,
+    PAPER_METHODS,
+    StudyConfig,
+    StudyPlan,
+    expand_methods,
+    plan_study,
+)
 from mdad.study.design import RunDesign, draw_run, seen_pool_size, split_seen_unseen
 from mdad.study.evaluate import MDAD_COLUMNS, StudyTables, evaluate
 from mdad.study.runner import StudyResult, run_cell, run_study, select_cell
@@ -9,6 +17,7 @@ __all__ = [
     "DEFAULT_METHODS",
     "DEFAULT_SIZES",
     "MDAD_COLUMNS",
+    "PAPER_METHODS",
     "RunDesign",
     "StudyConfig",
     "StudyPlan",
@@ -16,6 +25,7 @@ __all__ = [
     "StudyTables",
     "draw_run",
     "evaluate",
+    "expand_methods",
     "plan_study",
     "run_cell",
     "run_study",

@@ -10,11 +10,26 @@ import numpy as np
 from mdad.data.matrix import ResponseMatrix
 from mdad.errors import ConfigError
 from mdad.metrics.mdad import MdadEstimator
-from mdad.selection import SeenPool, get_method
+from mdad.selection import METHODS, SeenPool, get_method
 from mdad.study.design import seen_pool_size
 
 DEFAULT_SIZES = (10, 25, 50, 100, 250, 500, 1000)
-DEFAULT_METHODS = ("random", "subtask-equal", "subtask-proportional")
+# The paper's six methods, the default of `mdad run`.
+PAPER_METHODS = ("random", "subtask-equal", "diversity", "confidence-strata", "anchor-points",
+                 "tinybenchmarks")
+DEFAULT_METHODS = PAPER_METHODS
+
+
+def expand_methods(names: tuple[str, ...]) -> tuple[str, ...]:
+    """`names` with ``all`` replaced by every registered method, in registry order."""
+    if "all" not in names:
+        return names
+    expanded: list[str] = []
+    for name in names:
+        for method in (METHODS if name == "all" else [name]):
+            if method not in expanded:
+                expanded.append(method)
+    return tuple(expanded)
 
 
 @dataclass(frozen=True)
@@ -153,6 +168,11 @@ def plan_study(
     codes = np.repeat(np.arange(half[half > 0].size), half[half > 0])
     shape_only = SeenPool(np.empty((0, codes.size)), np.empty((0, codes.size)), codes)
     for method in methods:
+        if min(config.sources) < method.min_sources:
+            raise ConfigError(
+                f"method {method.name} needs at least {method.min_sources} source models; "
+                f"got --sources {min(config.sources)}"
+            )
         limit = method.max_size(shape_only)
         too_big = [s for s in sizes if s > limit]
         if too_big:

@@ -41,9 +41,10 @@ def _mdad_row(method: str, size: int, sources: int, split: str, res: MdadResult)
             "threshold": res.threshold}
 
 
-def evaluate(result: StudyResult) -> StudyTables:
+def evaluate(result: StudyResult, *, stream: str = "") -> StudyTables:
     """Compute every table of `result`. Bootstrap draws come from generators derived
-    from the study seed and the group, so tables recompute identically."""
+    from the study seed, `stream` (e.g. a subtask) and the group, so tables recompute
+    identically."""
     config = result.plan.config
     mdad_rows, smooth_rows, summary_rows = [], [], []
     smooth = config.mdad_estimator is MdadEstimator.SMOOTH
@@ -55,7 +56,8 @@ def evaluate(result: StudyResult) -> StudyTables:
                 for split in SPLITS:
                     reference = result.seen if split == "seen" else result.unseen
                     counts = pair_counts(estimates, reference)
-                    rng = metric_rng(config.seed, method, size, sources, split)
+                    labels = (stream, method) if stream else (method,)
+                    rng = metric_rng(config.seed, *labels, size, sources, split)
                     faithful = first_crossing_mdad(
                         counts.pairs.sum(axis=0), counts.agreeing.sum(axis=0),
                         threshold=config.threshold, n_resamples=config.n_resamples, rng=rng)
@@ -70,7 +72,7 @@ def evaluate(result: StudyResult) -> StudyTables:
                     tau = counts.kendall_tau
                     row[f"kendall_tau_{split}"], row[f"kendall_tau_{split}_se"] = (
                         _mean_and_se(tau))
-                row["runs"] = config.n_runs
+                row["runs"] = estimates.shape[0]
                 summary_rows.append(row)
     return StudyTables(
         mdad=pd.DataFrame(mdad_rows, columns=MDAD_COLUMNS),

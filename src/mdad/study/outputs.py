@@ -11,11 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from mdad.data.registry import Dataset
 from mdad.errors import ConfigError
+from mdad.study.config import StudyPlan
 from mdad.study.evaluate import StudyTables
-from mdad.study.runner import StudyResult
 
 
 def check_out_dir(out_dir: Path) -> None:
@@ -29,10 +30,14 @@ def check_out_dir(out_dir: Path) -> None:
         raise ConfigError(f"--out {out_dir}: {blocking} is a file, not a folder")
 
 
-def run_config(dataset: Dataset, result: StudyResult, *, version: str,
-               command: list[str] | None = None) -> dict[str, Any]:
-    """Everything needed to rerun the study exactly (config.json)."""
-    plan, matrix = result.plan, dataset.matrix
+def run_config(dataset: Dataset, plan: StudyPlan, *, version: str,
+               command: list[str] | None = None,
+               per_subtask: dict[str, Any] | None = None,
+               notices: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Everything needed to rerun the study exactly (config.json). `per_subtask`
+    records a separate-subtasks study's fractions and per-subtask sizes; `notices`
+    adds the methods' fallbacks to the plan's notices."""
+    matrix = dataset.matrix
     confidence_methods = [name for name in plan.config.methods
                           if _reads_confidence(name)]
     return {
@@ -53,9 +58,10 @@ def run_config(dataset: Dataset, result: StudyResult, *, version: str,
         },
         "study": {**plan.config.to_json(), "sizes": list(plan.sizes),
                   "n_targets": plan.n_targets},
+        "per_subtask": per_subtask,
         "confidence_substituted_by_correctness": (
             confidence_methods if matrix.confidence is None else []),
-        "notices": list(plan.notices),
+        "notices": [*plan.notices, *notices],
         "environment": {"python": platform.python_version(), "numpy": np.__version__},
     }
 
@@ -66,10 +72,11 @@ def _reads_confidence(method: str) -> bool:
     return bool(get_method(method).reads_confidence)
 
 
-def write_run_dir(out_dir: Path, result: StudyResult, tables: StudyTables,
+def write_run_dir(out_dir: Path, results: pd.DataFrame, tables: StudyTables,
                   config: dict[str, Any]) -> Path:
-    """Write results.parquet, mdad.csv, summary.csv, config.json (and mdad_smooth.csv)
-    into a hidden temporary folder beside `out_dir`, then rename it into place."""
+    """Write `results` (one row per estimate) as results.parquet, with mdad.csv,
+    summary.csv, config.json (and mdad_smooth.csv), into a hidden temporary folder
+    beside `out_dir`, then rename it into place."""
     out_dir = Path(out_dir)
     check_out_dir(out_dir)
     parent = out_dir.parent
@@ -82,7 +89,7 @@ def write_run_dir(out_dir: Path, result: StudyResult, tables: StudyTables,
     except OSError as exc:
         raise ConfigError(f"--out {out_dir}: cannot create it ({exc.strerror})") from None
     try:
-        result.to_frame().to_parquet(staging / "results.parquet", index=False)
+        results.to_parquet(staging / "results.parquet", index=False)
         tables.mdad.to_csv(staging / "mdad.csv", index=False)
         if tables.mdad_smooth is not None:
             tables.mdad_smooth.to_csv(staging / "mdad_smooth.csv", index=False)

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+import multiprocessing
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from threadpoolctl import threadpool_limits
 
 from mdad.data.matrix import ResponseMatrix
 from mdad.selection import MicroBenchmark, SeenPool, get_method
@@ -37,6 +42,9 @@ class StudyResult:
         Targets' accuracy on the run's seen pool, unseen pool and all items.
     targets : int array of shape (n_runs, n_targets)
         Model indices of each run's targets.
+    method_seconds : float array of shape (n_methods,)
+        Compute time per method, summed over runs and processes.
+    notices : fallbacks the methods reported, one line each, with how often.
     """
 
     plan: StudyPlan
@@ -46,6 +54,8 @@ class StudyResult:
     unseen: np.ndarray
     full: np.ndarray
     targets: np.ndarray
+    method_seconds: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    notices: tuple[str, ...] = ()
 
     def to_frame(self) -> pd.DataFrame:
         """One row per run, method, size, source count and target model."""
@@ -101,7 +111,8 @@ def select_cell(matrix: ResponseMatrix, plan: StudyPlan, *, run: int, method: st
     design = draw_design(matrix, plan, run)
     pool = seen_pool(matrix, design, n_sources, seed=plan.config.seed)
     rng = cell_rng(plan.config.seed, run, method, size, n_sources)
-    return design, get_method(method).select(pool, size, rng=rng)
+    with threadpool_limits(limits=1):
+        return design, get_method(method).select(pool, size, rng=rng)
 
 
 def run_cell(matrix: ResponseMatrix, plan: StudyPlan, *, run: int, method: str, size: int,
@@ -109,7 +120,8 @@ def run_cell(matrix: ResponseMatrix, plan: StudyPlan, *, run: int, method: str, 
     """Estimates of one cell, recomputed alone: shape (n_targets,), in target order."""
     design, micro = select_cell(matrix, plan, run=run, method=method, size=size,
                                 n_sources=n_sources)
-    return micro.estimate(_target_scores(matrix, design, micro.uses_confidence))
+    with threadpool_limits(limits=1):
+        return micro.estimate(_target_scores(matrix, design, micro.uses_confidence))
 
 
 def _target_scores(matrix: ResponseMatrix, design: RunDesign, confidence: bool) -> np.ndarray:
@@ -118,37 +130,154 @@ def _target_scores(matrix: ResponseMatrix, design: RunDesign, confidence: bool) 
     return values[design.targets][:, design.seen]
 
 
-def run_study(matrix: ResponseMatrix, plan: StudyPlan, *,
-              progress: ProgressCallback | None = None) -> StudyResult:
-    """Run every cell of `plan` on a complete `matrix` (see `resolve_missing`).
+@dataclass(frozen=True, eq=False)
+class RunOutput:
+    """Everything one run contributes to a `StudyResult`.
 
-    Parameters
+    Attributes
     ----------
-    matrix : ResponseMatrix without missing cells.
-    plan : the validated study (see `plan_study`).
-    progress : called as ``progress(cells_done, cells_total)`` after each cell.
+    estimates : float array of shape (n_methods, n_sizes, n_source_counts, n_targets)
+    accuracies : the targets' reference accuracies.
+    targets : int array of shape (n_targets,)
+    method_seconds : float array of shape (n_methods,), time spent selecting and
+        estimating (work shared between methods counts for the first that needs it).
+    notes : count of each (method, size, note) the methods reported.
     """
+
+    run: int
+    estimates: np.ndarray
+    accuracies: RunAccuracies
+    targets: np.ndarray
+    method_seconds: np.ndarray
+    notes: Counter[tuple[str, int, str]]
+
+
+def compute_run(matrix: ResponseMatrix, plan: StudyPlan, run: int, *,
+                on_cell: Callable[[], None] | None = None) -> RunOutput:
+    """All cells of run `run`, from its own seeds; `on_cell` is called after each."""
     config = plan.config
     methods = [get_method(name) for name in config.methods]
-    n_runs, n_targets = config.n_runs, plan.n_targets
-    estimates = np.empty((len(methods), len(plan.sizes), len(config.sources), n_runs, n_targets))
-    seen, unseen, full = (np.empty((n_runs, n_targets)) for _ in range(3))
-    targets = np.empty((n_runs, n_targets), dtype=np.int64)
-    done = 0
-    for run in range(n_runs):
-        design = draw_design(matrix, plan, run)
-        accuracies = _accuracies(matrix.correctness, design)
-        seen[run], unseen[run], full[run] = accuracies.seen, accuracies.unseen, accuracies.full
-        targets[run] = design.targets
-        scores = {flag: _target_scores(matrix, design, flag) for flag in (False, True)}
+    design = draw_design(matrix, plan, run)
+    scores = {flag: _target_scores(matrix, design, flag) for flag in (False, True)}
+    estimates = np.empty((len(methods), len(plan.sizes), len(config.sources), plan.n_targets))
+    seconds = np.zeros(len(methods))
+    notes: Counter[tuple[str, int, str]] = Counter()
+    # One BLAS thread: the same bits on every machine and backend, and no contention
+    # between worker processes.
+    with threadpool_limits(limits=1):
         for c, n_sources in enumerate(config.sources):
             pool = seen_pool(matrix, design, n_sources, seed=config.seed)
             for m, method in enumerate(methods):
                 for s, size in enumerate(plan.sizes):
+                    start = time.perf_counter()
                     rng = cell_rng(config.seed, run, method.name, size, n_sources)
                     micro = method.select(pool, size, rng=rng)
-                    estimates[m, s, c, run] = micro.estimate(scores[micro.uses_confidence])
-                    done += 1
-                    if progress is not None:
-                        progress(done, plan.n_cells)
-    return StudyResult(plan, matrix.model_names, estimates, seen, unseen, full, targets)
+                    estimates[m, s, c] = micro.estimate(scores[micro.uses_confidence])
+                    seconds[m] += time.perf_counter() - start
+                    notes.update((method.name, size, note) for note in micro.notes)
+                    if on_cell is not None:
+                        on_cell()
+    return RunOutput(run, estimates, _accuracies(matrix.correctness, design), design.targets,
+                     seconds, notes)
+
+
+class _Collector:
+    """Assembles one study's `StudyResult` from its runs, in any order."""
+
+    def __init__(self, matrix: ResponseMatrix, plan: StudyPlan) -> None:
+        config = plan.config
+        n_runs, n_targets, n_methods = config.n_runs, plan.n_targets, len(config.methods)
+        self.matrix, self.plan = matrix, plan
+        self.estimates = np.empty((n_methods, len(plan.sizes), len(config.sources), n_runs,
+                                   n_targets))
+        self.seen, self.unseen, self.full = (np.empty((n_runs, n_targets)) for _ in range(3))
+        self.targets = np.empty((n_runs, n_targets), dtype=np.int64)
+        self.method_seconds = np.zeros(n_methods)
+        self.notes: Counter[tuple[str, int, str]] = Counter()
+
+    def add(self, out: RunOutput) -> None:
+        self.estimates[:, :, :, out.run] = out.estimates
+        self.seen[out.run], self.unseen[out.run] = out.accuracies.seen, out.accuracies.unseen
+        self.full[out.run], self.targets[out.run] = out.accuracies.full, out.targets
+        self.method_seconds += out.method_seconds
+        self.notes.update(out.notes)
+
+    def result(self) -> StudyResult:
+        config = self.plan.config
+        cells = config.n_runs * len(config.sources)  # per method and size
+        notices = tuple(f"{method} at size {size}, {count} of {cells} cells: {note}"
+                        for (method, size, note), count in sorted(self.notes.items()))
+        return StudyResult(self.plan, self.matrix.model_names, self.estimates, self.seen,
+                           self.unseen, self.full, self.targets, self.method_seconds, notices)
+
+
+def run_studies(studies: list[tuple[ResponseMatrix, StudyPlan]], *, workers: int = 1,
+                progress: ProgressCallback | None = None) -> list[StudyResult]:
+    """Run every cell of several studies (e.g. one per subtask), sharing the workers.
+
+    Parameters
+    ----------
+    studies : (matrix, plan) pairs; each matrix without missing cells (see
+        `resolve_missing`), each plan validated against it (see `plan_study`).
+    workers : processes to run the runs in; 1 runs them here. The numbers do not
+        depend on it.
+    progress : called as ``progress(cells_done, cells_total)`` after each cell (with
+        workers, after each run), counting over all studies.
+    """
+    collectors = [_Collector(matrix, plan) for matrix, plan in studies]
+    total = sum(plan.n_cells for _, plan in studies)
+    done = 0
+
+    def cells_done(count: int) -> None:
+        nonlocal done
+        done += count
+        if progress is not None:
+            progress(done, total)
+
+    jobs = [(index, run) for index, (_, plan) in enumerate(studies)
+            for run in range(plan.config.n_runs)]
+    if workers <= 1 or len(jobs) == 1:
+        for index, run in jobs:
+            matrix, plan = studies[index]
+            collectors[index].add(compute_run(matrix, plan, run, on_cell=lambda: cells_done(1)))
+    else:
+        for index, out in _parallel_runs(studies, jobs, min(workers, len(jobs))):
+            collectors[index].add(out)
+            plan = studies[index][1]
+            cells_done(plan.n_cells // plan.config.n_runs)
+    return [collector.result() for collector in collectors]
+
+
+def run_study(matrix: ResponseMatrix, plan: StudyPlan, *, workers: int = 1,
+              progress: ProgressCallback | None = None) -> StudyResult:
+    """Run every cell of `plan` on a complete `matrix`; see `run_studies`."""
+    return run_studies([(matrix, plan)], workers=workers, progress=progress)[0]
+
+
+_WORKER_STUDIES: list[tuple[ResponseMatrix, StudyPlan]] = []
+
+
+def _init_worker(studies: list[tuple[ResponseMatrix, StudyPlan]]) -> None:
+    _WORKER_STUDIES[:] = studies
+
+
+def _worker_run(index: int, run: int) -> tuple[int, RunOutput]:
+    matrix, plan = _WORKER_STUDIES[index]
+    return index, compute_run(matrix, plan, run)
+
+
+def _parallel_runs(studies: list[tuple[ResponseMatrix, StudyPlan]], jobs: list[tuple[int, int]],
+                   workers: int) -> Iterator[tuple[int, RunOutput]]:
+    """(study index, run) jobs computed in `workers` spawned processes, yielded as they
+    finish. The data is sent once per process; an interrupt cancels the runs not yet
+    started."""
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker,
+                             initargs=(studies,)) as executor:
+        futures = [executor.submit(_worker_run, index, run) for index, run in jobs]
+        try:
+            for future in as_completed(futures):
+                yield future.result()
+        except BaseException:
+            executor.shutdown(wait=False, cancel_futures=True)
+            raise

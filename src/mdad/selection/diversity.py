@@ -1,0 +1,182 @@
+"""Diversity: a determinantal point process over the items' confidence profiles.
+
+The reference code projects the source models' gold-option confidences on 4
+principal components, drops items beyond the 1% / 99% quantile of any component,
+rescales each component into [-0.99, 0.99], and draws n items from the discrete
+orthogonal-polynomial-ensemble DPP of DPPcoresets (``draw_discrete_OPE``): the
+projection DPP whose kernel projects onto the span of the first n multivariate
+polynomials (graded by maximum degree, then lexicographic) evaluated at the items.
+The estimate is the plain mean over the drawn items.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+from numpy.polynomial import chebyshev
+
+from mdad.selection.base import MicroBenchmark, SeenPool
+from mdad.selection.registry import register
+
+N_COMPONENTS = 4
+TAIL = 0.01
+SCALE = 0.99
+# Columns of the polynomial basis whose QR diagonal falls below this (relative) are
+# numerically dependent: the points cannot support that many polynomials.
+RANK_TOLERANCE = 1e-10
+
+
+def graded_multi_indices(count: int, dims: int) -> np.ndarray:
+    """The first `count` multi-indices in {0, 1, ...}^dims, ordered by maximum degree,
+    then lexicographically (first coordinate most significant): DPPcoresets' and
+    dppy's ``compute_ordering``. Shape (count, dims)."""
+    top = 0
+    while (top + 1) ** dims < count:
+        top += 1
+    cube = np.indices((top + 1,) * dims).reshape(dims, -1).T
+    order = np.argsort(cube.max(axis=1), kind="stable")
+    return cube[order[:count]]
+
+
+def polynomial_features(points: np.ndarray, count: int) -> np.ndarray:
+    """The first `count` tensor polynomials at `points` (n_points, dims) in [-1, 1]:
+    shape (n_points, count). Chebyshev products span the same space as the
+    reference's monomials x^alpha (the index set is downward closed) but are far
+    better conditioned, and the DPP depends only on the span."""
+    dims = points.shape[1]
+    indices = graded_multi_indices(count, dims)
+    features = np.ones((points.shape[0], count))
+    for c in range(dims):
+        vander = chebyshev.chebvander(points[:, c], int(indices[:, c].max()))
+        features *= vander[:, indices[:, c]]
+    return features
+
+
+def sample_projection_dpp(basis: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One draw of the projection DPP with kernel ``basis @ basis.T``.
+
+    Parameters
+    ----------
+    basis : array of shape (n_points, rank) with orthonormal columns.
+
+    Returns
+    -------
+    int array of shape (rank,): distinct points in pick order. The chain rule: each
+    pick has probability proportional to the point's squared distance from the
+    span of the points already picked (one uniform per pick, inverse CDF over the
+    available points in index order, as dppy's Gram-Schmidt sampler does).
+    """
+    n_points, rank = basis.shape
+    residual = np.einsum("ij,ij->i", basis, basis)
+    directions = np.zeros((n_points, rank))
+    available = np.ones(n_points, dtype=bool)
+    picks = np.empty(rank, dtype=np.int64)
+    for step in range(rank):
+        weight = np.where(available, np.abs(residual), 0.0)
+        cdf = np.cumsum(weight)
+        pick = int(np.searchsorted(cdf / cdf[-1], rng.random(), side="right"))
+        pick = min(pick, n_points - 1)
+        picks[step] = pick
+        available[pick] = False
+        # Gram-Schmidt: the component of every row along the new pick's residual.
+        along = (basis @ basis[pick] - directions[:, :step] @ directions[pick, :step])
+        along /= np.sqrt(residual[pick])
+        directions[:, step] = along
+        residual -= along**2
+    return picks
+
+
+@dataclass(frozen=True, eq=False)
+class DiversityPoints:
+    """Items that survive the tail filter and their rescaled principal components."""
+
+    kept: np.ndarray
+    points: np.ndarray
+
+
+def diversity_points(confidence: np.ndarray, rng: np.random.Generator) -> DiversityPoints:
+    """Randomized PCA (as the reference) of items x source models, tails trimmed,
+    each component rescaled into [-0.99, 0.99] (a constant component becomes 0).
+
+    Parameters
+    ----------
+    confidence : array of shape (n_sources, n_items).
+    """
+    from sklearn.decomposition import PCA
+
+    items_by_models = np.asarray(confidence, dtype=np.float64).T
+    components = min(min(items_by_models.shape), N_COMPONENTS)
+    pca = PCA(n_components=components, svd_solver="randomized",
+              random_state=int(rng.integers(2**31 - 1)))
+    projected = pca.fit_transform(items_by_models)
+    low, high = np.quantile(projected, TAIL, axis=0), np.quantile(projected, 1 - TAIL, axis=0)
+    keep = np.all((low <= projected) & (projected <= high), axis=1)
+    return DiversityPoints(np.flatnonzero(keep), rescale(projected[keep]))
+
+
+def rescale(points: np.ndarray) -> np.ndarray:
+    """Each column mapped affinely onto [-0.99, 0.99]; a constant column becomes 0."""
+    low, span = points.min(axis=0), np.ptp(points, axis=0)
+    safe = np.where(span > 0, span, 1.0)
+    return np.where(span > 0, SCALE * (2 * (points - low) / safe - 1), 0.0)
+
+
+@register("diversity")
+class Diversity:
+    """`size` items drawn by the discrete OPE determinantal point process on the
+    source models' confidence profiles; plain mean.
+
+    Two documented fallbacks keep "exactly `size` distinct items": when the tail
+    filter leaves fewer than `size` items, all items are used for that draw; when
+    the points support fewer than `size` independent polynomials (e.g. many
+    identical items), the DPP draws as many as they support and the rest are drawn
+    uniformly from the remaining items. Each is reported as a note.
+    """
+
+    name: ClassVar[str]
+    reads_confidence: ClassVar[bool] = True
+    min_sources: ClassVar[int] = 1
+
+    def max_size(self, pool: SeenPool) -> int:
+        return pool.n_items
+
+    def select(self, pool: SeenPool, size: int, *, rng: np.random.Generator) -> MicroBenchmark:
+        prepared = pool.shared("diversity-points", lambda stream: diversity_points(
+            pool.confidence, stream))
+        notes = []
+        kept, points = prepared.kept, prepared.points
+        if kept.size < size:
+            notes.append("the 1% tail filter left fewer items than the size; used all items")
+            every = pool.shared("diversity-points-untrimmed", lambda stream: _untrimmed(
+                pool.confidence, stream))
+            kept, points = every.kept, every.points
+        basis, rank = _orthonormal_basis(points, size)
+        chosen = kept[sample_projection_dpp(basis[:, :rank], rng)]
+        if rank < size:
+            notes.append("the items support fewer polynomials than the size; "
+                         "the rest were drawn uniformly")
+            rest = np.setdiff1d(np.arange(pool.n_items), chosen)
+            chosen = np.concatenate([chosen, rng.choice(rest, size - rank, replace=False)])
+        return MicroBenchmark(chosen, notes=tuple(notes))
+
+
+def _untrimmed(confidence: np.ndarray, rng: np.random.Generator) -> DiversityPoints:
+    from sklearn.decomposition import PCA
+
+    items_by_models = np.asarray(confidence, dtype=np.float64).T
+    components = min(min(items_by_models.shape), N_COMPONENTS)
+    projected = PCA(n_components=components, svd_solver="randomized",
+                    random_state=int(rng.integers(2**31 - 1))).fit_transform(items_by_models)
+    return DiversityPoints(np.arange(items_by_models.shape[0]), rescale(projected))
+
+
+def _orthonormal_basis(points: np.ndarray, size: int) -> tuple[np.ndarray, int]:
+    """Orthonormal columns spanning the first `size` polynomials at `points`, and how
+    many of them are numerically independent there."""
+    features = polynomial_features(points, size)
+    q, r = np.linalg.qr(features)
+    diagonal = np.abs(np.diag(r))
+    independent = diagonal > RANK_TOLERANCE * max(float(diagonal.max(initial=0.0)), 1e-300)
+    return q[:, independent], int(independent.sum())

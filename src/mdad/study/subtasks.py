@@ -1,0 +1,123 @@
+"""The paper's separate-subtasks analysis: every subtask is a benchmark of its own.
+
+Each subtask's micro-benchmarks are selected and evaluated inside it, with sizes that
+are fractions of its seen pool. Runs draw the same target and source models in every
+subtask (the model draws come first from the run's generator), and MDAD is reported
+per subtask and pooled: pairs from all subtasks in one agreement curve, as the
+reference code's separate-subtasks results do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pandas as pd
+
+from mdad.data.matrix import ResponseMatrix
+from mdad.errors import ConfigError
+from mdad.study.config import StudyConfig, StudyPlan, plan_study
+from mdad.study.design import seen_pool_size
+from mdad.study.evaluate import StudyTables, evaluate
+from mdad.study.runner import ProgressCallback, StudyResult, run_studies
+
+# The reference code's fractions of each subtask's seen pool.
+PAPER_FRACTIONS = (0.02, 0.04, 0.08, 0.16, 0.24, 0.32, 0.4)
+POOLED = "(pooled)"
+
+
+@dataclass(frozen=True, eq=False)
+class SubtaskStudy:
+    """One subtask's part of a per-subtask study."""
+
+    name: str
+    matrix: ResponseMatrix
+    plan: StudyPlan
+
+
+def fraction_sizes(pool_size: int, fractions: tuple[float, ...], subtask: str) -> tuple[int, ...]:
+    """Items per micro-benchmark: round(fraction * seen pool), at least 1.
+
+    Raises
+    ------
+    ConfigError
+        When a fraction is outside (0, 1] or two fractions give the same size.
+    """
+    for fraction in fractions:
+        if not 0.0 < fraction <= 1.0:
+            raise ConfigError(f"--fractions must lie in (0, 1]; got {fraction}")
+    sizes = tuple(max(1, round(f * pool_size)) for f in fractions)
+    if len(set(sizes)) != len(sizes):
+        raise ConfigError(
+            f"subtask {subtask!r} has {pool_size} seen items, too few for --fractions "
+            f"{','.join(map(str, fractions))} (two give the same size: "
+            f"{','.join(map(str, sizes))}); pass fewer, larger fractions")
+    return sizes
+
+
+def plan_per_subtask(matrix: ResponseMatrix, config: StudyConfig,
+                     fractions: tuple[float, ...] = PAPER_FRACTIONS) -> list[SubtaskStudy]:
+    """Validate one study per subtask; `config.sizes` must be None (sizes come from
+    `fractions`)."""
+    if config.sizes is not None:
+        raise ConfigError("--sizes does not apply with --per-subtask; use --fractions")
+    if len(set(fractions)) != len(fractions) or not fractions:
+        raise ConfigError("--fractions must list distinct fractions")
+    studies = []
+    for code, name in enumerate(matrix.subtask_names):
+        sub = matrix.take(items=matrix.subtask_codes == code)
+        sizes = fraction_sizes(seen_pool_size(sub.subtask_codes), fractions, str(name))
+        plan = plan_study(sub, replace(config, sizes=sizes))
+        studies.append(SubtaskStudy(str(name), sub, plan))
+    return studies
+
+
+def run_per_subtask(studies: list[SubtaskStudy], *, workers: int = 1,
+                    progress: ProgressCallback | None = None) -> list[StudyResult]:
+    """Run every subtask's study; `progress` counts cells over all of them."""
+    return run_studies([(study.matrix, study.plan) for study in studies], workers=workers,
+                       progress=progress)
+
+
+def pool_results(results: list[StudyResult], fractions: tuple[float, ...]) -> StudyResult:
+    """All subtasks' runs as one study whose pairs never cross subtasks. Its sizes
+    are the total items over subtasks at each fraction."""
+    first = results[0]
+    totals = tuple(int(sum(r.plan.sizes[i] for r in results)) for i in range(len(fractions)))
+    plan = replace(first.plan, sizes=totals)
+    return StudyResult(
+        plan=plan,
+        model_names=first.model_names,
+        estimates=np.concatenate([r.estimates for r in results], axis=3),
+        seen=np.concatenate([r.seen for r in results]),
+        unseen=np.concatenate([r.unseen for r in results]),
+        full=np.concatenate([r.full for r in results]),
+        targets=np.concatenate([r.targets for r in results]),
+        method_seconds=np.sum([r.method_seconds for r in results], axis=0),
+    )
+
+
+def evaluate_per_subtask(studies: list[SubtaskStudy], results: list[StudyResult],
+                         fractions: tuple[float, ...]) -> StudyTables:
+    """Tables with a `subtask` and a `fraction` column: one block per subtask, then the
+    pooled block (subtask ``(pooled)``), whose `size` is the total over subtasks."""
+    blocks = [(study.name, result) for study, result in zip(studies, results, strict=True)]
+    blocks.append((POOLED, pool_results(results, fractions)))
+    parts: dict[str, list[pd.DataFrame]] = {"mdad": [], "summary": [], "mdad_smooth": []}
+    for name, result in blocks:
+        tables = evaluate(result, stream=name)
+        fraction_of = dict(zip(result.plan.sizes, fractions, strict=True))
+        for key in parts:
+            table = getattr(tables, key)
+            if table is None:
+                continue
+            table = table.copy()
+            table.insert(0, "subtask", name)
+            table.insert(2, "fraction", table["size"].map(fraction_of))
+            parts[key].append(table)
+    return StudyTables(
+        mdad=pd.concat(parts["mdad"], ignore_index=True),
+        summary=pd.concat(parts["summary"], ignore_index=True),
+        mdad_smooth=pd.concat(parts["mdad_smooth"], ignore_index=True)
+        if parts["mdad_smooth"] else None,
+    )
