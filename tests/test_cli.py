@@ -33,7 +33,8 @@ MDAD_COLUMNS = ["method", "size", "sources", "split", "mdad", "mdad_low", "mdad_
                 "threshold"]
 RESULT_COLUMNS = ["run", "method", "size", "n_sources", "model", "estimate", "seen_accuracy",
                   "unseen_accuracy", "full_accuracy"]
-DEFAULT_METHODS = ["random", "subtask-equal", "subtask-proportional"]
+DEFAULT_METHODS = ["random", "subtask-equal", "diversity", "confidence-strata", "anchor-points",
+                   "tinybenchmarks"]
 GPQA_SIZES = [10, 25, 50, 100, 200]
 MODEL_SET = "open-llm-leaderboard-v2/model-sets/gpqa_70b_instruct.txt"
 PYTHIA_WINOGRANDE = ("lm-eval-samples/EleutherAI__pythia-14m/"
@@ -155,14 +156,14 @@ def test_gpqa_results_parquet(gpqa_run) -> None:
     _, out = gpqa_run
     results = pd.read_parquet(out / "results.parquet")
     assert list(results.columns) == RESULT_COLUMNS
-    assert len(results) == 3 * 3 * 5 * 1 * 50
+    assert len(results) == 3 * len(DEFAULT_METHODS) * 5 * 1 * 50
     assert sorted(results.run.unique()) == [0, 1, 2]
     assert set(results.method.astype(str)) == set(DEFAULT_METHODS)
     assert sorted(results["size"].unique()) == GPQA_SIZES
     assert set(results.n_sources) == {300}
     # one row per run x method x size x source count x target
     cells = results.groupby(["run", "method", "size", "n_sources"], observed=True)
-    assert (cells.size() == 50).all() and cells.ngroups == 3 * 3 * 5
+    assert (cells.size() == 50).all() and cells.ngroups == 3 * len(DEFAULT_METHODS) * 5
     assert (cells.model.nunique() == 50).all()
     # a paired design: every cell of a run judges the same 50 targets
     for _, run in results.groupby("run"):
@@ -184,7 +185,7 @@ def test_gpqa_summary_csv(gpqa_run) -> None:
     stats = {f"{metric}_{split}{se}" for metric in ("mae", "kendall_tau")
              for split in ("seen", "unseen") for se in ("", "_se")}
     assert stats <= set(summary.columns)
-    assert len(summary) == 3 * 5
+    assert len(summary) == len(DEFAULT_METHODS) * 5
     assert not summary.duplicated(["method", "size", "sources"]).any()
     assert set(summary.method) == set(DEFAULT_METHODS)
     assert sorted(summary["size"].unique()) == GPQA_SIZES
@@ -257,12 +258,13 @@ def test_several_source_counts(tmp_path: Path) -> None:
     assert_ok(mdad_cli("run", "gpqa", *FAST, "--sources", "10,50", "--out", out, cwd=tmp_path))
     table = pd.read_csv(out / "mdad.csv")
     assert sorted(table.sources.unique()) == [10, 50]
-    assert len(table) == 3 * 5 * 2 * 2
+    n_methods = len(DEFAULT_METHODS)
+    assert len(table) == n_methods * 5 * 2 * 2
     summary = pd.read_csv(out / "summary.csv")
-    assert sorted(summary.sources.unique()) == [10, 50] and len(summary) == 3 * 5 * 2
+    assert sorted(summary.sources.unique()) == [10, 50] and len(summary) == n_methods * 5 * 2
     results = pd.read_parquet(out / "results.parquet")
     assert sorted(results.n_sources.unique()) == [10, 50]
-    assert len(results) == 2 * 3 * 5 * 2 * 50
+    assert len(results) == 2 * n_methods * 5 * 2 * 50
     # both source counts judge the same targets in a run
     for _, run in results.groupby("run"):
         assert run.groupby("n_sources").model.apply(frozenset).nunique() == 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from mdad.cli import data_cmd
+from mdad.cli.methods_cmd import methods
 from mdad.cli.run_cmd import run
 
 app = typer.Typer(
@@ -15,6 +16,7 @@ app = typer.Typer(
     add_completion=False,
 )
 app.command("run")(run)
+app.command("methods")(methods)
 app.add_typer(data_cmd.app, name="data")
 
 

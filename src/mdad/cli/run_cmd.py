@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import sys
+import time
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated
 
+import numpy as np
 import pandas as pd
 import typer
 from rich.console import Console
@@ -130,10 +132,13 @@ def run(
         def progress(done: int, total: int) -> None:
             bar.update(task, completed=done)
 
+        started = time.perf_counter()
         if per_subtask:
             results = run_per_subtask(studies, workers=n_workers, progress=progress)
+            cells_done = time.perf_counter()
             bar.update(task, description=f"{data.name}: MDAD bootstrap")
             tables = evaluate_per_subtask(studies, results, fraction_grid)
+            method_seconds = np.sum([r.method_seconds for r in results], axis=0)
             frame = pd.concat([r.to_frame().assign(subtask=s.name)
                                for s, r in zip(studies, results, strict=True)],
                               ignore_index=True)
@@ -141,14 +146,23 @@ def run(
                             for s, r in zip(studies, results, strict=True) for notice in r.notices)
         else:
             result = run_study(data.matrix, plan, workers=n_workers, progress=progress)
+            cells_done = time.perf_counter()
             bar.update(task, description=f"{data.name}: MDAD bootstrap")
             tables = evaluate(result)
+            method_seconds = result.method_seconds
             frame = result.to_frame()
             notices = result.notices
     for notice in notices:
         err.print(f"[yellow]note:[/] {notice}")
     config_json = run_config(data, plan, version=__version__, command=sys.argv,
                              per_subtask=subtask_json, notices=notices)
+    config_json["timing"] = {
+        "workers": n_workers,
+        "cells_seconds": round(cells_done - started, 3),
+        "metrics_seconds": round(time.perf_counter() - cells_done, 3),
+        "method_cpu_seconds": {name: round(float(sec), 3)
+                               for name, sec in zip(config.methods, method_seconds, strict=True)},
+    }
     write_run_dir(out_dir, frame, tables, config_json)
     title = (f"{data.name}: {data.matrix.n_models} models x {data.matrix.n_items} items, "
              f"{runs} runs, {plan.n_targets} targets (MDAD and error in accuracy points)")

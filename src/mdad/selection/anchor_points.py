@@ -154,13 +154,16 @@ class AnchorPointsPredictor:
 
 
 def _gram_and_correlation(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Centred cross-products between items, and their correlation with NaN as 0
-    (the reference code's rule), shape (n_items, n_items) each."""
+    """Centred cross-products between items, and their correlation with 0 for an item
+    constant over the models (the reference code's NaN rule), shape (n_items, n_items)
+    each. Constant items are found exactly: after centring, rounding can leave noise
+    that would correlate two of them at +-1."""
     centred = values - values.mean(axis=0)
+    constant = np.ptp(values, axis=0) == 0
+    centred[:, constant] = 0.0
     gram = centred.T @ centred
     scale = np.sqrt(np.diag(gram))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        corr = gram / np.outer(scale, scale)
-    corr[~np.isfinite(corr)] = 0.0
+    safe = np.where(constant, 1.0, scale)
+    corr = gram / np.outer(safe, safe)
     np.fill_diagonal(corr, 1.0)
     return gram, np.clip(corr, -1.0, 1.0)

@@ -11,6 +11,7 @@ The estimate is the plain mean over the drawn items.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -96,9 +97,9 @@ class DiversityPoints:
     points: np.ndarray
 
 
-def diversity_points(confidence: np.ndarray, rng: np.random.Generator) -> DiversityPoints:
-    """Randomized PCA (as the reference) of items x source models, tails trimmed,
-    each component rescaled into [-0.99, 0.99] (a constant component becomes 0).
+def principal_components(confidence: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Randomized PCA, as the reference runs it, of items x source models: shape
+    (n_items, min(4, n_items, n_sources)).
 
     Parameters
     ----------
@@ -110,14 +111,30 @@ def diversity_points(confidence: np.ndarray, rng: np.random.Generator) -> Divers
     components = min(min(items_by_models.shape), N_COMPONENTS)
     pca = PCA(n_components=components, svd_solver="randomized",
               random_state=int(rng.integers(2**31 - 1)))
-    projected = pca.fit_transform(items_by_models)
-    low, high = np.quantile(projected, TAIL, axis=0), np.quantile(projected, 1 - TAIL, axis=0)
-    keep = np.all((low <= projected) & (projected <= high), axis=1)
+    # Constant data has zero variance: PCA's explained-variance ratio divides by it.
+    with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return pca.fit_transform(items_by_models)
+
+
+def diversity_points(confidence: np.ndarray, rng: np.random.Generator, *,
+                     trim: bool = True) -> DiversityPoints:
+    """Principal components of the items (see `principal_components`), items beyond
+    the 1% / 99% quantile of any component dropped when `trim`, each component
+    rescaled into [-0.99, 0.99] (a constant component becomes 0)."""
+    projected = principal_components(confidence, rng)
+    keep = np.ones(projected.shape[0], dtype=bool)
+    if trim:
+        low = np.quantile(projected, TAIL, axis=0)
+        high = np.quantile(projected, 1 - TAIL, axis=0)
+        keep = np.all((low <= projected) & (projected <= high), axis=1)
     return DiversityPoints(np.flatnonzero(keep), rescale(projected[keep]))
 
 
 def rescale(points: np.ndarray) -> np.ndarray:
     """Each column mapped affinely onto [-0.99, 0.99]; a constant column becomes 0."""
+    if points.shape[0] == 0:
+        return points
     low, span = points.min(axis=0), np.ptp(points, axis=0)
     safe = np.where(span > 0, span, 1.0)
     return np.where(span > 0, SCALE * (2 * (points - low) / safe - 1), 0.0)
@@ -149,8 +166,8 @@ class Diversity:
         kept, points = prepared.kept, prepared.points
         if kept.size < size:
             notes.append("the 1% tail filter left fewer items than the size; used all items")
-            every = pool.shared("diversity-points-untrimmed", lambda stream: _untrimmed(
-                pool.confidence, stream))
+            every = pool.shared("diversity-points-untrimmed", lambda stream: diversity_points(
+                pool.confidence, stream, trim=False))
             kept, points = every.kept, every.points
         basis, rank = _orthonormal_basis(points, size)
         chosen = kept[sample_projection_dpp(basis[:, :rank], rng)]
@@ -160,16 +177,6 @@ class Diversity:
             rest = np.setdiff1d(np.arange(pool.n_items), chosen)
             chosen = np.concatenate([chosen, rng.choice(rest, size - rank, replace=False)])
         return MicroBenchmark(chosen, notes=tuple(notes))
-
-
-def _untrimmed(confidence: np.ndarray, rng: np.random.Generator) -> DiversityPoints:
-    from sklearn.decomposition import PCA
-
-    items_by_models = np.asarray(confidence, dtype=np.float64).T
-    components = min(min(items_by_models.shape), N_COMPONENTS)
-    projected = PCA(n_components=components, svd_solver="randomized",
-                    random_state=int(rng.integers(2**31 - 1))).fit_transform(items_by_models)
-    return DiversityPoints(np.arange(items_by_models.shape[0]), rescale(projected))
 
 
 def _orthonormal_basis(points: np.ndarray, size: int) -> tuple[np.ndarray, int]:

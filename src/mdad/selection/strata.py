@@ -31,8 +31,10 @@ def confidence_strata(mean_confidence: np.ndarray, n_strata: int = N_STRATA) -> 
 
     values = np.asarray(mean_confidence, dtype=np.float64).reshape(-1, 1)
     k = min(n_strata, np.unique(values).size)
+    # Values one rounding step apart can make k-means find fewer clusters than asked
+    # (a ConvergenceWarning); the strata are then fewer, which the allocation handles.
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore")
         labels = KMeans(n_clusters=k, random_state=KMEANS_SEED, n_init="auto").fit_predict(values)
     return labels.astype(np.int64)
 

@@ -63,7 +63,11 @@ def irt_anchors(discrimination: np.ndarray, difficulty: np.ndarray,
         # Fewer distinct embeddings than clusters: k-means repeats centroids, and
         # `nearest_distinct` still returns `size` distinct anchors.
         warnings.simplefilter("ignore")
-        kmeans = KMeans(n_clusters=size, n_init="auto", random_state=KMEANS_SEED).fit(embedding)
+        # Uniform sample weights, as the reference passes them: sklearn's k-means is
+        # not bit-for-bit the same without them.
+        uniform = np.full(embedding.shape[0], 1.0 / embedding.shape[0])
+        kmeans = KMeans(n_clusters=size, n_init="auto", random_state=KMEANS_SEED).fit(
+            embedding, sample_weight=uniform)
     centroids = kmeans.cluster_centers_
     distance = ((centroids[:, None, :] - embedding[None, :, :]) ** 2).sum(axis=2)
     anchors = nearest_distinct(distance)

@@ -99,7 +99,8 @@ def plan_study(
 
     `default_sizes` is the grid used when ``config.sizes`` is None (a named dataset
     may bring its own, e.g. the paper's 10..200 for GPQA); its sizes larger than the
-    seen pool are dropped with a notice, while an explicit size that large is an error.
+    seen pool, or than a method can build, are dropped with a notice, while an explicit
+    size that large is an error.
 
     Raises
     ------
@@ -175,7 +176,11 @@ def plan_study(
             )
         limit = method.max_size(shape_only)
         too_big = [s for s in sizes if s > limit]
-        if too_big:
+        if too_big and config.sizes is None and len(too_big) < len(sizes):
+            sizes = tuple(s for s in sizes if s <= limit)
+            notices.append(f"sizes {', '.join(map(str, too_big))} dropped: method "
+                           f"{method.name} can build at most {limit} items from this seen pool")
+        elif too_big:
             raise ConfigError(
                 f"method {method.name} cannot build {too_big[0]} items from this seen pool "
                 f"(at most {limit}); lower --sizes or drop the method"
