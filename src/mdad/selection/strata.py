@@ -51,7 +51,9 @@ def allocate(stratum_sizes: np.ndarray, size: int) -> np.ndarray:
     stratum_sizes : int array of shape (n_strata,)
     size : the micro-benchmark's size, at most ``stratum_sizes.sum()``.
     """
-    exact = size * stratum_sizes / stratum_sizes.sum()
+    # size * (share), in this order as in the reference: rounding half-way cases
+    # depends on it.
+    exact = size * (stratum_sizes / stratum_sizes.sum())
     counts = np.minimum(np.round(exact).astype(np.int64), stratum_sizes)
     excess = int(counts.sum()) - size
     if excess > 0:

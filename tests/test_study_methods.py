@@ -1,0 +1,214 @@
+"""Studies with every method: worker processes, per-subtask pooling, fallbacks reported,
+degenerate data, and the command line's answers to what a method cannot do."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import reference_impl as ref
+from test_cli import FAST, assert_ok, assert_user_error, flat, gpqa_path, mdad_cli
+
+from mdad.data import ResponseMatrix
+from mdad.errors import ConfigError
+from mdad.selection import METHODS
+from mdad.study import StudyConfig, evaluate, expand_methods, plan_study, run_study
+from mdad.study.subtasks import (
+    POOLED,
+    evaluate_per_subtask,
+    fraction_sizes,
+    plan_per_subtask,
+    run_per_subtask,
+)
+
+
+def synthetic(n_models: int = 60, subtask_sizes: tuple[int, ...] = (40, 30, 50),
+              seed: int = 0) -> ResponseMatrix:
+    """A small 1-D IRT-like matrix with subtasks."""
+    rng = np.random.default_rng(seed)
+    n_items = sum(subtask_sizes)
+    ability = rng.normal(size=n_models)
+    difficulty = rng.normal(size=n_items)
+    p = 1 / (1 + np.exp(-(ability[:, None] - difficulty[None, :])))
+    correctness = (rng.random((n_models, n_items)) < p).astype(np.float32)
+    subtasks = np.repeat([f"s{k}" for k in range(len(subtask_sizes))], subtask_sizes)
+    return ResponseMatrix(correctness, np.array([f"m{i}" for i in range(n_models)]),
+                          np.array([f"q{j}" for j in range(n_items)]), subtasks=subtasks,
+                          source="synthetic")
+
+
+def test_all_expands_to_every_method_once_in_registry_order():
+    assert expand_methods(("all",)) == tuple(METHODS)
+    assert expand_methods(("anchor-points", "all")) == (
+        "anchor-points", *[m for m in METHODS if m != "anchor-points"])
+    assert expand_methods(("random",)) == ("random",)
+
+
+def test_worker_processes_give_bit_identical_results():
+    matrix = synthetic()
+    plan = plan_study(matrix, StudyConfig(methods=tuple(METHODS), sizes=(5, 12), n_runs=3,
+                                          n_targets=10, sources=(30,)))
+    alone = run_study(matrix, plan)
+    shared = run_study(matrix, plan, workers=2)
+    assert np.array_equal(alone.estimates, shared.estimates)
+    assert np.array_equal(alone.targets, shared.targets)
+    assert alone.notices == shared.notices
+    assert (alone.method_seconds > 0).all()
+
+
+def test_per_subtask_studies_share_model_draws_and_pool_pairs_within_subtasks():
+    matrix = synthetic()
+    config = StudyConfig(methods=("random", "anchor-points"), n_runs=4, n_targets=8,
+                         sources=(30,), n_resamples=50)
+    fractions = (0.1, 0.3)
+    studies = plan_per_subtask(matrix, config, fractions)
+    assert [s.name for s in studies] == ["s0", "s1", "s2"]
+    assert [s.plan.sizes for s in studies] == [(2, 6), (2, 4), (2, 8)]
+    results = run_per_subtask(studies)
+    for result in results[1:]:
+        assert np.array_equal(result.targets, results[0].targets)
+    tables = evaluate_per_subtask(studies, results, fractions)
+    pooled = tables.mdad[tables.mdad.subtask == POOLED]
+    assert sorted(pooled["size"].unique()) == [6, 18]  # totals over subtasks
+    assert set(tables.mdad.subtask) == {"s0", "s1", "s2", POOLED}
+    # The pooled curve is the pairs of every subtask's runs, binned together.
+    bins, agree = [], []
+    for result in results:
+        for run in range(config.n_runs):
+            records = ref.agreement_records(result.seen[run], result.unseen[run],
+                                            result.estimates[0, 1, 0, run])
+            bins += [r.bin_seen for r in records]
+            agree += [r.agree_seen for r in records]
+    expected, _, _ = ref.first_crossing_mdad(bins, agree, n_resamples=1,
+                                             rng=np.random.default_rng(0))
+    row = pooled[(pooled.method == "random") & (pooled.split == "seen") & (pooled["size"] == 18)]
+    assert row.mdad.item() == pytest.approx(expected)
+    summary = tables.summary[tables.summary.subtask == POOLED]
+    assert (summary.runs == 3 * config.n_runs).all()
+
+
+def test_fraction_sizes_and_their_errors():
+    assert fraction_sizes(224, (0.02, 0.04, 0.4), "gpqa_main") == (4, 9, 90)
+    assert fraction_sizes(10, (0.01,), "tiny") == (1,)
+    with pytest.raises(ConfigError, match=r"subtask 'tiny' has 10 seen items.*same size"):
+        fraction_sizes(10, (0.02, 0.04), "tiny")
+    with pytest.raises(ConfigError, match=r"--fractions must lie in \(0, 1\]; got 0"):
+        fraction_sizes(10, (0.0,), "tiny")
+    with pytest.raises(ConfigError, match="--sizes does not apply with --per-subtask"):
+        plan_per_subtask(synthetic(), StudyConfig(sizes=(5,)), (0.1,))
+
+
+def test_a_fallback_is_reported_with_how_often_it_happened():
+    # 22 seen items: the 1% tails leave fewer than 22, so the DPP uses all items.
+    matrix = synthetic(subtask_sizes=(44,))
+    plan = plan_study(matrix, StudyConfig(methods=("diversity",), sizes=(22,), n_runs=3,
+                                          n_targets=10, sources=(30,)))
+    result = run_study(matrix, plan)
+    assert result.notices == ("diversity at size 22, 3 of 3 cells: the 1% tail filter left "
+                              "fewer items than the size; used all items",)
+
+
+def test_degenerate_matrix_runs_every_method():
+    """All-right and all-wrong items, and duplicated models, in one matrix."""
+    matrix = synthetic(n_models=40, subtask_sizes=(60,))
+    values = matrix.correctness.copy()
+    values[:, :6] = 1.0
+    values[:, 6:12] = 0.0
+    values[20:30] = values[10:20]
+    degenerate = ResponseMatrix(values, matrix.model_names, matrix.item_ids,
+                                subtasks=matrix.subtasks, source="degenerate")
+    plan = plan_study(degenerate, StudyConfig(methods=tuple(METHODS), sizes=(5, 29), n_runs=2,
+                                              n_targets=10, sources=(25,), n_resamples=20))
+    result = run_study(degenerate, plan)
+    assert np.isfinite(result.estimates).all()
+    assert np.isfinite(evaluate(result).mdad.mdad).all()
+
+
+def test_too_few_sources_for_a_method_is_a_config_error():
+    matrix = synthetic()
+    with pytest.raises(ConfigError, match=r"method tinybenchmarks needs at least 2 source "
+                                          r"models; got --sources 1"):
+        plan_study(matrix, StudyConfig(methods=("tinybenchmarks",), sizes=(5,), sources=(1,)))
+    with pytest.raises(ConfigError, match=r"tinybenchmarks-gpirt needs at least 3"):
+        plan_study(matrix, StudyConfig(methods=("tinybenchmarks-gpirt",), sizes=(5,),
+                                       n_targets=10, sources=(2, 30)))
+
+
+def test_default_sizes_a_method_cannot_build_are_dropped_with_a_notice():
+    matrix = synthetic(subtask_sizes=(40, 30, 50))  # seen pool 60, smallest subtask 15
+    plan = plan_study(matrix, StudyConfig(methods=("random", "subtask-equal"), n_targets=10,
+                                          sources=(30,)), default_sizes=(10, 25, 50))
+    assert plan.sizes == (10, 25)
+    assert plan.notices == ("sizes 50 dropped: method subtask-equal can build at most 45 "
+                            "items from this seen pool",)
+    with pytest.raises(ConfigError, match=r"method subtask-equal cannot build 50 items "
+                                          r"from this seen pool \(at most 45\)"):
+        plan_study(matrix, StudyConfig(methods=("subtask-equal",), sizes=(50,), n_targets=10,
+                                       sources=(30,)))
+
+
+# ----------------------------------------------------------------------- the CLI
+
+
+def test_cli_method_limits_are_one_line_errors(tmp_path: Path) -> None:
+    gpqa_path()
+    proc = mdad_cli("run", "gpqa", "--methods", "tinybenchmarks", "--sources", "1",
+                    *FAST, "--out", tmp_path / "a", cwd=tmp_path)
+    assert_user_error(proc, r"method tinybenchmarks needs at least 2 source models; "
+                            r"got --sources 1")
+    proc = mdad_cli("run", "gpqa", "--methods", "anchor-points-predictor", "--sizes", "224",
+                    *FAST, "--out", tmp_path / "b", cwd=tmp_path)
+    assert_user_error(proc, r"method anchor-points-predictor cannot build 224 items from this "
+                            r"seen pool \(at most 223\); lower --sizes or drop the method")
+    proc = mdad_cli("run", "gpqa", "--per-subtask", "--sizes", "10", *FAST,
+                    "--out", tmp_path / "c", cwd=tmp_path)
+    assert_user_error(proc, r"--sizes does not apply with --per-subtask; use --fractions")
+    proc = mdad_cli("run", "gpqa", "--per-subtask", "--fractions", "0.1,x", *FAST,
+                    "--out", tmp_path / "d", cwd=tmp_path)
+    assert_user_error(proc, r"--fractions takes numbers separated by commas; got '0.1,x'")
+
+
+def test_cli_methods_lists_every_method(tmp_path: Path) -> None:
+    proc = mdad_cli("methods", cwd=tmp_path)
+    assert_ok(proc)
+    for name in METHODS:
+        assert name in proc.stdout
+
+
+def test_cli_per_subtask_on_gpqa(tmp_path: Path) -> None:
+    gpqa_path()
+    out = tmp_path / "per"
+    proc = mdad_cli("run", "gpqa", "--per-subtask", "--methods", "random,tinybenchmarks",
+                    "--fractions", "0.04,0.4", *FAST, "--out", out, cwd=tmp_path)
+    assert_ok(proc)
+    assert "each subtask's MDAD is in mdad.csv" in flat(proc.stdout)
+    table = pd.read_csv(out / "mdad.csv")
+    assert set(table.subtask) == {"gpqa_main", POOLED}
+    assert sorted(table.fraction.unique()) == [0.04, 0.4]
+    # One subtask: pooling changes nothing.
+    per, pooled = (table[table.subtask == name].drop(columns="subtask").reset_index(drop=True)
+                   for name in ("gpqa_main", POOLED))
+    assert per.drop(columns=["mdad_low", "mdad_high"]).equals(
+        pooled.drop(columns=["mdad_low", "mdad_high"]))
+    config = json.loads((out / "config.json").read_text())
+    assert config["per_subtask"] == {"fractions": [0.04, 0.4], "sizes": {"gpqa_main": [9, 90]}}
+    results = pd.read_parquet(out / "results.parquet")
+    assert set(results.subtask) == {"gpqa_main"}
+
+
+def test_cli_all_methods_say_which_used_correctness(tmp_path: Path) -> None:
+    gpqa_path()
+    out = tmp_path / "all"
+    proc = mdad_cli("run", "gpqa", "--methods", "all", "--sizes", "10", *FAST,
+                    "--out", out, cwd=tmp_path)
+    assert_ok(proc)
+    config = json.loads((out / "config.json").read_text())
+    readers = [name for name, cls in METHODS.items() if cls.reads_confidence]
+    assert config["confidence_substituted_by_correctness"] == readers
+    assert f"no confidences in this data: {', '.join(readers)} used correctness" in flat(
+        proc.stdout)
+    assert set(config["timing"]["method_cpu_seconds"]) == set(METHODS)
+    assert set(pd.read_csv(out / "mdad.csv").method) == set(METHODS)
