@@ -41,7 +41,7 @@ from sklearn.cluster import KMeans
 from sklearn.metrics.pairwise import pairwise_distances
 
 #: Confidences are clipped into this range before the logit (Anchor Points predictor).
-CONFIDENCE_CLIP = (0.01, 0.99)
+CONFIDENCE_CLIP = (1e-6, 1 - 1e-6)
 
 #: Number of confidence strata of the stratified sampling method.
 N_STRATA = 10
@@ -154,7 +154,7 @@ def ref_anchor_predictor(source_conf: np.ndarray, target_conf: np.ndarray, n: in
     """Anchor Points predictor, as ``anchor_point_predictor.py`` with one class.
 
     ``source_conf`` is (n_sources, n_items), ``target_conf`` (n_targets, n_items): the
-    gold-option confidence. Both are clipped into [0.01, 0.99] and mapped to logits. Item
+    gold-option confidence. Both are clipped into [1e-6, 1 - 1e-6] and mapped to logits. Item
     correlations over the sources: ``np.corrcoef`` with NaN -> 0 (here: any pair involving an
     exactly constant item -> 0, which is where NaN belongs) and diagonal 1. Anchors =
     ``fasterpam(1 - |corr|, n, init="random", random_state)``; floaters = every other item,

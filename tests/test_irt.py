@@ -404,8 +404,9 @@ def test_fit_rejects_one_dimensional_responses():
 
 @pytest.mark.parametrize("dims", [0, -1])
 def test_non_positive_dims_is_a_config_error(dims):
+    model = MultidimensionalIrt(dims)  # sklearn style: parameters are checked by fit
     with pytest.raises(ConfigError, match=rf"dims must be >= 1; got {dims}"):
-        MultidimensionalIrt(dims)
+        model.fit(np.zeros((3, 4)))
 
 
 def test_map_ability_rejects_wrong_number_of_items():

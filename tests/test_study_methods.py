@@ -4,6 +4,7 @@ degenerate data, and the command line's answers to what a method cannot do."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,15 @@ from test_cli import FAST, assert_ok, assert_user_error, flat, gpqa_path, mdad_c
 from mdad.data import ResponseMatrix
 from mdad.errors import ConfigError
 from mdad.selection import METHODS
-from mdad.study import StudyConfig, evaluate, expand_methods, plan_study, run_study
+from mdad.study import (
+    StudyConfig,
+    evaluate,
+    expand_methods,
+    plan_study,
+    run_study,
+    select_cell,
+)
+from mdad.study.runner import draw_design
 from mdad.study.subtasks import (
     POOLED,
     evaluate_per_subtask,
@@ -90,6 +99,25 @@ def test_per_subtask_studies_share_model_draws_and_pool_pairs_within_subtasks():
     assert (summary.runs == 3 * config.n_runs).all()
 
 
+def test_per_subtask_keeps_the_whole_design_and_draws_apart_per_subtask():
+    matrix = synthetic(subtask_sizes=(40, 40))  # equal sizes: no accidental coupling
+    config = StudyConfig(methods=("random",), n_runs=2, n_targets=8, sources=(30,))
+    studies = plan_per_subtask(matrix, config, (0.25,))
+    whole = plan_study(matrix, replace(config, sizes=(5,)))
+    for run in range(2):
+        design = draw_design(matrix, whole, run)
+        picks = []
+        for code, study in enumerate(studies):
+            part = draw_design(study.matrix, study.plan, run)
+            in_subtask = matrix.subtask_codes[design.seen] == code
+            assert np.array_equal(part.seen, design.seen[in_subtask])
+            assert np.array_equal(part.targets, design.targets)
+            _, micro = select_cell(study.matrix, study.plan, run=run, method="random",
+                                   size=5, n_sources=30)
+            picks.append(tuple(micro.items))
+        assert picks[0] != picks[1]
+
+
 def test_fraction_sizes_and_their_errors():
     assert fraction_sizes(224, (0.02, 0.04, 0.4), "gpqa_main") == (4, 9, 90)
     assert fraction_sizes(10, (0.01,), "tiny") == (1,)
@@ -99,6 +127,8 @@ def test_fraction_sizes_and_their_errors():
         fraction_sizes(10, (0.0,), "tiny")
     with pytest.raises(ConfigError, match="--sizes does not apply with --per-subtask"):
         plan_per_subtask(synthetic(), StudyConfig(sizes=(5,)), (0.1,))
+    with pytest.raises(ConfigError, match=r"subtask 'lonely' has no seen items"):
+        fraction_sizes(0, (0.1,), "lonely")
 
 
 def test_a_fallback_is_reported_with_how_often_it_happened():
@@ -169,6 +199,12 @@ def test_cli_method_limits_are_one_line_errors(tmp_path: Path) -> None:
     proc = mdad_cli("run", "gpqa", "--per-subtask", "--fractions", "0.1,x", *FAST,
                     "--out", tmp_path / "d", cwd=tmp_path)
     assert_user_error(proc, r"--fractions takes numbers separated by commas; got '0.1,x'")
+    proc = mdad_cli("run", "gpqa", "--fractions", "0.1", *FAST, "--out", tmp_path / "e",
+                    cwd=tmp_path)
+    assert_user_error(proc, r"--fractions applies only with --per-subtask")
+    proc = mdad_cli("run", "gpqa", "--workers", "-1", *FAST, "--out", tmp_path / "f",
+                    cwd=tmp_path)
+    assert_user_error(proc, r"--workers must be 0 \(one per core\) or more; got -1")
 
 
 def test_cli_methods_lists_every_method(tmp_path: Path) -> None:
@@ -195,6 +231,7 @@ def test_cli_per_subtask_on_gpqa(tmp_path: Path) -> None:
         pooled.drop(columns=["mdad_low", "mdad_high"]))
     config = json.loads((out / "config.json").read_text())
     assert config["per_subtask"] == {"fractions": [0.04, 0.4], "sizes": {"gpqa_main": [9, 90]}}
+    assert config["study"]["sizes"] is None
     results = pd.read_parquet(out / "results.parquet")
     assert set(results.subtask) == {"gpqa_main"}
 

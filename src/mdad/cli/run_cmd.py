@@ -8,8 +8,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Annotated
 
-import numpy as np
-import pandas as pd
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -19,6 +17,7 @@ from mdad.cli.errors import available_cores, parse_float_list, parse_int_list, u
 from mdad.cli.render import study_table
 from mdad.data import MissingPolicy, Orientation, load_dataset
 from mdad.data.files import read_name_list
+from mdad.errors import ConfigError
 from mdad.metrics import MdadEstimator
 from mdad.study import (
     DEFAULT_METHODS,
@@ -33,7 +32,7 @@ from mdad.study.outputs import check_out_dir, run_config, write_run_dir
 from mdad.study.subtasks import (
     PAPER_FRACTIONS,
     POOLED,
-    evaluate_per_subtask,
+    collect_per_subtask,
     plan_per_subtask,
     run_per_subtask,
 )
@@ -76,9 +75,10 @@ def run(
     per_subtask: Annotated[bool, typer.Option(
         "--per-subtask", help="Select and evaluate inside each subtask on its own; MDAD "
         "per subtask and pooled over subtasks.")] = False,
-    fractions: Annotated[str, typer.Option(
+    fractions: Annotated[str | None, typer.Option(
         help="With --per-subtask: micro-benchmark sizes as fractions of each subtask's "
-             "seen pool, comma separated.")] = ",".join(map(str, PAPER_FRACTIONS)),
+             "seen pool, comma separated (default " + ",".join(map(str, PAPER_FRACTIONS))
+             + ").")] = None,
     workers: Annotated[int, typer.Option(
         help="Processes to run the runs in (0: one per CPU core). Results do not "
              "depend on it.")] = 0,
@@ -109,19 +109,27 @@ def run(
         n_resamples=resamples,
         mdad_estimator=mdad_estimator,
     )
+    if workers < 0:
+        raise ConfigError(f"--workers must be 0 (one per core) or more; got {workers}")
+    if fractions is not None and not per_subtask:
+        raise ConfigError("--fractions applies only with --per-subtask; add --per-subtask or "
+                          "use --sizes")
     n_workers = workers if workers > 0 else available_cores()
     if per_subtask:
-        fraction_grid = parse_float_list(fractions, "--fractions")
+        fraction_grid = (parse_float_list(fractions, "--fractions") if fractions is not None
+                         else PAPER_FRACTIONS)
         studies = plan_per_subtask(data.matrix, config, fraction_grid)
         plan, n_cells = studies[0].plan, sum(study.plan.n_cells for study in studies)
+        plan_notices = tuple(f"subtask {study.name}: {notice}"
+                             for study in studies for notice in study.plan.notices)
         subtask_json: dict | None = {
             "fractions": list(fraction_grid),
             "sizes": {study.name: list(study.plan.sizes) for study in studies}}
     else:
         plan = plan_study(data.matrix, config,
                           default_sizes=spec.sizes if spec and spec.sizes else DEFAULT_SIZES)
-        n_cells, subtask_json = plan.n_cells, None
-    for notice in plan.notices:
+        n_cells, subtask_json, plan_notices = plan.n_cells, None, plan.notices
+    for notice in plan_notices:
         err.print(f"[yellow]note:[/] {notice}")
     out_dir = out or Path("runs") / f"{data.name}-{datetime.now():%Y%m%d-%H%M%S}"
     check_out_dir(out_dir)
@@ -137,13 +145,9 @@ def run(
             results = run_per_subtask(studies, workers=n_workers, progress=progress)
             cells_done = time.perf_counter()
             bar.update(task, description=f"{data.name}: MDAD bootstrap")
-            tables = evaluate_per_subtask(studies, results, fraction_grid)
-            method_seconds = np.sum([r.method_seconds for r in results], axis=0)
-            frame = pd.concat([r.to_frame().assign(subtask=s.name)
-                               for s, r in zip(studies, results, strict=True)],
-                              ignore_index=True)
-            notices = tuple(f"subtask {s.name}: {notice}"
-                            for s, r in zip(studies, results, strict=True) for notice in r.notices)
+            output = collect_per_subtask(studies, results, fraction_grid)
+            tables, frame = output.tables, output.frame
+            notices, method_seconds = output.notices, output.method_seconds
         else:
             result = run_study(data.matrix, plan, workers=n_workers, progress=progress)
             cells_done = time.perf_counter()
@@ -155,7 +159,7 @@ def run(
     for notice in notices:
         err.print(f"[yellow]note:[/] {notice}")
     config_json = run_config(data, plan, version=__version__, command=sys.argv,
-                             per_subtask=subtask_json, notices=notices)
+                             per_subtask=subtask_json, notices=(*plan_notices, *notices))
     config_json["timing"] = {
         "workers": n_workers,
         "cells_seconds": round(cells_done - started, 3),

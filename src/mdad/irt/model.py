@@ -85,8 +85,6 @@ class MultidimensionalIrt:
 
     def __init__(self, dims: int = 10, *, max_iter: int = 1000, tol: float = 1e-6,
                  random_state: int | None = 0) -> None:
-        if dims < 1:
-            raise ConfigError(f"IRT dims must be >= 1; got {dims}")
         self.dims = dims
         self.max_iter = max_iter
         self.tol = tol
@@ -110,6 +108,8 @@ class MultidimensionalIrt:
         DataError
             With fewer than 2 models or items, or values outside [0, 1].
         """
+        if self.dims < 1:
+            raise ConfigError(f"IRT dims must be >= 1; got {self.dims}")
         y, observed = _observed(responses, "IRT fit")
         n_models, n_items = y.shape
         if n_models < 2 or n_items < 2:
@@ -198,38 +198,29 @@ class MultidimensionalIrt:
     def probability(self, ability: np.ndarray) -> np.ndarray:
         """P(correct) of models with `ability` (n_models, dims) on every item:
         shape (n_models, n_items)."""
-        return expit(self._logit(np.asarray(ability)))
-
-    def _logit(self, ability: np.ndarray) -> np.ndarray:
-        return ability @ self.discrimination_.T - self.dims * self.difficulty_
+        return item_curve(np.asarray(ability), self.discrimination_, self.difficulty_)
 
     def log_likelihood(self, responses: np.ndarray) -> float:
         """Log-likelihood (nats) of the training `responses` at the fitted parameters."""
         y, observed = _observed(responses, "IRT log-likelihood")
-        z = self._logit(self.ability_)
+        z = self.ability_ @ self.discrimination_.T - self.dims * self.difficulty_
         return float(np.sum(observed * (y * z - _softplus_and_sigmoid(z)[0])))
 
     def estimate_ability(self, responses: np.ndarray, items: np.ndarray | None = None,
                          *, max_iter: int = 100) -> np.ndarray:
-        """MAP abilities of new models from their responses on some items.
-
-        Parameters
-        ----------
-        responses : array of shape (n_models, len(items))
-            Scores in [0, 1]; NaN for an item a model did not answer.
-        items : int array, optional
-            Indices of the fitted items that the columns of `responses` are;
-            all items when None.
-
-        Returns
-        -------
-        array of shape (n_models, dims). With no observed item a model gets the
-        prior mean 0. The posterior (N(0, I) prior) is strictly log-concave, so
-        the damped Newton iterations, run for all models at once, find its mode.
-        """
+        """MAP abilities, shape (n_models, dims), of new models from `responses` of
+        shape (n_models, len(items)) on the fitted `items` (all when None); see
+        `map_ability`."""
         a = self.discrimination_ if items is None else self.discrimination_[items]
         b = self.difficulty_ if items is None else self.difficulty_[items]
         return map_ability(responses, a, b, max_iter=max_iter)
+
+
+def item_curve(ability: np.ndarray, discrimination: np.ndarray,
+               difficulty: np.ndarray) -> np.ndarray:
+    """P(correct), shape (n_models, n_items), for abilities (n_models, D),
+    discriminations (n_items, D) and difficulties (n_items,)."""
+    return expit(ability @ discrimination.T - discrimination.shape[1] * difficulty)
 
 
 def map_ability(responses: np.ndarray, discrimination: np.ndarray, difficulty: np.ndarray,

@@ -12,8 +12,9 @@ from scipy.special import logit
 from mdad.selection.base import MicroBenchmark, SeenPool
 from mdad.selection.registry import register
 
-# The predictor works in logit space; 0/1 correctness would map to infinities.
-_CLIP = 0.01
+# The predictor works in logit space; 0 and 1 would map to infinities. For 0/1 data
+# the predicted sign does not depend on this value (x and y scale together).
+_CLIP = 1e-6
 
 
 def item_correlation(values: np.ndarray) -> np.ndarray:
@@ -157,13 +158,15 @@ def _gram_and_correlation(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Centred cross-products between items, and their correlation with 0 for an item
     constant over the models (the reference code's NaN rule), shape (n_items, n_items)
     each. Constant items are found exactly: after centring, rounding can leave noise
-    that would correlate two of them at +-1."""
-    centred = values - values.mean(axis=0)
+    that would correlate two of them at +-1. The correlation is numpy's corrcoef, as in
+    the reference: FasterPAM breaks exact ties by the last bit."""
     constant = np.ptp(values, axis=0) == 0
+    centred = values - values.mean(axis=0)
     centred[:, constant] = 0.0
-    gram = centred.T @ centred
-    scale = np.sqrt(np.diag(gram))
-    safe = np.where(constant, 1.0, scale)
-    corr = gram / np.outer(safe, safe)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        corr = np.corrcoef(values, rowvar=False)
+    corr[constant, :] = 0.0
+    corr[:, constant] = 0.0
+    corr[np.isnan(corr)] = 0.0
     np.fill_diagonal(corr, 1.0)
-    return gram, np.clip(corr, -1.0, 1.0)
+    return centred.T @ centred, np.clip(corr, -1.0, 1.0)

@@ -24,9 +24,10 @@ from mdad.selection.registry import register
 N_COMPONENTS = 4
 TAIL = 0.01
 SCALE = 0.99
-# Columns of the polynomial basis whose QR diagonal falls below this (relative) are
-# numerically dependent: the points cannot support that many polynomials.
+# Singular values of the polynomial features below this (relative to the largest) are
+# numerical dependence: the points cannot support that many polynomials.
 RANK_TOLERANCE = 1e-10
+CONSTANT_SPREAD = 1e-9
 
 
 def graded_multi_indices(count: int, dims: int) -> np.ndarray:
@@ -132,12 +133,18 @@ def diversity_points(confidence: np.ndarray, rng: np.random.Generator, *,
 
 
 def rescale(points: np.ndarray) -> np.ndarray:
-    """Each column mapped affinely onto [-0.99, 0.99]; a constant column becomes 0."""
+    """Each column mapped affinely onto [-0.99, 0.99]; a constant column becomes 0.
+
+    A column counts as constant when its spread is below 1e-9 of the largest value:
+    PCA of identical profiles leaves components of pure rounding noise (1e-30 and
+    below), which stretching to the box would turn into arbitrary coordinates.
+    """
     if points.shape[0] == 0:
         return points
     low, span = points.min(axis=0), np.ptp(points, axis=0)
-    safe = np.where(span > 0, span, 1.0)
-    return np.where(span > 0, SCALE * (2 * (points - low) / safe - 1), 0.0)
+    varies = span > CONSTANT_SPREAD * max(1.0, float(np.abs(points).max()))
+    safe = np.where(varies, span, 1.0)
+    return np.where(varies, SCALE * (2 * (points - low) / safe - 1), 0.0)
 
 
 @register("diversity")
@@ -180,10 +187,11 @@ class Diversity:
 
 
 def _orthonormal_basis(points: np.ndarray, size: int) -> tuple[np.ndarray, int]:
-    """Orthonormal columns spanning the first `size` polynomials at `points`, and how
-    many of them are numerically independent there."""
+    """Orthonormal columns spanning the first `size` polynomials at `points`, and the
+    dimension of that span (less than `size` when the points cannot tell some
+    polynomials apart). The SVD's leading left singular vectors span exactly the
+    features' column space, dependent columns or not."""
     features = polynomial_features(points, size)
-    q, r = np.linalg.qr(features)
-    diagonal = np.abs(np.diag(r))
-    independent = diagonal > RANK_TOLERANCE * max(float(diagonal.max(initial=0.0)), 1e-300)
-    return q[:, independent], int(independent.sum())
+    left, singular, _ = np.linalg.svd(features, full_matrices=False)
+    rank = int(np.sum(singular > RANK_TOLERANCE * max(float(singular.max(initial=0.0)), 1e-300)))
+    return left, rank

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import warnings
 from typing import ClassVar
 
 import numpy as np
 
 from mdad.selection.base import MicroBenchmark, SeenPool
+from mdad.selection.clustering import reference_kmeans
 from mdad.selection.registry import register
 
 N_STRATA = 10
-# The reference code fixes k-means' seed; strata depend only on the pool.
-KMEANS_SEED = 42
 
 
 def confidence_strata(mean_confidence: np.ndarray, n_strata: int = N_STRATA) -> np.ndarray:
@@ -26,17 +24,11 @@ def confidence_strata(mean_confidence: np.ndarray, n_strata: int = N_STRATA) -> 
     -------
     int array of shape (n_items,), labels 0..k-1 with k = min(n_strata, number of
     distinct values), since k-means cannot find more clusters than distinct points.
+    Values one rounding step apart can still leave a stratum empty.
     """
-    from sklearn.cluster import KMeans
-
     values = np.asarray(mean_confidence, dtype=np.float64).reshape(-1, 1)
     k = min(n_strata, np.unique(values).size)
-    # Values one rounding step apart can make k-means find fewer clusters than asked
-    # (a ConvergenceWarning); the strata are then fewer, which the allocation handles.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        labels = KMeans(n_clusters=k, random_state=KMEANS_SEED, n_init="auto").fit_predict(values)
-    return labels.astype(np.int64)
+    return reference_kmeans(values, k).labels_.astype(np.int64)
 
 
 def allocate(stratum_sizes: np.ndarray, size: int) -> np.ndarray:

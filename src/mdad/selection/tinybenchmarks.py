@@ -3,19 +3,16 @@ anchor, p-IRT and gp-IRT estimators."""
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
-from scipy.special import expit
 
-from mdad.irt import MultidimensionalIrt, map_ability
+from mdad.irt import MultidimensionalIrt, item_curve, map_ability
 from mdad.selection.base import MicroBenchmark, SeenPool
+from mdad.selection.clustering import reference_kmeans
 from mdad.selection.registry import register
 
-# The reference code fixes k-means' seed; anchors depend only on the IRT fit.
-KMEANS_SEED = 42
 # gp-IRT assumes an anchor estimate has a quarter of random sampling's variance.
 ANCHOR_VARIANCE_FACTOR = 4.0
 # Every 5th source model validates the gp-IRT weight (tinyBenchmarks' experiments).
@@ -56,18 +53,11 @@ def irt_anchors(discrimination: np.ndarray, difficulty: np.ndarray,
     anchors : int array of shape (size,), the distinct items nearest each centroid.
     weights : float array of shape (size,), the share of items in each cluster.
     """
-    from sklearn.cluster import KMeans
-
     embedding = np.column_stack([discrimination, difficulty])
-    with warnings.catch_warnings():
-        # Fewer distinct embeddings than clusters: k-means repeats centroids, and
-        # `nearest_distinct` still returns `size` distinct anchors.
-        warnings.simplefilter("ignore")
-        # Uniform sample weights, as the reference passes them: sklearn's k-means is
-        # not bit-for-bit the same without them.
-        uniform = np.full(embedding.shape[0], 1.0 / embedding.shape[0])
-        kmeans = KMeans(n_clusters=size, n_init="auto", random_state=KMEANS_SEED).fit(
-            embedding, sample_weight=uniform)
+    # Uniform sample weights, as the reference passes them: sklearn's k-means is not
+    # bit-for-bit the same without them.
+    uniform = np.full(embedding.shape[0], 1.0 / embedding.shape[0])
+    kmeans = reference_kmeans(embedding, size, sample_weight=uniform)
     centroids = kmeans.cluster_centers_
     distance = ((centroids[:, None, :] - embedding[None, :, :]) ** 2).sum(axis=2)
     anchors = nearest_distinct(distance)
@@ -102,18 +92,12 @@ class IrtBenchmark(MicroBenchmark):
                               self.difficulty[self.items])
         others = np.setdiff1d(np.arange(n_items), self.items)
         share = self.items.size / n_items
-        predicted = _item_curve(ability, self.discrimination[others], self.difficulty[others])
+        predicted = item_curve(ability, self.discrimination[others], self.difficulty[others])
         irt_part = predicted.mean(axis=1) if others.size else np.zeros(ability.shape[0])
         pirt = share * anchor_scores.mean(axis=1) + (1 - share) * irt_part
         if self.gp_weight == 0.0:
             return pirt
         return self.gp_weight * (anchor_scores @ self.weights) + (1 - self.gp_weight) * pirt
-
-
-def _item_curve(ability: np.ndarray, discrimination: np.ndarray,
-                difficulty: np.ndarray) -> np.ndarray:
-    """P(correct), shape (n_models, n_items), in the fork's parametrisation."""
-    return expit(ability @ discrimination.T - discrimination.shape[1] * difficulty)
 
 
 def gp_irt_weight(bias: float, variance: float, size: int) -> float:
@@ -144,7 +128,7 @@ def validation_bias(correctness: np.ndarray, dims: int, rng: np.random.Generator
     model = fit_irt(correctness[train], dims, rng, start)
     observed, predicted = np.arange(0, n_items, 2), np.arange(1, n_items, 2)
     ability = model.estimate_ability(correctness[held_out][:, observed], observed)
-    curve = _item_curve(ability, model.discrimination_[predicted], model.difficulty_[predicted])
+    curve = item_curve(ability, model.discrimination_[predicted], model.difficulty_[predicted])
     gap = curve.mean(axis=1) - correctness[held_out][:, predicted].mean(axis=1)
     return float(np.abs(gap).mean())
 
@@ -157,11 +141,11 @@ class _TinyBenchmarksBase:
     reads_confidence: ClassVar[bool] = False
     min_sources: ClassVar[int] = 2  # an IRT fit needs two models
 
-    def __init__(self, dims: int = 10) -> None:
+    def __init__(self, *, dims: int = 10) -> None:
         self.dims = dims
 
     def max_size(self, pool: SeenPool) -> int:
-        return pool.n_items
+        return pool.n_items if pool.n_items >= 2 else 0  # an IRT fit needs two items
 
     def _fit(self, pool: SeenPool) -> MultidimensionalIrt:
         return pool.shared(f"irt-2pl-d{self.dims}",

@@ -70,13 +70,21 @@ class StudyConfig:
 @dataclass(frozen=True, eq=False)
 class StudyPlan:
     """A validated config resolved against one matrix: the sizes and targets to use,
-    and the notices a user should see (dropped sizes, ...)."""
+    and the notices a user should see (dropped sizes, ...).
+
+    `items` and `stream` make a study of one subtask inside a larger matrix: the runs
+    draw the whole matrix's design and keep only `items` (so targets, sources and the
+    seen/unseen split are the whole study's), and `stream` separates the subtask's
+    random draws from those of other subtasks.
+    """
 
     config: StudyConfig
     sizes: tuple[int, ...]
     n_targets: int
     fixed_targets: np.ndarray | None
     notices: tuple[str, ...] = field(default=())
+    items: np.ndarray | None = None
+    stream: str = ""
 
     @property
     def n_cells(self) -> int:

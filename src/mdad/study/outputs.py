@@ -35,8 +35,8 @@ def run_config(dataset: Dataset, plan: StudyPlan, *, version: str,
                per_subtask: dict[str, Any] | None = None,
                notices: tuple[str, ...] = ()) -> dict[str, Any]:
     """Everything needed to rerun the study exactly (config.json). `per_subtask`
-    records a separate-subtasks study's fractions and per-subtask sizes; `notices`
-    adds the methods' fallbacks to the plan's notices."""
+    records a separate-subtasks study's fractions and per-subtask sizes (then the
+    study's `sizes` is null); `notices` is every notice of the plan and the run."""
     matrix = dataset.matrix
     confidence_methods = [name for name in plan.config.methods
                           if _reads_confidence(name)]
@@ -56,12 +56,13 @@ def run_config(dataset: Dataset, plan: StudyPlan, *, version: str,
             "dropped_items": len(dataset.missing.dropped_items),
             "dropped_models": list(dataset.missing.dropped_models),
         },
-        "study": {**plan.config.to_json(), "sizes": list(plan.sizes),
+        "study": {**plan.config.to_json(),
+                  "sizes": None if per_subtask else list(plan.sizes),
                   "n_targets": plan.n_targets},
         "per_subtask": per_subtask,
         "confidence_substituted_by_correctness": (
             confidence_methods if matrix.confidence is None else []),
-        "notices": [*plan.notices, *notices],
+        "notices": list(notices),
         "environment": {"python": platform.python_version(), "numpy": np.__version__},
     }
 

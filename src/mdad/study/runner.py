@@ -7,7 +7,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -81,12 +81,13 @@ def _accuracies(correctness: np.ndarray, design: RunDesign) -> RunAccuracies:
     return RunAccuracies(
         seen=rows[:, design.seen].mean(axis=1, dtype=np.float64),
         unseen=rows[:, design.unseen].mean(axis=1, dtype=np.float64),
-        full=rows.mean(axis=1, dtype=np.float64),
+        full=rows[:, np.concatenate([design.seen, design.unseen])].mean(axis=1,
+                                                                       dtype=np.float64),
     )
 
 
 def seen_pool(matrix: ResponseMatrix, design: RunDesign, n_sources: int, *,
-              seed: int) -> SeenPool:
+              seed: int, stream: str = "") -> SeenPool:
     """The source models' view of run `design`'s seen pool."""
     sources = design.sources(n_sources)
     _, codes = np.unique(matrix.subtask_codes[design.seen], return_inverse=True)
@@ -94,23 +95,35 @@ def seen_pool(matrix: ResponseMatrix, design: RunDesign, n_sources: int, *,
         correctness=matrix.correctness[sources][:, design.seen],
         confidence=matrix.gold_confidence()[sources][:, design.seen],
         subtask_codes=codes,
-        seed=pool_seed(seed, design.run, n_sources),
+        seed=pool_seed(seed, design.run, n_sources, stream),
     )
 
 
 def draw_design(matrix: ResponseMatrix, plan: StudyPlan, run: int) -> RunDesign:
-    return draw_run(
+    """Run `run`'s design; for a plan limited to some `items`, the whole matrix's
+    design restricted to them."""
+    design = draw_run(
         matrix.n_models, matrix.subtask_codes, seed=plan.config.seed, run=run,
         n_targets=plan.n_targets, fixed_targets=plan.fixed_targets,
     )
+    if plan.items is None:
+        return design
+    return replace(design, seen=design.seen[np.isin(design.seen, plan.items)],
+                   unseen=design.unseen[np.isin(design.unseen, plan.items)])
+
+
+def _cell_rng(plan: StudyPlan, run: int, method: str, size: int,
+              n_sources: int) -> np.random.Generator:
+    label = f"{plan.stream}/{method}" if plan.stream else method
+    return cell_rng(plan.config.seed, run, label, size, n_sources)
 
 
 def select_cell(matrix: ResponseMatrix, plan: StudyPlan, *, run: int, method: str, size: int,
                 n_sources: int) -> tuple[RunDesign, MicroBenchmark]:
     """The design and micro-benchmark of one cell, recomputed alone from its seeds."""
     design = draw_design(matrix, plan, run)
-    pool = seen_pool(matrix, design, n_sources, seed=plan.config.seed)
-    rng = cell_rng(plan.config.seed, run, method, size, n_sources)
+    pool = seen_pool(matrix, design, n_sources, seed=plan.config.seed, stream=plan.stream)
+    rng = _cell_rng(plan, run, method, size, n_sources)
     with threadpool_limits(limits=1):
         return design, get_method(method).select(pool, size, rng=rng)
 
@@ -166,11 +179,11 @@ def compute_run(matrix: ResponseMatrix, plan: StudyPlan, run: int, *,
     # between worker processes.
     with threadpool_limits(limits=1):
         for c, n_sources in enumerate(config.sources):
-            pool = seen_pool(matrix, design, n_sources, seed=config.seed)
+            pool = seen_pool(matrix, design, n_sources, seed=config.seed, stream=plan.stream)
             for m, method in enumerate(methods):
                 for s, size in enumerate(plan.sizes):
                     start = time.perf_counter()
-                    rng = cell_rng(config.seed, run, method.name, size, n_sources)
+                    rng = _cell_rng(plan, run, method.name, size, n_sources)
                     micro = method.select(pool, size, rng=rng)
                     estimates[m, s, c] = micro.estimate(scores[micro.uses_confidence])
                     seconds[m] += time.perf_counter() - start

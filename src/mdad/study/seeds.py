@@ -31,9 +31,11 @@ def cell_rng(seed: int, run: int, method: str, size: int, n_sources: int) -> np.
     return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=key))
 
 
-def pool_seed(seed: int, run: int, n_sources: int) -> np.random.SeedSequence:
-    """The seed of work shared by all cells on one seen pool (e.g. an IRT fit)."""
-    return np.random.SeedSequence(seed, spawn_key=(_POOL_STREAM, run, n_sources))
+def pool_seed(seed: int, run: int, n_sources: int, stream: str = "") -> np.random.SeedSequence:
+    """The seed of work shared by all cells on one seen pool (e.g. an IRT fit); a
+    non-empty `stream` (a subtask) gets seeds of its own."""
+    key = (_POOL_STREAM, run, n_sources, *((_stable_id(stream),) if stream else ()))
+    return np.random.SeedSequence(seed, spawn_key=key)
 
 
 def metric_rng(seed: int, *labels: str | int) -> np.random.Generator:

@@ -1,10 +1,12 @@
 """The paper's separate-subtasks analysis: every subtask is a benchmark of its own.
 
 Each subtask's micro-benchmarks are selected and evaluated inside it, with sizes that
-are fractions of its seen pool. Runs draw the same target and source models in every
-subtask (the model draws come first from the run's generator), and MDAD is reported
-per subtask and pooled: pairs from all subtasks in one agreement curve, as the
-reference code's separate-subtasks results do.
+are fractions of its seen pool. Every run keeps the whole study's design (targets,
+sources, and the seen/unseen split, which is drawn inside each subtask anyway), so
+per-subtask and whole-benchmark micro-benchmarks are compared on the same models and
+items; each subtask's selections draw from random streams of their own. MDAD is
+reported per subtask and pooled: pairs from all subtasks in one agreement curve, as
+the reference code's separate-subtasks results do.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ POOLED = "(pooled)"
 
 @dataclass(frozen=True, eq=False)
 class SubtaskStudy:
-    """One subtask's part of a per-subtask study."""
+    """One subtask's part of a per-subtask study: the whole `matrix` and a plan
+    limited to the subtask's items (see `StudyPlan.items`)."""
 
     name: str
     matrix: ResponseMatrix
@@ -46,6 +49,9 @@ def fraction_sizes(pool_size: int, fractions: tuple[float, ...], subtask: str) -
     for fraction in fractions:
         if not 0.0 < fraction <= 1.0:
             raise ConfigError(f"--fractions must lie in (0, 1]; got {fraction}")
+    if pool_size < 1:
+        raise ConfigError(f"subtask {subtask!r} has no seen items (it has fewer than 2 items); "
+                          "--per-subtask needs at least 2 items in every subtask")
     sizes = tuple(max(1, round(f * pool_size)) for f in fractions)
     if len(set(sizes)) != len(sizes):
         raise ConfigError(
@@ -65,10 +71,12 @@ def plan_per_subtask(matrix: ResponseMatrix, config: StudyConfig,
         raise ConfigError("--fractions must list distinct fractions")
     studies = []
     for code, name in enumerate(matrix.subtask_names):
-        sub = matrix.take(items=matrix.subtask_codes == code)
+        items = np.flatnonzero(matrix.subtask_codes == code)
+        sub = matrix.take(items=items)
         sizes = fraction_sizes(seen_pool_size(sub.subtask_codes), fractions, str(name))
         plan = plan_study(sub, replace(config, sizes=sizes))
-        studies.append(SubtaskStudy(str(name), sub, plan))
+        studies.append(SubtaskStudy(str(name), matrix,
+                                    replace(plan, items=items, stream=str(name))))
     return studies
 
 
@@ -120,4 +128,29 @@ def evaluate_per_subtask(studies: list[SubtaskStudy], results: list[StudyResult]
         summary=pd.concat(parts["summary"], ignore_index=True),
         mdad_smooth=pd.concat(parts["mdad_smooth"], ignore_index=True)
         if parts["mdad_smooth"] else None,
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class PerSubtaskOutput:
+    """What a per-subtask study writes: its tables, one row per estimate (with a
+    `subtask` column), the methods' notices per subtask, and compute time."""
+
+    tables: StudyTables
+    frame: pd.DataFrame
+    notices: tuple[str, ...]
+    method_seconds: np.ndarray
+
+
+def collect_per_subtask(studies: list[SubtaskStudy], results: list[StudyResult],
+                        fractions: tuple[float, ...]) -> PerSubtaskOutput:
+    """Tables, rows and notices of a finished per-subtask study."""
+    pairs = list(zip(studies, results, strict=True))
+    return PerSubtaskOutput(
+        tables=evaluate_per_subtask(studies, results, fractions),
+        frame=pd.concat([r.to_frame().assign(subtask=s.name) for s, r in pairs],
+                        ignore_index=True),
+        notices=tuple(f"subtask {s.name}: {notice}" for s, r in pairs
+                      for notice in (*s.plan.notices, *r.notices)),
+        method_seconds=np.sum([r.method_seconds for r in results], axis=0),
     )

@@ -1,0 +1,28 @@
+"""k-means as the reference code runs it, shared by confidence strata and tinyBenchmarks."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+# The reference code fixes k-means' seed, so clusters depend only on the data.
+KMEANS_SEED = 42
+
+
+def reference_kmeans(points: np.ndarray, n_clusters: int,
+                     sample_weight: np.ndarray | None = None):  # -> sklearn KMeans
+    """scikit-learn's KMeans (k-means++, ``n_init="auto"``, seed 42) fitted to
+    `points` of shape (n_points, n_features).
+
+    With fewer distinct points than clusters k-means repeats centroids; its
+    ConvergenceWarning is silenced because callers handle that case (fewer strata,
+    distinct anchors).
+    """
+    from sklearn.cluster import KMeans
+    from sklearn.exceptions import ConvergenceWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return KMeans(n_clusters=n_clusters, n_init="auto", random_state=KMEANS_SEED).fit(
+            np.asarray(points, dtype=np.float64), sample_weight=sample_weight)
