@@ -6,6 +6,7 @@ import typer
 
 from mdad.cli import data_cmd
 from mdad.cli.methods_cmd import methods
+from mdad.cli.report_cmd import report
 from mdad.cli.run_cmd import run
 
 app = typer.Typer(
@@ -17,6 +18,7 @@ app = typer.Typer(
 )
 app.command("run")(run)
 app.command("methods")(methods)
+app.command("report")(report)
 app.add_typer(data_cmd.app, name="data")
 
 

@@ -79,6 +79,8 @@ def run(
         help="With --per-subtask: micro-benchmark sizes as fractions of each subtask's "
              "seen pool, comma separated (default " + ",".join(map(str, PAPER_FRACTIONS))
              + ").")] = None,
+    with_report: Annotated[bool, typer.Option(
+        "--report", help="Also write report.html and figures/ (as `mdad report`).")] = False,
     workers: Annotated[int, typer.Option(
         help="Processes to run the runs in (0: one per CPU core). Results do not "
              "depend on it.")] = 0,
@@ -188,3 +190,8 @@ def run(
                       f"{', '.join(config_json['confidence_substituted_by_correctness'])} "
                       "used correctness in their place")
     console.print(f"wrote {out_dir}")
+    if with_report:
+        from mdad.report import write_report
+
+        page = write_report(out_dir)
+        console.print(f"wrote {page} and {out_dir / 'figures'}")

@@ -16,6 +16,7 @@ import pandas as pd
 from mdad.data.registry import Dataset
 from mdad.errors import ConfigError
 from mdad.study.config import StudyPlan
+from mdad.study.design import seen_pool_size
 from mdad.study.evaluate import StudyTables
 
 
@@ -49,6 +50,7 @@ def run_config(dataset: Dataset, plan: StudyPlan, *, version: str,
             "sha256": matrix.sha256,
             "n_models": matrix.n_models,
             "n_items": matrix.n_items,
+            "seen_pool_size": seen_pool_size(matrix.subtask_codes),
             "subtasks": list(matrix.subtask_names),
             "has_confidence": matrix.confidence is not None,
             "missing_policy": dataset.missing.policy.value,

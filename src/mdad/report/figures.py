@@ -1,0 +1,255 @@
+"""The report's figures, each a function from a finished run to a matplotlib Figure.
+
+Accuracy fractions are drawn as points (x100). Every figure uses `style.style(method)`,
+so a method has one colour and line style throughout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.ticker import FixedLocator, NullLocator
+
+from mdad.report.run_data import AgreementCurve, RunData, agreement_curves, target_gaps
+from mdad.report.style import RC_PARAMS, display_name, method_order, style
+
+SPLITS = ("seen", "unseen")
+POINTS = 100.0
+WIDTH = 11.0  # inches; one width keeps the text the same size in every figure
+
+
+@dataclass(frozen=True)
+class FigureSpec:
+    """A figure of the report: its file stem, caption, and the Figure itself."""
+
+    name: str
+    caption: str
+    figure: Figure
+
+
+def _new_figure(width: float, height: float, panels: int = 1,
+                columns: int | None = None) -> tuple[Figure, list]:
+    import matplotlib as mpl
+
+    mpl.rcParams.update(RC_PARAMS)
+    columns = columns or panels
+    rows = int(np.ceil(panels / columns))
+    figure = Figure(figsize=(width, height * rows), layout="constrained")
+    axes = figure.subplots(rows, columns, squeeze=False).ravel().tolist()
+    for extra in axes[panels:]:
+        extra.set_visible(False)
+    return figure, axes[:panels]
+
+
+def _size_axis(axis, sizes: list[int], pool: int | None) -> None:
+    """Log-scaled size axis with the sizes as ticks, labelled with their share of the
+    seen pool when it is known."""
+    axis.set_xscale("log")
+    axis.xaxis.set_major_locator(FixedLocator(sizes))
+    axis.xaxis.set_minor_locator(NullLocator())
+    labels = [f"{s}\n({s / pool:.0%})" if pool else str(s) for s in sizes]
+    axis.set_xticklabels(labels)
+    axis.set_xlabel("micro-benchmark size (share of the seen pool)" if pool
+                    else "micro-benchmark size")
+
+
+def _legend(figure: Figure, axes: list) -> None:
+    handles, labels = axes[0].get_legend_handles_labels()
+    figure.legend(handles, labels, loc="outside right upper")
+
+
+def mdad_vs_size(run: RunData, split: str) -> FigureSpec:
+    """Figure 1: MDAD against size, one line per method, its interval as a band."""
+    table = run.mdad[(run.mdad.split == split) & (run.mdad.sources == run.main_sources)]
+    figure, (axis,) = _new_figure(WIDTH, 4.6)
+    for method in method_order(list(table.method.unique())):
+        rows = table[table.method == method].sort_values("size")
+        kwargs = style(method)
+        axis.plot(rows["size"], rows.mdad * POINTS, marker="o", markersize=4, **kwargs)
+        axis.fill_between(rows["size"], rows.mdad_low * POINTS, rows.mdad_high * POINTS,
+                          color=kwargs["color"], alpha=0.12, linewidth=0)
+    _size_axis(axis, run.sizes, run.seen_pool_size)
+    axis.set_ylabel("MDAD (accuracy points)")
+    axis.set_ylim(bottom=0)
+    axis.set_title(f"MDAD by micro-benchmark size, {split} split, {run.main_sources} sources")
+    _legend(figure, [axis])
+    return FigureSpec(f"mdad_vs_size_{split}",
+                      f"MDAD ({split} split) by size: the smallest accuracy gap ranked "
+                      f"correctly with probability {run.threshold:.0%}; bands are 95% "
+                      "bootstrap intervals; 50 points means the agreement never reached "
+                      "the threshold. Lower is better.", figure)
+
+
+def agreement_by_gap(run: RunData, split: str,
+                     curves: dict[tuple[str, int, str], AgreementCurve]) -> FigureSpec:
+    """Figure 2: agreement probability against |gap|, one panel per size."""
+    sizes = run.sizes
+    figure, axes = _new_figure(WIDTH, 3.0, panels=len(sizes), columns=min(3, len(sizes)))
+    table = run.mdad[(run.mdad.split == split) & (run.mdad.sources == run.main_sources)]
+    for axis, size in zip(axes, sizes, strict=True):
+        for method in method_order(run.methods):
+            curve = curves.get((method, size, split))
+            if curve is None:
+                continue
+            kwargs = style(method)
+            shown = curve.gap <= 0.3
+            axis.plot(curve.gap[shown] * POINTS, curve.agreement[shown], linewidth=1.2,
+                      **kwargs)
+            row = table[(table.method == method) & (table["size"] == size)]
+            if not row.empty and row.mdad.item() < 0.5:
+                axis.plot(row.mdad.item() * POINTS, run.threshold, marker="o", markersize=5,
+                          color=kwargs["color"], linestyle="none")
+        axis.axhline(run.threshold, color="#444444", linewidth=0.8, linestyle=":")
+        axis.set_title(f"{size} items")
+        axis.set_ylim(0, 1.02)
+        axis.set_xlabel("|accuracy gap| (points, 0.5-point bins)")
+        axis.set_ylabel("P(ranked as the full pool)")
+    _legend(figure, axes)
+    return FigureSpec(f"agreement_{split}",
+                      f"Agreement probability by |gap| ({split} split): the share of target "
+                      "pairs the micro-benchmark ranks as the full pool does, per 0.5-point "
+                      f"bin; dotted line: the {run.threshold:.0%} threshold; dots: MDAD.",
+                      figure)
+
+
+def error_and_tau(run: RunData, split: str) -> FigureSpec:
+    """Figure 3: mean absolute estimation error and Kendall tau against size."""
+    table = run.summary[run.summary.sources == run.main_sources]
+    figure, (error_axis, tau_axis) = _new_figure(WIDTH, 4.2, panels=2)
+    for method in method_order(list(table.method.unique())):
+        rows = table[table.method == method].sort_values("size")
+        kwargs = style(method)
+        for axis, column, scale in ((error_axis, f"mae_{split}", POINTS),
+                                    (tau_axis, f"kendall_tau_{split}", 1.0)):
+            axis.errorbar(rows["size"], rows[column] * scale,
+                          yerr=1.96 * rows[f"{column}_se"].fillna(0) * scale, marker="o",
+                          markersize=3.5, capsize=2, linewidth=1.2, **kwargs)
+    for axis in (error_axis, tau_axis):
+        _size_axis(axis, run.sizes, run.seen_pool_size)
+    error_axis.set_ylabel("mean |estimate - accuracy| (points)")
+    error_axis.set_ylim(bottom=0)
+    tau_axis.set_ylabel("Kendall tau with the true ranking")
+    error_axis.set_title(f"Estimation error ({split} pool)")
+    tau_axis.set_title(f"Ranking agreement ({split} pool)")
+    _legend(figure, [error_axis])
+    return FigureSpec(f"error_tau_{split}",
+                      f"Mean absolute estimation error and Kendall tau against the {split} "
+                      "pool's accuracies, with 95% intervals over runs.", figure)
+
+
+def mdad_vs_sources(run: RunData, split: str) -> FigureSpec:
+    """Figure 4: MDAD against the number of source models, one panel per size."""
+    sizes = run.sizes
+    table = run.mdad[run.mdad.split == split]
+    figure, axes = _new_figure(WIDTH, 3.0, panels=len(sizes), columns=min(3, len(sizes)))
+    for axis, size in zip(axes, sizes, strict=True):
+        for method in method_order(run.methods):
+            rows = table[(table.method == method) & (table["size"] == size)].sort_values(
+                "sources")
+            axis.plot(rows.sources, rows.mdad * POINTS, marker="o", markersize=3.5,
+                      **style(method))
+        axis.set_title(f"{size} items")
+        axis.set_xlabel("source models")
+        axis.set_ylabel("MDAD (points)")
+        axis.set_ylim(bottom=0)
+    _legend(figure, axes)
+    return FigureSpec(f"mdad_vs_sources_{split}",
+                      f"MDAD ({split} split) by the number of source models the methods "
+                      "select with.", figure)
+
+
+def not_preserved_share(run: RunData) -> pd.DataFrame:
+    """Share of the fixed targets' pairwise comparisons whose full-benchmark |gap| is
+    below the (seen) MDAD, per method and size: rows method, size, share."""
+    gaps = target_gaps(run)
+    table = run.mdad[(run.mdad.split == "seen") & (run.mdad.sources == run.main_sources)]
+    return pd.DataFrame({"method": table.method.to_numpy(), "size": table["size"].to_numpy(),
+                         "share": [(gaps < m).mean() for m in table.mdad]})
+
+
+def target_comparisons(run: RunData) -> FigureSpec:
+    """Figure 5: the fixed targets' pairwise gaps against each size's MDAD, and the
+    share of their comparisons a micro-benchmark cannot settle."""
+    gaps = target_gaps(run)
+    shares = not_preserved_share(run)
+    figure, (hist_axis, share_axis) = _new_figure(WIDTH, 4.2, panels=2)
+    hist_axis.hist(gaps * POINTS, bins=np.arange(0, gaps.max() * POINTS + 1.0, 1.0),
+                   color="#BBBBBB", edgecolor="white")
+    reference = "random" if "random" in run.methods else method_order(run.methods)[0]
+    table = run.mdad[(run.mdad.split == "seen") & (run.mdad.method == reference)
+                     & (run.mdad.sources == run.main_sources)]
+    for row in table.sort_values("size").itertuples():
+        hist_axis.axvline(row.mdad * POINTS, color=style(reference)["color"], linewidth=1,
+                          linestyle="--")
+        hist_axis.annotate(f"{row.size}", (row.mdad * POINTS, hist_axis.get_ylim()[1]),
+                           fontsize=7.5, ha="left", va="top", rotation=90)
+    hist_axis.set_xlabel("|full-benchmark accuracy gap| between two target models (points)")
+    hist_axis.set_ylabel("pairs of target models")
+    hist_axis.set_title(f"Target pairs and {display_name(reference)}'s MDAD by size")
+    for method in method_order(list(shares.method.unique())):
+        rows = shares[shares.method == method].sort_values("size")
+        share_axis.plot(rows["size"], rows.share * 100, marker="o", markersize=3.5,
+                        **style(method))
+    _size_axis(share_axis, run.sizes, run.seen_pool_size)
+    share_axis.set_ylabel("comparisons not preserved (%)")
+    share_axis.set_ylim(0, 100)
+    share_axis.set_title("Share of target pairs closer than the MDAD")
+    _legend(figure, [share_axis])
+    count = len(run.config["study"]["target_models"])
+    return FigureSpec("target_comparisons",
+                      f"The {count} fixed target models: their pairwise full-benchmark "
+                      "gaps with the seen-split "
+                      "MDAD of each size (dashed), and the share of their comparisons below "
+                      "the MDAD, which a micro-benchmark of that size cannot be trusted to "
+                      "settle.", figure)
+
+
+def seen_vs_unseen(run: RunData) -> FigureSpec:
+    """Figure 6: seen against unseen MDAD per method and size."""
+    table = run.mdad[run.mdad.sources == run.main_sources].pivot_table(
+        index=["method", "size"], columns="split", values="mdad").reset_index()
+    figure, (axis,) = _new_figure(WIDTH, 5.6)
+    sizes = run.sizes
+    for method in method_order(list(table.method.unique())):
+        rows = table[table.method == method].sort_values("size")
+        kwargs = style(method)
+        marker_sizes = 12 + 60 * np.searchsorted(sizes, rows["size"]) / max(len(sizes) - 1, 1)
+        axis.scatter(rows.seen * POINTS, rows.unseen * POINTS, s=marker_sizes,
+                     color=kwargs["color"], label=kwargs["label"], alpha=0.85)
+        axis.plot(rows.seen * POINTS, rows.unseen * POINTS, color=kwargs["color"],
+                  linestyle=kwargs["linestyle"], linewidth=0.8, alpha=0.6)
+    top = float(np.nanmax(table[["seen", "unseen"]].to_numpy())) * POINTS * 1.05
+    axis.plot([0, top], [0, top], color="#444444", linewidth=0.8, linestyle=":")
+    axis.set_xlim(0, top)
+    axis.set_ylim(0, top)
+    axis.set_xlabel("MDAD, seen split (points)")
+    axis.set_ylabel("MDAD, unseen split (points)")
+    axis.set_title("Generalisation to unseen items (larger marker: more items)")
+    _legend(figure, [axis])
+    return FigureSpec("seen_vs_unseen",
+                      "Seen against unseen MDAD for every method and size; points above "
+                      "the dotted diagonal rank new items of the same task less reliably "
+                      "than the items the methods selected from.", figure)
+
+
+def all_figures(run: RunData) -> list[FigureSpec]:
+    """Every figure that applies to `run`, in report order."""
+    curves = agreement_curves(run, run.main_sources)
+    builders: list[Callable[[], FigureSpec]] = []
+    for split in SPLITS:
+        builders.append(lambda split=split: mdad_vs_size(run, split))
+    for split in SPLITS:
+        builders.append(lambda split=split: agreement_by_gap(run, split, curves))
+    for split in SPLITS:
+        builders.append(lambda split=split: error_and_tau(run, split))
+    if len(run.sources) > 1:
+        for split in SPLITS:
+            builders.append(lambda split=split: mdad_vs_sources(run, split))
+    if target_gaps(run).size:
+        builders.append(lambda: target_comparisons(run))
+    builders.append(lambda: seen_vs_unseen(run))
+    return [build() for build in builders]

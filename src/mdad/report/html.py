@@ -1,0 +1,214 @@
+"""Write a run's report: figures as PNG and SVG, and one self-contained HTML page."""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+from mdad.report.figures import FigureSpec, all_figures
+from mdad.report.run_data import RunData, load_run
+from mdad.report.sentences import findings, points
+from mdad.report.style import display_name, method_order
+
+CSS = """
+:root { --ink: #1d2327; --muted: #5f6b73; --rule: #dde3e8; --accent: #0072B2; }
+* { box-sizing: border-box; }
+body { margin: 0; color: var(--ink); background: #fff;
+  font: 16px/1.55 -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; }
+main { max-width: 1120px; margin: 0 auto; padding: 32px 24px 64px; }
+h1 { font-size: 1.7rem; margin: 0 0 4px; }
+h2 { font-size: 1.25rem; margin: 40px 0 12px; padding-top: 12px;
+  border-top: 1px solid var(--rule); }
+.subtitle { color: var(--muted); margin: 0 0 20px; }
+.findings { background: #f4f8fb; border-left: 4px solid var(--accent); padding: 14px 20px;
+  border-radius: 4px; }
+.findings p { margin: 8px 0; }
+figure { margin: 24px 0; }
+figure img { max-width: 100%; height: auto; display: block; border: 1px solid var(--rule);
+  border-radius: 4px; }
+figcaption { color: var(--muted); font-size: 0.9rem; margin-top: 6px; }
+table { border-collapse: collapse; font-size: 0.88rem; width: 100%; }
+th, td { padding: 5px 10px; border-bottom: 1px solid var(--rule); text-align: right;
+  white-space: nowrap; }
+th:first-child, td:first-child { text-align: left; }
+th { background: #f7f9fa; cursor: pointer; user-select: none; position: sticky; top: 0; }
+th:hover { background: #e9eff3; }
+th[aria-sort="ascending"]::after { content: " \\25B2"; font-size: 0.7em; }
+th[aria-sort="descending"]::after { content: " \\25BC"; font-size: 0.7em; }
+dl.config { display: grid; grid-template-columns: max-content 1fr; gap: 4px 18px; }
+dl.config dt { color: var(--muted); }
+dl.config dd { margin: 0; font-family: ui-monospace, Menlo, Consolas, monospace;
+  font-size: 0.88rem; word-break: break-all; }
+.note { color: var(--muted); font-size: 0.9rem; }
+"""
+
+# Sortable tables, and a status a browser test can read: every figure decoded and
+# shown, and no script error.
+SCRIPT = """
+window.reportErrors = [];
+window.addEventListener("error", function (e) { window.reportErrors.push(String(e.message)); });
+document.querySelectorAll("table.sortable").forEach(function (table) {
+  table.querySelectorAll("th").forEach(function (th, column) {
+    th.addEventListener("click", function () {
+      var ascending = th.getAttribute("aria-sort") !== "ascending";
+      table.querySelectorAll("th").forEach(function (h) { h.removeAttribute("aria-sort"); });
+      th.setAttribute("aria-sort", ascending ? "ascending" : "descending");
+      var body = table.tBodies[0];
+      var rows = Array.prototype.slice.call(body.rows);
+      rows.sort(function (a, b) {
+        var x = a.cells[column].dataset.value, y = b.cells[column].dataset.value;
+        var nx = parseFloat(x), ny = parseFloat(y);
+        var order = (isNaN(nx) || isNaN(ny)) ? x.localeCompare(y) : nx - ny;
+        return ascending ? order : -order;
+      });
+      rows.forEach(function (row) { body.appendChild(row); });
+    });
+  });
+});
+window.addEventListener("load", function () {
+  var images = Array.prototype.slice.call(document.querySelectorAll("img.figure"));
+  var hidden = images.filter(function (img) {
+    var box = img.getBoundingClientRect();
+    return !(img.complete && img.naturalWidth > 0 && box.width > 0 && box.height > 0);
+  });
+  document.body.dataset.status = (window.reportErrors.length || hidden.length)
+    ? "error: " + window.reportErrors.concat(hidden.map(function (i) { return i.alt; }))
+        .join("; ")
+    : "ok " + images.length + " figures";
+});
+"""
+
+
+def write_report(run_dir: Path) -> Path:
+    """Write `run_dir`/report.html and `run_dir`/figures/*.png, *.svg; returns the page.
+
+    The figures folder is replaced as a whole and the page written to a temporary
+    file first, so an interrupted report leaves the previous one intact.
+    """
+    run = load_run(run_dir)
+    specs = all_figures(run)
+    run_dir = Path(run_dir)
+    staging = Path(tempfile.mkdtemp(prefix=".figures.", dir=run_dir))
+    try:
+        images = {}
+        for spec in specs:
+            buffer = io.BytesIO()
+            spec.figure.savefig(buffer, format="png")
+            (staging / f"{spec.name}.png").write_bytes(buffer.getvalue())
+            spec.figure.savefig(staging / f"{spec.name}.svg", format="svg")
+            images[spec.name] = base64.b64encode(buffer.getvalue()).decode("ascii")
+        staging.chmod(0o755)
+        figures_dir = run_dir / "figures"
+        if figures_dir.exists():
+            shutil.rmtree(figures_dir)
+        os.replace(staging, figures_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    page = run_dir / "report.html"
+    temporary = page.with_name(".report.html.tmp")
+    temporary.write_text(render_page(run, specs, images), encoding="utf-8")
+    os.replace(temporary, page)
+    return page
+
+
+def render_page(run: RunData, specs: list[FigureSpec], images: dict[str, str]) -> str:
+    config = run.config
+    dataset = config["dataset"]
+    study = config["study"]
+    title = f"Micro-benchmark reliability: {dataset['name']}"
+    parts = [
+        "<!doctype html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{_e(title)}</title>", f"<style>{CSS}</style>", "</head>", "<body>", "<main>",
+        f"<h1>{_e(title)}</h1>",
+        f'<p class="subtitle">{dataset["n_models"]} models x {dataset["n_items"]} items; '
+        f'{study["n_runs"]} runs of {study["n_targets"]} target models; mdad '
+        f'{_e(config["mdad_version"])}</p>',
+        "<h2>What the run says</h2>", '<div class="findings">',
+        *[f"<p>{_e(finding.text)}</p>" for finding in findings(run)],
+        "</div>",
+        '<p class="note">MDAD (minimum detectable ability difference): the smallest gap in '
+        "accuracy between two models that a micro-benchmark ranks the same way as the full "
+        f"(seen) pool with probability at least {run.threshold:.0%}. Numbers are accuracy "
+        "points; intervals are 95% bootstrap intervals.</p>",
+    ]
+    if run.per_subtask:
+        parts.append('<p class="note">Per-subtask study: figures and tables show the pooled '
+                     "results, whose size is the total number of items over subtasks; each "
+                     "subtask's rows are in mdad.csv.</p>")
+    parts.append("<h2>Figures</h2>")
+    for spec in specs:
+        parts += [f'<figure id="{spec.name}">',
+                  f'<img class="figure" alt="{_e(spec.name)}" '
+                  f'src="data:image/png;base64,{images[spec.name]}">',
+                  f"<figcaption>{_e(spec.caption)} (figures/{spec.name}.png, .svg)"
+                  "</figcaption>", "</figure>"]
+    parts += ["<h2>Tables</h2>", '<p class="note">Click a column to sort.</p>',
+              _results_table(run), "<h2>Configuration</h2>", _config_list(run),
+              f"<script>{SCRIPT}</script>", "</main>", "</body>", "</html>"]
+    return "\n".join(parts) + "\n"
+
+
+def _results_table(run: RunData) -> str:
+    mdad = run.mdad.set_index(["method", "size", "sources", "split"])
+    headers = ["method", "size", "sources", "MDAD seen", "95% CI seen", "MDAD unseen",
+               "95% CI unseen", "error seen", "error unseen", "tau seen", "tau unseen"]
+    rows = []
+    summary = run.summary.copy()
+    summary["order"] = summary.method.map({m: i for i, m in enumerate(
+        method_order(list(summary.method.unique())))})
+    for row in summary.sort_values(["order", "size", "sources"]).itertuples():
+        cells = [(display_name(row.method), display_name(row.method)),
+                 (str(row.size), row.size), (str(row.sources), row.sources)]
+        for split in ("seen", "unseen"):
+            m = mdad.loc[(row.method, row.size, row.sources, split)]
+            cells += [(points(m.mdad), m.mdad),
+                      (f"{points(m.mdad_low)} to {points(m.mdad_high)}", m.mdad_low)]
+        for column in ("mae_seen", "mae_unseen"):
+            cells.append((points(getattr(row, column)), getattr(row, column)))
+        for column in ("kendall_tau_seen", "kendall_tau_unseen"):
+            value = getattr(row, column)
+            cells.append(("—" if pd.isna(value) else f"{value:.2f}", value))
+        rows.append("<tr>" + "".join(f'<td data-value="{_e(str(v))}">{_e(t)}</td>'
+                                     for t, v in cells) + "</tr>")
+    head = "".join(f"<th>{_e(h)}</th>" for h in headers)
+    return (f'<table class="sortable"><thead><tr>{head}</tr></thead>'
+            f"<tbody>{''.join(rows)}</tbody></table>")
+
+
+def _config_list(run: RunData) -> str:
+    config, study, dataset = run.config, run.config["study"], run.config["dataset"]
+    items = [
+        ("dataset", dataset["name"]), ("file", dataset["path"]), ("sha256", dataset["sha256"]),
+        ("models x items", f"{dataset['n_models']} x {dataset['n_items']}"),
+        ("methods", ", ".join(study["methods"])),
+        ("sizes", ", ".join(map(str, run.sizes))),
+        ("runs", study["n_runs"]), ("targets per run", study["n_targets"]),
+        ("source models", ", ".join(map(str, study["sources"]))),
+        ("fixed targets", len(study["target_models"]) if study.get("target_models") else "no"),
+        ("seed", study["seed"]), ("threshold", study["threshold"]),
+        ("bootstrap resamples", study["n_resamples"]),
+        ("MDAD estimator", study["mdad_estimator"]),
+        ("missing data", f"{dataset['missing_policy']}: {dataset['dropped_items']} items, "
+                         f"{len(dataset['dropped_models'])} models dropped"),
+        ("mdad version", config["mdad_version"]),
+        ("command", " ".join(config.get("command") or [])),
+    ]
+    if config.get("confidence_substituted_by_correctness"):
+        items.append(("correctness as confidence",
+                      ", ".join(config["confidence_substituted_by_correctness"])))
+    items += [("notice", notice) for notice in config.get("notices", [])]
+    body = "".join(f"<dt>{_e(k)}</dt><dd>{_e(str(v))}</dd>" for k, v in items)
+    return f'<dl class="config">{body}</dl>'
+
+
+def _e(text: str) -> str:
+    return html.escape(str(text), quote=True)
