@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from mdad.cli import data_cmd
+from mdad.cli import data_cmd, practice_cmd
 from mdad.cli.methods_cmd import methods
 from mdad.cli.report_cmd import report
 from mdad.cli.run_cmd import run
@@ -19,6 +19,8 @@ app = typer.Typer(
 app.command("run")(run)
 app.command("methods")(methods)
 app.command("report")(report)
+for _name in ("plan", "select", "estimate", "compare"):
+    app.command(_name)(getattr(practice_cmd, _name))
 app.add_typer(data_cmd.app, name="data")
 
 

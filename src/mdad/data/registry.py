@@ -25,6 +25,9 @@ class DatasetSpec:
     sizes: tuple[int, ...] | None = None
     n_sources: int | None = None
     n_targets: int | None = None
+    # The lm-evaluation-harness task whose doc_id is the item id, and its metric.
+    lm_eval_task: str | None = None
+    lm_eval_metric: str = "acc"
 
 
 DATASETS: dict[str, DatasetSpec] = {
@@ -36,6 +39,8 @@ DATASETS: dict[str, DatasetSpec] = {
             "GPQA main (448 items) x 420 Open LLM Leaderboard v2 models, acc_norm",
             {"orientation": "items-as-rows", "subtask_column": "subset"},
             sizes=(10, 25, 50, 100, 200),
+            lm_eval_task="leaderboard_gpqa_main",
+            lm_eval_metric="acc_norm",
         ),
         DatasetSpec(
             "mmlu-pro-29",

@@ -1,0 +1,30 @@
+"""For practitioners: plan a size, select a micro-benchmark, estimate, compare."""
+
+from mdad.practice.bundle import MicroBenchmarkFile, lm_eval_samples_json, select_microbenchmark
+from mdad.practice.estimate import (
+    Comparison,
+    Estimate,
+    ItemScores,
+    compare_models,
+    estimate_score,
+    read_results,
+)
+from mdad.practice.plan import plan
+from mdad.practice.planner import Plan, analytic_mdad, pair_structure, size_for_gap
+
+__all__ = [
+    "Comparison",
+    "Estimate",
+    "ItemScores",
+    "MicroBenchmarkFile",
+    "Plan",
+    "analytic_mdad",
+    "compare_models",
+    "estimate_score",
+    "lm_eval_samples_json",
+    "pair_structure",
+    "plan",
+    "read_results",
+    "select_microbenchmark",
+    "size_for_gap",
+]

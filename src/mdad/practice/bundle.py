@@ -1,0 +1,246 @@
+"""Build a micro-benchmark from a whole dataset and save everything needed to use it
+later without the data: `mdad select`."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mdad import __version__
+from mdad.data.matrix import ResponseMatrix
+from mdad.data.registry import Dataset
+from mdad.errors import ConfigError, DataError
+from mdad.practice.planner import ANALYTIC_METHODS, analytic_mdad, pair_structure
+from mdad.selection import MicroBenchmark, SeenPool, get_method
+from mdad.selection.anchor_points import AnchorPredictorBenchmark
+from mdad.selection.tinybenchmarks import IrtBenchmark
+
+FORMAT = "mdad-microbenchmark/1"
+CV_FOLDS = 5
+
+
+@dataclass(frozen=True)
+class MicroBenchmarkFile:
+    """A saved micro-benchmark: its items, how to estimate from them, and the
+    dataset's models to compare a new model with.
+
+    Attributes
+    ----------
+    items : item ids, in the estimator's order.
+    lm_eval_items : the same items as ``task/doc_id`` when the dataset maps to an
+        lm-evaluation-harness task, else None.
+    estimator : the estimator's kind and parameters (see `to_microbenchmark`).
+    pool_size : items the estimate stands for (the full benchmark or the --pool).
+    reference_models, reference_accuracy : the dataset's models and their accuracy on
+        the pool.
+    mdad, mdad_how : this size's MDAD for the method and where it comes from
+        ("analytic" for random sampling, "interpolated" from a study, or
+        "random-analytic" when the method has no MDAD of its own here).
+    error_sd : for methods other than uniform random sampling, the root mean square
+        error of the estimate over held-out dataset models (5-fold, by model), used
+        for the 95% interval.
+    """
+
+    dataset: str
+    sha256: str
+    mdad_version: str
+    method: str
+    size: int
+    seed: int
+    items: list[str]
+    lm_eval_items: list[str] | None
+    lm_eval_metric: str
+    estimator: dict[str, Any]
+    pool_size: int
+    reference_models: list[str]
+    reference_accuracy: list[float]
+    mdad: float
+    mdad_how: str
+    threshold: float
+    error_sd: float | None
+    format: str = FORMAT
+    notes: list[str] = field(default_factory=list)
+
+    def save(self, path: Path) -> None:
+        Path(path).write_text(json.dumps(asdict(self), indent=1) + "\n", encoding="utf-8")
+
+    @classmethod
+    def load(cls, path: Path) -> MicroBenchmarkFile:
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise DataError(f"{path}: cannot read the micro-benchmark file ({exc})") from None
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise DataError(f"{path}: not a micro-benchmark file written by `mdad select` "
+                            f"(format {FORMAT})")
+        try:
+            return cls(**data)
+        except TypeError as exc:
+            raise DataError(f"{path}: malformed micro-benchmark file ({exc})") from None
+
+    def to_microbenchmark(self) -> MicroBenchmark:
+        """The estimator, with `items` as positions 0..size-1 of a model's scores."""
+        kind = self.estimator["kind"]
+        items = np.arange(len(self.items))
+        weights = (np.asarray(self.estimator["weights"]) if self.estimator.get("weights")
+                   is not None else None)
+        if kind == "linear":
+            return MicroBenchmark(items, weights, uses_confidence=self.estimator["confidence"])
+        if kind == "predictor":
+            return AnchorPredictorBenchmark(
+                items, uses_confidence=True, nearest=np.asarray(self.estimator["nearest"]),
+                slope=np.asarray(self.estimator["slope"]),
+                intercept=np.asarray(self.estimator["intercept"]))
+        if kind == "irt":
+            return _IrtOnItems(
+                items, weights, discrimination=np.asarray(self.estimator["discrimination"]),
+                difficulty=np.asarray(self.estimator["difficulty"]),
+                gp_weight=float(self.estimator["gp_weight"]),
+                others=np.asarray(self.estimator["others_discrimination"]),
+                others_difficulty=np.asarray(self.estimator["others_difficulty"]))
+        raise DataError(f"unknown estimator kind {kind!r} in the micro-benchmark file")
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class _IrtOnItems(IrtBenchmark):
+    """p-IRT / gp-IRT from the anchors' parameters and the other items' parameters
+    (the file keeps both, so scores on the anchors suffice)."""
+
+    others: np.ndarray
+    others_difficulty: np.ndarray
+
+    def estimate(self, scores: np.ndarray) -> np.ndarray:
+        full = IrtBenchmark(
+            np.arange(self.items.size), self.weights,
+            discrimination=np.vstack([self.discrimination, self.others]),
+            difficulty=np.concatenate([self.difficulty, self.others_difficulty]),
+            gp_weight=self.gp_weight)
+        padded = np.zeros((scores.shape[0], full.difficulty.size))
+        padded[:, : self.items.size] = np.asarray(scores)[:, self.items]
+        return full.estimate(padded)
+
+
+def _estimator_json(micro: MicroBenchmark) -> dict[str, Any]:
+    """`micro`'s estimator with positions relative to its own items."""
+    weights = None if micro.weights is None else [float(w) for w in micro.weights]
+    if isinstance(micro, AnchorPredictorBenchmark):
+        return {"kind": "predictor", "nearest": micro.nearest.tolist(),
+                "slope": micro.slope.tolist(), "intercept": micro.intercept.tolist()}
+    if isinstance(micro, IrtBenchmark):
+        others = np.setdiff1d(np.arange(micro.difficulty.size), micro.items)
+        return {"kind": "irt", "weights": weights, "gp_weight": micro.gp_weight,
+                "discrimination": micro.discrimination[micro.items].tolist(),
+                "difficulty": micro.difficulty[micro.items].tolist(),
+                "others_discrimination": micro.discrimination[others].tolist(),
+                "others_difficulty": micro.difficulty[others].tolist()}
+    return {"kind": "linear", "weights": weights, "confidence": micro.uses_confidence}
+
+
+def select_microbenchmark(dataset: Dataset, method: str, size: int, *, seed: int = 0,
+                          pool: list[str] | None = None, threshold: float = 0.8,
+                          run_mdad: float | None = None) -> MicroBenchmarkFile:
+    """Choose `size` items of `dataset` (or of the item ids in `pool`) with `method`,
+    using every model of the dataset as a source.
+
+    `run_mdad` is the method's MDAD at this size from a finished study (see
+    `mdad plan --run`); without it, random methods get their analytic MDAD and other
+    methods uniform random sampling's, marked as such.
+
+    Raises
+    ------
+    ConfigError
+        For an unknown method, a size outside 1..pool size, or an unknown pool item.
+    """
+    matrix = _pool_matrix(dataset.matrix, pool)
+    selector = get_method(method)
+    full_pool = _seen_pool(matrix, seed)
+    limit = selector.max_size(full_pool)
+    if not 1 <= size <= limit:
+        raise ConfigError(f"--size {size} is outside 1..{limit}, the sizes {method} can build "
+                          f"from a pool of {matrix.n_items} items")
+    if matrix.n_models < max(selector.min_sources, 1):
+        raise ConfigError(f"method {method} needs at least {selector.min_sources} models")
+    micro = selector.select(full_pool, size, rng=np.random.default_rng(seed))
+    order = np.asarray(micro.items)
+    ids = [str(matrix.item_ids[i]) for i in order]
+    spec = dataset.spec
+    lm_eval_items = _lm_eval_ids(ids, spec.lm_eval_task if spec else None)
+    structure = pair_structure(matrix.correctness, matrix.subtask_codes)
+    if run_mdad is not None:
+        mdad, how = run_mdad, "interpolated"
+    else:
+        stratified = ANALYTIC_METHODS.get(method, False)
+        mdad = analytic_mdad(structure, size, threshold=threshold, stratified=stratified)
+        how = "analytic" if method in ANALYTIC_METHODS else "random-analytic"
+    error_sd = None if method == "random" else _cross_validated_error(
+        matrix, selector, size, seed)
+    estimator = _estimator_json(micro)
+    return MicroBenchmarkFile(
+        dataset=dataset.name, sha256=matrix.sha256 or "", mdad_version=__version__,
+        method=method, size=size, seed=seed, items=ids, lm_eval_items=lm_eval_items,
+        lm_eval_metric=spec.lm_eval_metric if spec else "acc", estimator=estimator,
+        pool_size=matrix.n_items, reference_models=[str(m) for m in matrix.model_names],
+        reference_accuracy=[float(a) for a in matrix.accuracy()], mdad=float(mdad),
+        mdad_how=how, threshold=threshold, error_sd=error_sd, notes=list(micro.notes))
+
+
+def _pool_matrix(matrix: ResponseMatrix, pool: list[str] | None) -> ResponseMatrix:
+    if pool is None:
+        return matrix
+    index = {str(item): k for k, item in enumerate(matrix.item_ids)}
+    unknown = [item for item in pool if item not in index]
+    if unknown:
+        raise ConfigError(f"--pool: {len(unknown)} item ids are not in the dataset, e.g. "
+                          f"{unknown[0]!r}; use ids as `mdad data info` shows them")
+    if len(set(pool)) != len(pool):
+        raise ConfigError("--pool lists an item id twice")
+    return matrix.take(items=np.array(sorted(index[item] for item in pool)))
+
+
+def _seen_pool(matrix: ResponseMatrix, seed: int, models: np.ndarray | None = None) -> SeenPool:
+    rows = slice(None) if models is None else models
+    return SeenPool(np.asarray(matrix.correctness[rows]),
+                    np.asarray(matrix.gold_confidence()[rows]),
+                    np.unique(matrix.subtask_codes, return_inverse=True)[1],
+                    seed=np.random.SeedSequence(seed, spawn_key=(7,)))
+
+
+def _lm_eval_ids(ids: list[str], task: str | None) -> list[str] | None:
+    if all("/" in item for item in ids):
+        return ids
+    if task is not None and all(item.isdigit() for item in ids):
+        return [f"{task}/{item}" for item in ids]
+    return None
+
+
+def _cross_validated_error(matrix: ResponseMatrix, selector, size: int, seed: int) -> float:
+    """Root mean square error of the method's estimate on models it did not select
+    with: 5 folds of models, each estimated by a micro-benchmark selected on the rest."""
+    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(8,)))
+    folds = np.array_split(rng.permutation(matrix.n_models), CV_FOLDS)
+    truth = matrix.accuracy()
+    errors = []
+    for k, held in enumerate(folds):
+        train = np.setdiff1d(np.arange(matrix.n_models), held)
+        pool = _seen_pool(matrix, seed + 1000 * (k + 1), train)
+        micro = selector.select(pool, size, rng=np.random.default_rng([seed, k]))
+        scores = (matrix.gold_confidence() if micro.uses_confidence else matrix.correctness)
+        errors.append(micro.estimate(np.asarray(scores[held])) - truth[held])
+    return float(np.sqrt(np.mean(np.concatenate(errors) ** 2)))
+
+
+def lm_eval_samples_json(bundle: MicroBenchmarkFile) -> dict[str, list[int]]:
+    """``{task: [doc indices]}`` for lm-evaluation-harness's ``--samples`` option,
+    indices ascending (the harness logs wrong doc_ids for unsorted lists)."""
+    if bundle.lm_eval_items is None:
+        raise ConfigError(f"dataset {bundle.dataset} has no lm-evaluation-harness task "
+                          "mapping; --format lm-eval needs items named task/doc_id")
+    tasks: dict[str, list[int]] = {}
+    for item in bundle.lm_eval_items:
+        task, doc = item.rsplit("/", 1)
+        tasks.setdefault(task, []).append(int(doc))
+    return {task: sorted(docs) for task, docs in tasks.items()}

@@ -1,0 +1,200 @@
+"""Analytic MDAD of uniform (and subtask-stratified) random micro-benchmarks.
+
+For two models A and B on a pool of N items, let a items be right for A only and b
+for B only. A uniform sample of n items without replacement counts X of the first and
+Y of the second; the estimated gap is (X - Y) / n and the pair is ranked correctly
+when X - Y has the sign of a - b (a tie is a disagreement, as in the paper). With
+Z the per-item difference (+1, -1 or 0), X - Y is a sum of n draws of Z without
+replacement, so
+
+    E[X - Y] = n (a - b) / N,
+    Var[X - Y] = n (p_a + p_b - (p_a - p_b)^2) (N - n) / (N - 1),
+
+with p_a = a / N, p_b = b / N, the finite population correction included. The
+probability of a correct ranking is taken from the normal approximation with a
+continuity correction (X - Y >= 1 for a > b). `exact_agreement` computes it exactly
+from the multivariate hypergeometric law, for checking; the approximation is exact
+in the limit of large n and N - n, and tests bound its error on real data.
+
+MDAD then follows the paper's rule on the pairs' probabilities: the first 0.5-point
+bin of |true gap| whose mean probability reaches the threshold.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import ndtr
+from scipy.stats import hypergeom
+
+from mdad.errors import ConfigError
+from mdad.metrics.mdad import NOT_REACHED
+from mdad.metrics.pairs import bin_edges, gap_bins
+
+# Methods with an analytic MDAD, and whether they are subtask-stratified.
+ANALYTIC_METHODS = {"random": False, "subtask-equal": True}
+
+
+@dataclass(frozen=True, eq=False)
+class PairStructure:
+    """Disagreement counts of pairs of models, per subtask.
+
+    Attributes
+    ----------
+    only_first, only_second : int arrays of shape (n_pairs, n_subtasks)
+        Items right for the pair's first model only, and for its second only.
+    subtask_sizes : int array of shape (n_subtasks,)
+    gap : float array of shape (n_pairs,), the pairs' accuracy gap on the pool.
+    """
+
+    only_first: np.ndarray
+    only_second: np.ndarray
+    subtask_sizes: np.ndarray
+    gap: np.ndarray
+
+
+def pair_structure(correctness: np.ndarray, subtask_codes: np.ndarray,
+                   pairs: tuple[np.ndarray, np.ndarray] | None = None) -> PairStructure:
+    """Disagreement counts of every pair (i < j) of models, or of the given `pairs`.
+
+    Parameters
+    ----------
+    correctness : 0/1 array of shape (n_models, n_items)
+    subtask_codes : int array of shape (n_items,)
+    pairs : (first, second) model index arrays; all pairs i < j when None.
+    """
+    values = (np.asarray(correctness) > 0.5).astype(np.float32)
+    if pairs is None:
+        pairs = np.triu_indices(values.shape[0], k=1)
+    first, second = (np.asarray(p) for p in pairs)
+    n_subtasks = int(subtask_codes.max()) + 1
+    one_hot = np.zeros((values.shape[1], n_subtasks), dtype=np.float32)
+    one_hot[np.arange(values.shape[1]), subtask_codes] = 1.0
+    # right counts per subtask, and both-right counts per pair and subtask
+    right = values @ one_hot
+    both = np.empty((first.size, n_subtasks), dtype=np.float64)
+    for start in range(0, first.size, 20_000):  # bounded memory: 20k pairs x items
+        stop = min(start + 20_000, first.size)
+        both[start:stop] = (values[first[start:stop]] * values[second[start:stop]]) @ one_hot
+    only_first = np.rint(right[first] - both).astype(np.int64)
+    only_second = np.rint(right[second] - both).astype(np.int64)
+    sizes = np.bincount(subtask_codes, minlength=n_subtasks)
+    gap = (only_first - only_second).sum(axis=1) / sizes.sum()
+    return PairStructure(only_first, only_second, sizes, gap)
+
+
+def allocation(subtask_sizes: np.ndarray, size: int, stratified: bool) -> np.ndarray:
+    """Expected items per subtask: proportional to subtask size for uniform sampling,
+    size / k each (remainder spread evenly) for subtask-equal sampling."""
+    if stratified:
+        return np.full(subtask_sizes.size, size / subtask_sizes.size)
+    return size * subtask_sizes / subtask_sizes.sum()
+
+
+def agreement_probability(structure: PairStructure, size: int, *,
+                          stratified: bool = False) -> np.ndarray:
+    """P(the micro-benchmark ranks the pair as the pool does), shape (n_pairs,).
+
+    Uniform sampling is one stratum; subtask-equal sampling draws size / k items from
+    each subtask (a fractional share when k does not divide the size), each stratum
+    with its own finite population correction, and weighs every item equally in the
+    plain mean. Pairs with no gap get 0 (any ranking of equal models is arbitrary).
+    """
+    sizes = structure.subtask_sizes.astype(np.float64)
+    if not stratified:
+        sizes = np.array([sizes.sum()])
+        a = structure.only_first.sum(axis=1, keepdims=True).astype(np.float64)
+        b = structure.only_second.sum(axis=1, keepdims=True).astype(np.float64)
+    else:
+        a = structure.only_first.astype(np.float64)
+        b = structure.only_second.astype(np.float64)
+    draws = allocation(sizes, size, stratified)
+    p_a, p_b = a / sizes, b / sizes
+    correction = np.where(sizes > 1, (sizes - draws) / np.maximum(sizes - 1, 1), 0.0)
+    mean = (draws * (p_a - p_b)).sum(axis=1)
+    variance = (draws * (p_a + p_b - (p_a - p_b) ** 2) * correction).sum(axis=1)
+    sign = np.sign(structure.gap)
+    # P(sign * (X - Y) >= 1/2): the continuity-corrected normal tail.
+    spread = np.sqrt(np.maximum(variance, 1e-300))
+    probability = ndtr((sign * mean - 0.5) / spread)
+    exact_zero_variance = variance <= 0
+    probability[exact_zero_variance] = (sign * mean >= 0.5)[exact_zero_variance]
+    probability[sign == 0] = 0.0
+    return probability
+
+
+def exact_agreement(a: int, b: int, n_items: int, size: int) -> float:
+    """The exact probability that a uniform sample of `size` of `n_items` items has
+    more items right for the leading model only than for the other (a > b), or the
+    reverse (a < b): a sum over the multivariate hypergeometric law."""
+    lead, trail = (a, b) if a >= b else (b, a)
+    if lead == trail:
+        return 0.0
+    x = np.arange(0, min(lead, size) + 1)
+    p_x = hypergeom.pmf(x, n_items, lead, size)
+    # given x draws of the lead kind, the trailing count among the other n - x draws
+    # (x values the law cannot take have p_x = 0 and an undefined conditional)
+    possible = p_x > 0
+    p_less = hypergeom.cdf(x[possible] - 1, n_items - lead, trail, size - x[possible])
+    return float(np.sum(p_x[possible] * p_less))
+
+
+def analytic_mdad(structure: PairStructure, size: int, *, threshold: float = 0.8,
+                  stratified: bool = False) -> float:
+    """The paper's first-crossing MDAD (fraction) of `size`-item random micro-benchmarks
+    over the pairs of `structure`, from their agreement probabilities."""
+    probability = agreement_probability(structure, size, stratified=stratified)
+    bins = gap_bins(structure.gap)
+    counts = np.bincount(bins)
+    sums = np.bincount(bins, weights=probability)
+    nonempty = counts > 0
+    mean = np.where(nonempty, sums / np.maximum(counts, 1), 0.0)
+    reached = np.flatnonzero(nonempty & (mean >= threshold))
+    return float(bin_edges(reached[0])) if reached.size else NOT_REACHED
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The answer of `mdad plan`.
+
+    Attributes
+    ----------
+    method : the selection method the answer is for.
+    size : items in the micro-benchmark (None when no size reaches `gap`).
+    mdad : its MDAD in accuracy fractions.
+    gap : the gap asked for (None when a size was given).
+    threshold : the agreement probability that defines MDAD.
+    how : "analytic" or "interpolated".
+    settled_share : share of the given target models' comparisons with |gap| >= mdad.
+    """
+
+    method: str
+    size: int | None
+    mdad: float
+    gap: float | None
+    threshold: float
+    how: str
+    settled_share: float | None = None
+
+
+def size_for_gap(structure: PairStructure, gap: float, *, threshold: float = 0.8,
+                 stratified: bool = False, max_size: int | None = None) -> tuple[int, float]:
+    """The smallest size whose analytic MDAD is at most `gap`, and that MDAD; the
+    largest size (with its MDAD) when none is. A bisection: MDAD falls with size."""
+    if not 0.0 < gap < 1.0:
+        raise ConfigError(f"--gap must be in (0, 1) (a fraction: 0.02 is 2 points); got {gap}")
+    top = max_size or int(structure.subtask_sizes.sum())
+    low, high = 1, top
+    best = analytic_mdad(structure, top, threshold=threshold, stratified=stratified)
+    if best > gap + 1e-12:
+        return top, best
+    while low < high:
+        middle = (low + high) // 2
+        if analytic_mdad(structure, middle, threshold=threshold,
+                         stratified=stratified) <= gap + 1e-12:
+            high = middle
+        else:
+            low = middle + 1
+    return low, analytic_mdad(structure, low, threshold=threshold, stratified=stratified)
+

@@ -1,0 +1,277 @@
+"""plan, select, estimate, compare: the analytic MDAD against exact sums and the simulated
+study, the micro-benchmark file, a real round trip, and bad input."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.stats import binomtest
+from shared import GPQA_CSV, shared_data
+from test_cli import assert_ok, assert_user_error, mdad_cli
+
+from mdad.data import load_dataset
+from mdad.metrics.pairs import pair_counts
+from mdad.practice import (
+    ItemScores,
+    MicroBenchmarkFile,
+    estimate_score,
+    plan,
+    read_results,
+    select_microbenchmark,
+)
+from mdad.practice.planner import (
+    PairStructure,
+    agreement_probability,
+    analytic_mdad,
+    exact_agreement,
+    pair_structure,
+)
+from mdad.study import StudyConfig, plan_study, run_study
+from mdad.study.runner import draw_design
+
+MODEL_SET = "open-llm-leaderboard-v2/model-sets/gpqa_70b_instruct.txt"
+
+
+@pytest.fixture(scope="module")
+def gpqa_data():
+    shared_data(GPQA_CSV)
+    return load_dataset("gpqa")
+
+
+def brute_force_agreement(a: int, b: int, n_items: int, size: int) -> float:
+    """Enumerate every size-subset of items: a of kind +1, b of kind -1, rest 0."""
+    kinds = [1] * a + [-1] * b + [0] * (n_items - a - b)
+    sign = np.sign(a - b)
+    hits = total = 0
+    for subset in itertools.combinations(range(n_items), size):
+        total += 1
+        hits += sign * sum(kinds[i] for i in subset) > 0
+    return hits / total
+
+
+@pytest.mark.parametrize(("a", "b", "n_items", "size"),
+                         [(3, 2, 8, 4), (1, 4, 9, 3), (5, 0, 10, 2), (2, 2, 7, 3), (4, 3, 12, 6)])
+def test_exact_agreement_is_the_hypergeometric_sum(a, b, n_items, size):
+    assert exact_agreement(a, b, n_items, size) == pytest.approx(
+        brute_force_agreement(a, b, n_items, size), abs=1e-12)
+
+
+def test_normal_approximation_error_on_real_pairs(gpqa_data):
+    matrix = gpqa_data.matrix
+    structure = pair_structure(matrix.correctness, matrix.subtask_codes)
+    sample = np.random.default_rng(0).choice(structure.gap.size, 200, replace=False)
+    # (size, largest error, mean error) allowed; measured 0.047 / 0.001 at 10 items
+    for size, worst, mean in ((10, 0.06, 0.005), (50, 0.005, 0.001), (200, 0.005, 0.001)):
+        approx = agreement_probability(structure, size)[sample]
+        exact = np.array([exact_agreement(int(structure.only_first[k].sum()),
+                                          int(structure.only_second[k].sum()),
+                                          matrix.n_items, size) for k in sample])
+        error = np.abs(approx - exact)
+        assert error.max() < worst and error.mean() < mean, (size, error.max(), error.mean())
+
+
+def test_analytic_mdad_agrees_with_the_simulated_study(gpqa_data):
+    """200 runs of `mdad run gpqa --methods random`; the simulation's interval is a
+    bootstrap over runs (pairs within a run share items, so resampling pairs would be
+    too narrow); the analytic MDAD uses the same runs' pairs."""
+    matrix, runs = gpqa_data.matrix, 200
+    study = plan_study(matrix, StudyConfig(methods=("random",), n_runs=runs),
+                       default_sizes=gpqa_data.spec.sizes)
+    result = run_study(matrix, study)
+    parts = []
+    for run in range(runs):
+        design = draw_design(matrix, study, run)
+        first, second = np.triu_indices(design.targets.size, k=1)
+        parts.append(pair_structure(matrix.correctness[:, design.seen],
+                                    np.zeros(design.seen.size, dtype=np.int64),
+                                    (design.targets[first], design.targets[second])))
+    pooled = PairStructure(np.concatenate([p.only_first for p in parts]),
+                           np.concatenate([p.only_second for p in parts]),
+                           parts[0].subtask_sizes, np.concatenate([p.gap for p in parts]))
+
+    def crossing(pairs: np.ndarray, agreeing: np.ndarray) -> float:
+        reached = np.flatnonzero((pairs > 0) & (agreeing >= 0.8 * pairs))
+        return reached[0] / 200 if reached.size else 0.5
+
+    rng = np.random.default_rng(0)
+    for s, size in enumerate(study.sizes):
+        counts = pair_counts(result.estimates[0, s, 0], result.seen)
+        boots = [crossing(counts.pairs[idx].sum(0), counts.agreeing[idx].sum(0))
+                 for idx in rng.integers(0, runs, (1000, runs))]
+        low, high = np.quantile(boots, [0.025, 0.975])
+        analytic = analytic_mdad(pooled, size)
+        assert low - 1e-9 <= analytic <= high + 1e-9, (size, analytic, low, high)
+
+
+def test_plan_gap_gives_the_smallest_size_that_reaches_it(gpqa_data):
+    answer = plan(gpqa_data, gap=0.03)
+    assert answer.how == "analytic" and answer.mdad <= 0.03
+    assert plan(gpqa_data, size=answer.size).mdad <= 0.03
+    assert plan(gpqa_data, size=answer.size - 1).mdad > 0.03
+    assert plan(gpqa_data, gap=0.0001).size is None  # not even the whole benchmark
+
+
+def test_plan_share_of_target_comparisons(gpqa_data):
+    names = [s.strip() for s in shared_data(MODEL_SET).read_text().splitlines() if s.strip()]
+    answer = plan(gpqa_data, size=100, target_models=names)
+    accuracy = gpqa_data.matrix.accuracy()[gpqa_data.matrix.model_index(names)]
+    gaps = [abs(x - y) for x, y in itertools.combinations(accuracy, 2)]
+    assert answer.settled_share == pytest.approx(np.mean(np.array(gaps) >= answer.mdad))
+
+
+def test_select_writes_a_usable_file_and_lm_eval_samples(gpqa_data, tmp_path: Path):
+    out = tmp_path / "mb.json"
+    proc = mdad_cli("select", "gpqa", "--method", "random", "--size", "100", "--seed", "4",
+                    "--out", out, "--format", "lm-eval", cwd=tmp_path)
+    assert_ok(proc)
+    bundle = MicroBenchmarkFile.load(out)
+    assert bundle.size == len(bundle.items) == len(set(bundle.items)) == 100
+    assert bundle.sha256 == gpqa_data.matrix.sha256 and bundle.pool_size == 448
+    assert bundle.mdad == plan(gpqa_data, size=100).mdad and bundle.mdad_how == "analytic"
+    # lm-evaluation-harness's --samples: a JSON object {"task_name": [indices], ...}
+    samples = json.loads(out.with_suffix(".samples.json").read_text())
+    assert list(samples) == ["leaderboard_gpqa_main"]
+    docs = samples["leaderboard_gpqa_main"]
+    assert all(isinstance(d, int) for d in docs) and docs == sorted(set(docs))
+    assert docs == sorted(int(item) for item in bundle.items)
+
+
+def _true_scores(matrix, model: int, bundle: MicroBenchmarkFile) -> ItemScores:
+    column = {str(item): k for k, item in enumerate(matrix.item_ids)}
+    scores = np.array([matrix.correctness[model, column[item]] for item in bundle.items],
+                      dtype=np.float64)
+    return ItemScores(str(matrix.model_names[model]), scores, [], 0)
+
+
+@pytest.mark.parametrize(("method", "n_models", "band"),
+                         [("random", 150, (0.90, 0.99)), ("anchor-points", 40, (0.80, 1.0))])
+def test_round_trip_interval_coverage(gpqa_data, method, n_models, band):
+    """Each held-out model: select 100 items without it, estimate from its real answers,
+    compare with its true accuracy on all 448 items. With coverage 95%, the share of
+    intervals that cover the truth is binomial: sd 1.8% for 150 models, 3.4% for 40,
+    so the bands are about 2.5 sd wide on the low side."""
+    matrix = gpqa_data.matrix
+    models = np.linspace(0, matrix.n_models - 1, n_models).astype(int)
+    covered = []
+    for model in models:
+        keep = np.setdiff1d(np.arange(matrix.n_models), [model])
+        held_out = type(gpqa_data)(gpqa_data.name, matrix.take(models=keep), gpqa_data.path,
+                                   gpqa_data.missing, gpqa_data.spec)
+        bundle = select_microbenchmark(held_out, method, 100, seed=int(model))
+        answer = estimate_score(bundle, _true_scores(matrix, model, bundle))
+        truth = float(matrix.accuracy()[model])
+        covered.append(answer.low <= truth <= answer.high)
+    coverage = float(np.mean(covered))
+    assert band[0] <= coverage <= band[1], f"{method}: coverage {coverage:.3f}"
+
+
+def test_estimate_and_compare_from_csv(gpqa_data, tmp_path: Path):
+    matrix = gpqa_data.matrix
+    out = tmp_path / "mb.json"
+    assert_ok(mdad_cli("select", "gpqa", "--method", "random", "--size", "100", "--out", out,
+                       cwd=tmp_path))
+    bundle = MicroBenchmarkFile.load(out)
+    paths = []
+    for model in (0, 1):
+        scores = _true_scores(matrix, model, bundle).scores
+        path = tmp_path / f"{matrix.model_names[model]}.csv"
+        lines = ["item_id,correct", *(f"{i},{int(s)}" for i, s in zip(bundle.items, scores,
+                                                                         strict=True))]
+        path.write_text("\n".join(lines[:-1]) + "\nnot-an-item,1\n")  # one missing, one extra
+        paths.append(path)
+    proc = mdad_cli("estimate", out, paths[0], "--json", cwd=tmp_path)
+    assert_ok(proc)
+    answer = json.loads(proc.stdout)
+    first = _true_scores(matrix, 0, bundle).scores[:-1]
+    assert answer["accuracy"] == pytest.approx(first.mean())
+    assert answer["missing"] == [bundle.items[-1]] and answer["extra"] == 1
+    reference = np.array(bundle.reference_accuracy)
+    assert len(answer["above"]) == int(np.sum(first.mean() - reference >= bundle.mdad))
+    proc = mdad_cli("estimate", out, paths[0], cwd=tmp_path)
+    assert "lacks 1 of the 100 items" in proc.stdout and "1 items that are not in" in proc.stdout
+    proc = mdad_cli("compare", out, paths[0], paths[1], "--json", cwd=tmp_path)
+    assert_ok(proc)
+    answer = json.loads(proc.stdout)
+    second = _true_scores(matrix, 1, bundle).scores[:-1]
+    only_first = int(np.sum((first == 1) & (second == 0)))
+    only_second = int(np.sum((second == 1) & (first == 0)))
+    assert (answer["only_first"], answer["only_second"]) == (only_first, only_second)
+    assert answer["difference"] == pytest.approx(first.mean() - second.mean())
+    if only_first + only_second:
+        assert answer["p_value"] == pytest.approx(
+            binomtest(only_first, only_first + only_second, 0.5).pvalue)
+    expected = "reliable" if abs(answer["difference"]) >= bundle.mdad else "too close to call"
+    assert answer["verdict"] == expected
+
+
+def test_estimate_reads_lm_eval_samples(gpqa_data, tmp_path: Path):
+    samples = shared_data("lm-eval-samples/EleutherAI__pythia-14m")
+    from mdad.data.lm_eval import load_lm_eval_samples
+
+    pythia = load_lm_eval_samples(samples)
+    items = [str(i) for i in pythia.item_ids[:20]]
+    bundle = MicroBenchmarkFile(
+        dataset="pythia", sha256="", mdad_version="test", method="random", size=20, seed=0,
+        items=items, lm_eval_items=items, lm_eval_metric="acc",
+        estimator={"kind": "linear", "weights": None, "confidence": False}, pool_size=100,
+        reference_models=["x"], reference_accuracy=[0.5], mdad=0.1, mdad_how="analytic",
+        threshold=0.8, error_sd=None)
+    scores = read_results(samples, bundle)
+    assert scores.model == str(pythia.model_names[0]) and not scores.missing
+    assert np.allclose(scores.scores, pythia.correctness[0, :20])
+
+
+def test_bad_input_is_one_line_and_exit_2(gpqa_data, tmp_path: Path):
+    out = tmp_path / "mb.json"
+    assert_ok(mdad_cli("select", "gpqa", "--method", "random", "--size", "20", "--out", out,
+                       cwd=tmp_path))
+    for gap in ("0", "1", "-0.1"):
+        assert_user_error(mdad_cli("plan", "gpqa", "--gap", gap, cwd=tmp_path),
+                          r"--gap must be in \(0, 1\)")
+    assert_user_error(mdad_cli("plan", "gpqa", cwd=tmp_path), "exactly one of --gap and --size")
+    assert_user_error(mdad_cli("select", "gpqa", "--method", "random", "--size", "449",
+                               "--out", tmp_path / "x.json", cwd=tmp_path),
+                      r"--size 449 is outside 1..448")
+    assert_user_error(mdad_cli("plan", "gpqa", "--method", "anchor-points", "--size", "10",
+                               cwd=tmp_path), r"no analytic MDAD; pass --run RUN_DIR")
+    wrong = tmp_path / "wrong.csv"
+    wrong.write_text("item_id,correct\nmmlu/1,1\nmmlu/2,0\n")
+    assert_user_error(mdad_cli("estimate", out, wrong, cwd=tmp_path),
+                      r"none of the micro-benchmark's 20 items are in these results")
+    duplicated = tmp_path / "dup.csv"
+    item = MicroBenchmarkFile.load(out).items[0]
+    duplicated.write_text(f"item_id,correct\n{item},1\n{item},0\n")
+    assert_user_error(mdad_cli("estimate", out, duplicated, cwd=tmp_path),
+                      rf"dup.csv, line 3: item '{item}' appears twice")
+    assert_user_error(mdad_cli("estimate", wrong, wrong, cwd=tmp_path),
+                      r"cannot read the micro-benchmark file")
+
+
+def test_a_study_of_other_data_is_refused_unless_allowed(gpqa_data, tmp_path: Path):
+    run_dir = tmp_path / "run"
+    assert_ok(mdad_cli("run", "gpqa", "--methods", "anchor-points", "--runs", "2",
+                       "--resamples", "10", "--out", run_dir, cwd=tmp_path))
+    config = json.loads((run_dir / "config.json").read_text())
+    answer = plan(gpqa_data, size=30, method="anchor-points", run_dir=run_dir)
+    assert answer.how == "interpolated"
+    mdad = {r["size"]: r["mdad"] for r in _seen_rows(run_dir, "anchor-points")}
+    expected = np.interp(np.log(30), np.log([25, 50]), [mdad[25], mdad[50]])
+    assert answer.mdad == pytest.approx(expected)
+    config["dataset"]["sha256"] = "0" * 64
+    (run_dir / "config.json").write_text(json.dumps(config))
+    proc = mdad_cli("plan", "gpqa", "--method", "anchor-points", "--size", "30",
+                    "--run", run_dir, cwd=tmp_path)
+    assert_user_error(proc, r"was made on other data .*--allow-other-data-version")
+    assert_ok(mdad_cli("plan", "gpqa", "--method", "anchor-points", "--size", "30", "--run",
+                       run_dir, "--allow-other-data-version", cwd=tmp_path))
+
+
+def _seen_rows(run_dir: Path, method: str) -> list[dict]:
+    import pandas as pd
+
+    table = pd.read_csv(run_dir / "mdad.csv")
+    return table[(table.method == method) & (table.split == "seen")].to_dict("records")
