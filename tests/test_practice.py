@@ -123,6 +123,16 @@ def test_plan_share_of_target_comparisons(gpqa_data):
     assert answer.settled_share == pytest.approx(np.mean(np.array(gaps) >= answer.mdad))
 
 
+def test_select_from_a_pool_of_items(gpqa_data, tmp_path: Path):
+    pool = tmp_path / "pool.txt"
+    pool.write_text("\n".join(str(i) for i in range(0, 448, 4)) + "\n")
+    bundle = select_microbenchmark(gpqa_data, "anchor-points", 10, pool=[
+        s for s in pool.read_text().split()])
+    assert bundle.pool_size == 112 and set(bundle.items) <= set(pool.read_text().split())
+    assert bundle.estimator["kind"] == "linear" and len(bundle.estimator["weights"]) == 10
+    assert bundle.error_sd is not None and bundle.mdad_how == "random-analytic"
+
+
 def test_select_writes_a_usable_file_and_lm_eval_samples(gpqa_data, tmp_path: Path):
     out = tmp_path / "mb.json"
     proc = mdad_cli("select", "gpqa", "--method", "random", "--size", "100", "--seed", "4",
@@ -249,6 +259,23 @@ def test_bad_input_is_one_line_and_exit_2(gpqa_data, tmp_path: Path):
                       rf"dup.csv, line 3: item '{item}' appears twice")
     assert_user_error(mdad_cli("estimate", wrong, wrong, cwd=tmp_path),
                       r"cannot read the micro-benchmark file")
+    # a file from another version of the data: refused, or a warning when allowed
+    bundle = json.loads(out.read_text())
+    bundle["sha256"] = "f" * 64
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(bundle))
+    csv_path = tmp_path / "one.csv"
+    csv_path.write_text(f"item_id,correct\n{item},1\n")
+    assert_user_error(mdad_cli("estimate", other, csv_path, "--dataset", "gpqa", cwd=tmp_path),
+                      r"made from gpqa with sha256 ffffffffffff\.\.\., this data has .*"
+                      r"--allow-other-data-version")
+    proc = mdad_cli("estimate", other, csv_path, "--dataset", "gpqa",
+                    "--allow-other-data-version", cwd=tmp_path)
+    assert_ok(proc)
+    assert "warning:" in proc.stderr
+    assert_user_error(mdad_cli("select", "gpqa", "--method", "random", "--size", "5",
+                               "--pool", wrong, "--out", tmp_path / "p.json", cwd=tmp_path),
+                      r"--pool: 3 item ids are not in the dataset, e.g. 'item_id,correct'")
 
 
 def test_a_study_of_other_data_is_refused_unless_allowed(gpqa_data, tmp_path: Path):
@@ -275,3 +302,13 @@ def _seen_rows(run_dir: Path, method: str) -> list[dict]:
 
     table = pd.read_csv(run_dir / "mdad.csv")
     return table[(table.method == method) & (table.split == "seen")].to_dict("records")
+
+
+def test_readme_python_example_runs(gpqa_data):
+    """The README's practitioner example, executed as written."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    blocks = [b.split("```")[0] for b in readme.split("```python\n")[1:]]
+    example = next(b for b in blocks if "select_microbenchmark" in b)
+    namespace: dict = {}
+    exec(compile(example, "README.md", "exec"), namespace)
+    assert 0.0 <= namespace["estimate"].accuracy <= 1.0

@@ -132,12 +132,21 @@ def estimate(
              "item_id,correct.")],
     metric: Annotated[str | None, typer.Option(
         help="lm-eval metric field (default: the dataset's).")] = None,
+    dataset: Annotated[str | None, typer.Option(
+        help="Compare with this dataset's models now, instead of those saved in the "
+             "file; its data must be the version the file was made from.")] = None,
+    other_version: OtherVersion = False,
     as_json: JsonOption = False,
 ) -> None:
     """Estimate a model's full-benchmark accuracy and where it stands."""
-    from mdad.practice import MicroBenchmarkFile, estimate_score, read_results
+    from mdad.practice import MicroBenchmarkFile, estimate_score, read_results, with_reference
 
     bundle = MicroBenchmarkFile.load(microbenchmark)
+    if dataset is not None:
+        data = load_dataset(dataset)
+        bundle, warning = with_reference(bundle, data, allow_other_version=other_version)
+        if warning:
+            Console(stderr=True).print(f"[yellow]warning:[/] {warning}")
     scores = read_results(results, bundle, metric=metric)
     answer = estimate_score(bundle, scores)
     if as_json:

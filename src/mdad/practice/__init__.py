@@ -1,6 +1,11 @@
 """For practitioners: plan a size, select a micro-benchmark, estimate, compare."""
 
-from mdad.practice.bundle import MicroBenchmarkFile, lm_eval_samples_json, select_microbenchmark
+from mdad.practice.bundle import (
+    MicroBenchmarkFile,
+    lm_eval_samples_json,
+    select_microbenchmark,
+    with_reference,
+)
 from mdad.practice.estimate import (
     Comparison,
     Estimate,
@@ -27,4 +32,5 @@ __all__ = [
     "read_results",
     "select_microbenchmark",
     "size_for_gap",
+    "with_reference",
 ]

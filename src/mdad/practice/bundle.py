@@ -4,7 +4,7 @@ later without the data: `mdad select`."""
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -186,6 +186,29 @@ def select_microbenchmark(dataset: Dataset, method: str, size: int, *, seed: int
         pool_size=matrix.n_items, reference_models=[str(m) for m in matrix.model_names],
         reference_accuracy=[float(a) for a in matrix.accuracy()], mdad=float(mdad),
         mdad_how=how, threshold=threshold, error_sd=error_sd, notes=list(micro.notes))
+
+
+def with_reference(bundle: MicroBenchmarkFile, dataset: Dataset, *,
+                   allow_other_version: bool = False) -> tuple[MicroBenchmarkFile, str]:
+    """`bundle` compared with `dataset`'s models (accuracy on all items) instead of the
+    saved ones, and a warning when the data's version differs and that was allowed.
+
+    Raises
+    ------
+    ConfigError
+        When `dataset`'s sha256 differs from the file's and `allow_other_version` is
+        False.
+    """
+    sha = dataset.matrix.sha256 or ""
+    warning = ""
+    if sha != bundle.sha256:
+        message = (f"the micro-benchmark was made from {bundle.dataset} with sha256 "
+                   f"{bundle.sha256[:12]}..., this data has {sha[:12]}...")
+        if not allow_other_version:
+            raise ConfigError(f"{message}; select again, or pass --allow-other-data-version")
+        warning = message + "; comparing with this data's models anyway"
+    return replace(bundle, reference_models=[str(m) for m in dataset.matrix.model_names],
+                   reference_accuracy=[float(a) for a in dataset.matrix.accuracy()]), warning
 
 
 def _pool_matrix(matrix: ResponseMatrix, pool: list[str] | None) -> ResponseMatrix:
