@@ -18,6 +18,7 @@ from mdad.metrics.pairs import pair_counts
 from mdad.practice import (
     ItemScores,
     MicroBenchmarkFile,
+    compare_models,
     estimate_score,
     plan,
     read_results,
@@ -312,3 +313,27 @@ def test_readme_python_example_runs(gpqa_data):
     namespace: dict = {}
     exec(compile(example, "README.md", "exec"), namespace)
     assert 0.0 <= namespace["estimate"].accuracy <= 1.0
+
+
+def test_plan_refuses_sizes_the_method_cannot_build():
+    shared_data("mmlu-pro-tiger-lab/mmlu_pro_29_models.csv")
+    mmlu = load_dataset("mmlu-pro-29")
+    with pytest.raises(Exception, match=r"--size 9000 is outside 1..\d+, the sizes "
+                                        r"subtask-equal can build"):
+        plan(mmlu, size=9000, method="subtask-equal")
+    answer = plan(mmlu, gap=0.001, method="subtask-equal")
+    assert answer.size is None  # no buildable size reaches it
+
+
+def test_a_gap_above_the_mdad_with_an_interval_across_zero_is_too_close(gpqa_data):
+    bundle = select_microbenchmark(gpqa_data, "random", 20, seed=0)
+    ones = np.ones(20)
+    first = ItemScores("a", ones, [], 0)
+    second_scores = ones.copy()
+    second_scores[:2] = 0  # 10 points apart, 2 discordant items
+    second = ItemScores("b", second_scores, [], 0)
+    answer = compare_models(bundle, first, second)
+    assert answer.difference == pytest.approx(0.1)
+    assert answer.low < 0 < answer.high or answer.low > 0
+    assert answer.verdict == ("reliable" if answer.low > 0 and 0.1 >= bundle.mdad
+                              else "too close to call")

@@ -14,6 +14,7 @@ from mdad.cli.errors import user_errors
 from mdad.data import MissingPolicy, load_dataset
 from mdad.data.files import read_name_list
 from mdad.errors import ConfigError
+from mdad.report.sentences import points
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object instead.")]
 OtherVersion = Annotated[bool, typer.Option(
@@ -22,7 +23,7 @@ OtherVersion = Annotated[bool, typer.Option(
 
 
 def _points(value: float) -> str:
-    return f"{100 * value:.1f}"
+    return points(value)
 
 
 def _print_json(value: object) -> None:
@@ -65,8 +66,9 @@ def plan(
     source = ("computed analytically from every pair of models" if answer.how == "analytic"
               else f"interpolated from the study in {run}")
     if answer.gap is not None and answer.size is None:
-        text = (f"No size up to the whole benchmark reaches a gap of {_points(answer.gap)} "
-                f"points with {method}: its MDAD at full size is {_points(answer.mdad)}.")
+        largest = "the whole benchmark" if answer.how == "analytic" else "the study's sizes"
+        text = (f"No size up to {largest} reaches a gap of {_points(answer.gap)} points "
+                f"with {method}: its MDAD at the largest is {_points(answer.mdad)}.")
     elif answer.gap is not None:
         text = (f"{method}: {answer.size} items rank pairs {_points(answer.gap)} or more "
                 f"points apart correctly with probability >= {answer.threshold:.0%} "
@@ -161,6 +163,12 @@ def estimate(
                   f"{_points(answer.mdad)} points at this size ({answer.mdad_how}): reliably "
                   f"above {len(answer.above)}, reliably below {len(answer.below)}, too close "
                   f"to call {len(answer.too_close)}")
+    for label, names in (("reliably above", answer.above), ("reliably below", answer.below),
+                         ("too close to call", answer.too_close)):
+        if names:
+            shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5
+                                            else "")
+            console.print(f"  {label}: {shown}")
 
 
 def _report_mismatch(console: Console, path: Path, scores, size: int) -> None:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
 from datetime import datetime
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -28,6 +30,7 @@ from mdad.study import (
     plan_study,
     run_study,
 )
+from mdad.study.checkpoint import RunCheckpoint, progress_dir
 from mdad.study.outputs import check_out_dir, run_config, write_run_dir
 from mdad.study.subtasks import (
     PAPER_FRACTIONS,
@@ -38,10 +41,20 @@ from mdad.study.subtasks import (
 )
 
 
+class Backend(StrEnum):
+    LOCAL = "local"
+    DASK = "dask"
+
+
+# Run folders being resumed by this process (see `_resume`).
+_RESUMING: set[str] = set()
+
+
 @user_errors
 def run(
-    dataset: Annotated[str, typer.Argument(help="A dataset name (gpqa, mmlu-pro-29) or a path "
-                                           "to a CSV, lm-eval samples folder or .npy arrays.")],
+    dataset: Annotated[str | None, typer.Argument(
+        help="A dataset name (gpqa, mmlu-pro-29) or a path to a CSV, lm-eval samples folder "
+             "or .npy arrays (omit with --resume).")] = None,
     methods: Annotated[str, typer.Option(
         help="Selection methods, comma separated, or 'all' (see 'mdad methods').")] = ",".join(
         DEFAULT_METHODS),
@@ -82,10 +95,23 @@ def run(
     with_report: Annotated[bool, typer.Option(
         "--report", help="Also write report.html and figures/ (as `mdad report`).")] = False,
     workers: Annotated[int, typer.Option(
-        help="Processes to run the runs in (0: one per CPU core). Results do not "
-             "depend on it.")] = 0,
+        help="Processes to run the runs in (0: one per CPU core); with --backend dask and "
+             "no --scheduler, the local Dask workers to start. Results do not depend on "
+             "it.")] = 0,
+    backend: Annotated[Backend, typer.Option(
+        help="local: processes on this machine; dask: a Dask cluster.")] = Backend.LOCAL,
+    scheduler: Annotated[str | None, typer.Option(
+        help="With --backend dask: a running scheduler's address (tcp://host:8786).")] = None,
+    resume: Annotated[Path | None, typer.Option(
+        help="Continue the interrupted run whose --out was this folder; finished runs are "
+             "not recomputed.")] = None,
 ) -> None:
     """Run the micro-benchmark reliability study and report MDAD per method and size."""
+    params = {k: v for k, v in locals().items()}
+    if resume is not None:
+        return _resume(resume)
+    if dataset is None:
+        raise ConfigError("give a DATASET, or --resume RUN_DIR to continue a run")
     err = Console(stderr=True)
     if out is not None:
         check_out_dir(out)
@@ -135,6 +161,19 @@ def run(
         err.print(f"[yellow]note:[/] {notice}")
     out_dir = out or Path("runs") / f"{data.name}-{datetime.now():%Y%m%d-%H%M%S}"
     check_out_dir(out_dir)
+    checkpoint = RunCheckpoint(progress_dir(out_dir))
+    resuming = str(out_dir) in _RESUMING
+    if checkpoint.folder.exists() and not resuming:
+        raise ConfigError(f"--out {out_dir} has an interrupted run ({checkpoint.folder}); "
+                          f"continue it with --resume {out_dir}, or remove that folder")
+    checkpoint.start({"params": _to_json(params), "sha256": data.matrix.sha256})
+    if checkpoint.request()["sha256"] != data.matrix.sha256:
+        raise ConfigError(f"--resume {out_dir}: the data changed since the run started "
+                          "(sha256 differs); start a new run")
+    if not resuming:
+        err.print(f"finished runs are saved in {checkpoint.folder}; if interrupted, "
+                  f"continue with: mdad run --resume {out_dir}")
+    dask_scheduler = (scheduler or "local") if backend is Backend.DASK else None
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=err, transient=True) as bar:
         task = bar.add_task(f"{data.name}: cells", total=n_cells)
@@ -144,14 +183,16 @@ def run(
 
         started = time.perf_counter()
         if per_subtask:
-            results = run_per_subtask(studies, workers=n_workers, progress=progress)
+            results = run_per_subtask(studies, workers=n_workers, progress=progress,
+                                      checkpoint=checkpoint, scheduler=dask_scheduler)
             cells_done = time.perf_counter()
             bar.update(task, description=f"{data.name}: MDAD bootstrap")
             output = collect_per_subtask(studies, results, fraction_grid)
             tables, frame = output.tables, output.frame
             notices, method_seconds = output.notices, output.method_seconds
         else:
-            result = run_study(data.matrix, plan, workers=n_workers, progress=progress)
+            result = run_study(data.matrix, plan, workers=n_workers, progress=progress,
+                               checkpoint=checkpoint, scheduler=dask_scheduler)
             cells_done = time.perf_counter()
             bar.update(task, description=f"{data.name}: MDAD bootstrap")
             tables = evaluate(result)
@@ -170,6 +211,7 @@ def run(
                                for name, sec in zip(config.methods, method_seconds, strict=True)},
     }
     write_run_dir(out_dir, frame, tables, config_json)
+    shutil.rmtree(checkpoint.folder, ignore_errors=True)
     title = (f"{data.name}: {data.matrix.n_models} models x {data.matrix.n_items} items, "
              f"{runs} runs, {plan.n_targets} targets (MDAD and error in accuracy points)")
     console = Console()
@@ -195,3 +237,27 @@ def run(
 
         page = write_report(out_dir)
         console.print(f"wrote {page} and {out_dir / 'figures'}")
+
+
+def _to_json(params: dict) -> dict:
+    """The run's parameters as JSON: paths as text, choices by value."""
+    return {k: (str(v) if isinstance(v, Path) else getattr(v, "value", v))
+            for k, v in params.items() if not k.startswith("_")}
+
+
+def _resume(run_dir: Path) -> None:
+    """Rerun the interrupted run's request into the same folder, reusing its runs."""
+    request = RunCheckpoint(progress_dir(run_dir)).request()
+    params = dict(request["params"])
+    params.update(out=run_dir, resume=None)
+    params["target_models"] = (Path(params["target_models"]) if params["target_models"]
+                               else None)
+    params["mdad_estimator"] = MdadEstimator(params["mdad_estimator"])
+    params["missing"] = MissingPolicy(params["missing"])
+    params["orientation"] = Orientation(params["orientation"])
+    params["backend"] = Backend(params["backend"])
+    _RESUMING.add(str(run_dir))
+    try:
+        run(**params)
+    finally:
+        _RESUMING.discard(str(run_dir))

@@ -132,34 +132,54 @@ def estimate_score(bundle: MicroBenchmarkFile, results: ItemScores) -> Estimate:
     other method, +-1.96 times the cross-validated error stored in the file. Items
     the results lack are left out (plain means and weights over the rest).
     """
-    micro = bundle.to_microbenchmark()
     observed = ~np.isnan(results.scores)
-    scores = np.where(observed, results.scores, 0.0)[None, :]
-    if observed.all():
-        value = float(micro.estimate(scores)[0])
-    elif micro.weights is None and bundle.estimator["kind"] == "linear":
-        value = float(results.scores[observed].mean())
-    elif bundle.estimator["kind"] == "linear":
-        weights = np.asarray(micro.weights)[observed]
-        value = float(results.scores[observed] @ weights / weights.sum())
-    else:
-        raise DataError(f"{bundle.method}'s estimator needs every item; the results lack "
-                        f"{len(results.missing)}, e.g. {results.missing[0]!r}")
+    value = float(_estimates(bundle, results.scores[None, :], observed)[0])
     used = int(observed.sum())
     if bundle.error_sd is None:
-        fpc = (bundle.pool_size - used) / max(bundle.pool_size - 1, 1)
-        half = Z95 * np.sqrt(max(value * (1 - value), 0.0) / used * fpc)
+        low, high = _wilson(value, used, bundle.pool_size)
     else:
-        half = Z95 * bundle.error_sd
+        low = max(value - Z95 * bundle.error_sd, 0.0)
+        high = min(value + Z95 * bundle.error_sd, 1.0)
     reference = np.asarray(bundle.reference_accuracy)
     names = np.asarray(bundle.reference_models)
     gap = value - reference
     return Estimate(
-        model=results.model, accuracy=value, low=max(value - half, 0.0),
-        high=min(value + half, 1.0), items_used=used, missing=results.missing,
-        extra=results.extra, mdad=bundle.mdad, mdad_how=bundle.mdad_how,
-        above=names[gap >= bundle.mdad].tolist(), below=names[-gap >= bundle.mdad].tolist(),
+        model=results.model, accuracy=value, low=low, high=high, items_used=used,
+        missing=results.missing, extra=results.extra, mdad=bundle.mdad,
+        mdad_how=bundle.mdad_how, above=names[gap >= bundle.mdad].tolist(),
+        below=names[-gap >= bundle.mdad].tolist(),
         too_close=names[np.abs(gap) < bundle.mdad].tolist())
+
+
+def _estimates(bundle: MicroBenchmarkFile, scores: np.ndarray,
+               observed: np.ndarray) -> np.ndarray:
+    """The micro-benchmark's estimate for each row of `scores` (n_models, size) from the
+    `observed` items only: plain means and weights are taken over them; estimators
+    that need every item refuse."""
+    micro = bundle.to_microbenchmark()
+    if observed.all():
+        return micro.estimate(scores)
+    if bundle.estimator["kind"] != "linear":
+        raise DataError(f"{bundle.method}'s estimator needs every item; the results lack "
+                        f"{int((~observed).sum())} of them")
+    weights = (np.ones(observed.size) if micro.weights is None
+               else np.asarray(micro.weights, dtype=np.float64))[observed]
+    return scores[:, observed] @ weights / weights.sum()
+
+
+def _wilson(value: float, n: int, pool: int) -> tuple[float, float]:
+    """The 95% Wilson score interval of a mean of n 0/1 scores drawn without
+    replacement from `pool` items: the sample size is inflated by the finite
+    population correction (n / fpc), which shrinks the interval as n nears the pool."""
+    fpc = (pool - n) / max(pool - 1, 1)
+    if fpc <= 0:
+        return value, value
+    effective = n / fpc
+    z2 = Z95**2
+    centre = (value + z2 / (2 * effective)) / (1 + z2 / effective)
+    half = Z95 * np.sqrt(value * (1 - value) / effective + z2 / (4 * effective**2)) / (
+        1 + z2 / effective)
+    return max(centre - half, 0.0), min(centre + half, 1.0)
 
 
 @dataclass(frozen=True)
@@ -171,7 +191,8 @@ class Comparison:
     difference, low, high : estimate(A) - estimate(B) and its 95% interval.
     only_first, only_second : items right for A only, for B only (0/1 scores).
     p_value : the exact two-sided McNemar test of the discordant items.
-    verdict : "reliable" when |difference| >= the MDAD, else "too close to call".
+    verdict : "reliable" when |difference| >= the MDAD and the interval excludes 0,
+        else "too close to call".
     """
 
     first: str
@@ -193,13 +214,10 @@ def compare_models(bundle: MicroBenchmarkFile, first: ItemScores,
     both = ~np.isnan(first.scores) & ~np.isnan(second.scores)
     if not both.any():
         raise DataError("the two results share no item of the micro-benchmark")
-    micro = bundle.to_microbenchmark()
     a, b = first.scores[both], second.scores[both]
-    if both.all():
-        estimates = micro.estimate(np.vstack([first.scores, second.scores]))
-        difference = float(estimates[0] - estimates[1])
-    else:
-        difference = float(a.mean() - b.mean())
+    estimates = _estimates(bundle, np.vstack([np.where(both, first.scores, 0.0),
+                                              np.where(both, second.scores, 0.0)]), both)
+    difference = float(estimates[0] - estimates[1])
     only_first = int(np.sum((a > 0.5) & (b <= 0.5)))
     only_second = int(np.sum((b > 0.5) & (a <= 0.5)))
     n = int(both.sum())
@@ -212,7 +230,8 @@ def compare_models(bundle: MicroBenchmarkFile, first: ItemScores,
     discordant = only_first + only_second
     p_value = 1.0 if discordant == 0 else float(
         binomtest(only_first, discordant, 0.5).pvalue)
-    verdict = "reliable" if abs(difference) >= bundle.mdad else "too close to call"
-    return Comparison(first.model, second.model, difference, difference - half,
-                      difference + half, n, only_first, only_second, p_value, bundle.mdad,
-                      verdict)
+    low, high = difference - half, difference + half
+    reliable = abs(difference) >= bundle.mdad and (low > 0 or high < 0)
+    return Comparison(first.model, second.model, difference, low, high, n, only_first,
+                      only_second, p_value, bundle.mdad,
+                      "reliable" if reliable else "too close to call")

@@ -34,16 +34,19 @@ def plan(dataset: Dataset, *, gap: float | None = None, size: int | None = None,
         raise ConfigError("give exactly one of --gap and --size")
     if gap is not None and not 0.0 < gap < 1.0:
         raise ConfigError(f"--gap must be in (0, 1) (a fraction: 0.02 is 2 points); got {gap}")
+    if not 0.0 < threshold < 1.0:
+        raise ConfigError(f"--threshold must be in (0, 1); got {threshold}")
     matrix = dataset.matrix
-    if size is not None and not 1 <= size <= matrix.n_items:
-        raise ConfigError(f"--size {size} is outside 1..{matrix.n_items}, the items of "
-                          f"{dataset.name}")
+    limit = _largest_size(matrix, method)
+    if size is not None and not 1 <= size <= limit:
+        raise ConfigError(f"--size {size} is outside 1..{limit}, the sizes {method} can "
+                          f"build from the {matrix.n_items} items of {dataset.name}")
     if method in ANALYTIC_METHODS and run_dir is None:
         structure = pair_structure(matrix.correctness, matrix.subtask_codes)
         stratified = ANALYTIC_METHODS[method]
         if gap is not None:
             size, mdad = analytic_size_for_gap(structure, gap, threshold=threshold,
-                                               stratified=stratified)
+                                               stratified=stratified, max_size=limit)
             if mdad > gap:
                 size = None
         else:
@@ -64,6 +67,15 @@ def plan(dataset: Dataset, *, gap: float | None = None, size: int | None = None,
         i, j = np.triu_indices(index.size, k=1)
         settled = float(np.mean(np.abs(accuracy[i] - accuracy[j]) >= mdad))
     return Plan(method, size, float(mdad), gap, threshold, how, settled)
+
+
+def _largest_size(matrix, method: str) -> int:
+    """The largest micro-benchmark `method` can build from all of `matrix`'s items."""
+    from mdad.selection import SeenPool, get_method
+
+    codes = np.unique(matrix.subtask_codes, return_inverse=True)[1]
+    empty = np.empty((0, codes.size))
+    return int(get_method(method).max_size(SeenPool(empty, empty, codes)))
 
 
 def _study_curve(run_dir: Path, method: str, threshold: float,

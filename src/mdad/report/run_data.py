@@ -149,8 +149,9 @@ def _pooled_sizes(run: RunData, frame: pd.DataFrame) -> np.ndarray:
 
 def target_gaps(run: RunData) -> np.ndarray:
     """|full-benchmark accuracy gap| of every pair of the fixed target models, in
-    accuracy fractions; empty when the run drew its targets at random."""
-    if run.config["study"].get("target_models") is None:
+    accuracy fractions; empty when the run drew its targets at random, or for a
+    per-subtask run (its rows hold each subtask's accuracy, not the benchmark's)."""
+    if run.config["study"].get("target_models") is None or run.per_subtask:
         return np.empty(0)
     accuracy = (run.results.groupby("model", observed=True).full_accuracy.first()
                 .to_numpy(dtype=np.float64))

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from mdad.metrics.mdad import NOT_REACHED
 from mdad.report.run_data import RunData
 from mdad.report.style import display_name
 
@@ -38,10 +39,14 @@ def findings(run: RunData) -> list[Finding]:
     out: list[Finding] = []
     smallest = table[table["size"] == sizes[0]]
     best = smallest.loc[smallest.mdad.idxmin()]
-    text = (f"With {sizes[0]} items, {display_name(best.method)} ranks a pair of models "
-            f"correctly {threshold} of the time only when they differ by at least "
-            f"{points(best.mdad)} accuracy points (interval {points(best.mdad_low)} to "
-            f"{points(best.mdad_high)}).")
+    if best.mdad >= NOT_REACHED:
+        text = (f"With {sizes[0]} items, no method ranks pairs of models correctly "
+                f"{threshold} of the time at any gap seen in this run.")
+    else:
+        text = (f"With {sizes[0]} items, {display_name(best.method)} ranks a pair of models "
+                f"correctly {threshold} of the time only when they differ by at least "
+                f"{points(best.mdad)} accuracy points (interval {points(best.mdad_low)} to "
+                f"{points(best.mdad_high)}).")
     rows = [best.to_dict()]
     if "random" in set(table.method) and best.method != "random":
         uniform = smallest[smallest.method == "random"].iloc[0]
@@ -52,14 +57,18 @@ def findings(run: RunData) -> list[Finding]:
 
     largest = table[table["size"] == sizes[-1]]
     low, high = largest.loc[largest.mdad.idxmin()], largest.loc[largest.mdad.idxmax()]
-    out.append(Finding(
-        f"With {sizes[-1]} items, the largest size run, MDAD ranges from {points(low.mdad)} "
-        f"points for {display_name(low.method)} to {points(high.mdad)} points for "
-        f"{display_name(high.method)}.", (low.to_dict(), high.to_dict())))
+    if low.mdad == high.mdad:
+        text = (f"With {sizes[-1]} items, the largest size run, every method's MDAD is "
+                f"{points(low.mdad)} points.")
+    else:
+        text = (f"With {sizes[-1]} items, the largest size run, MDAD ranges from "
+                f"{points(low.mdad)} points for {display_name(low.method)} to "
+                f"{points(high.mdad)} points for {display_name(high.method)}.")
+    out.append(Finding(text, (low.to_dict(), high.to_dict())))
 
     if "random" in set(table.method) and table.method.nunique() > 1:
         out.append(_catch_up(table, sizes))
-    if run.config["study"].get("target_models"):
+    if run.config["study"].get("target_models") and not run.per_subtask:
         out.append(_targets(run, table, sizes))
     return out
 

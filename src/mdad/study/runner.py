@@ -8,12 +8,16 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
 from mdad.data.matrix import ResponseMatrix
+
+if TYPE_CHECKING:
+    from mdad.study.checkpoint import RunCheckpoint
 from mdad.selection import MicroBenchmark, SeenPool, get_method
 from mdad.study.config import StudyPlan
 from mdad.study.design import RunDesign, draw_run
@@ -225,17 +229,24 @@ class _Collector:
 
 
 def run_studies(studies: list[tuple[ResponseMatrix, StudyPlan]], *, workers: int = 1,
-                progress: ProgressCallback | None = None) -> list[StudyResult]:
+                progress: ProgressCallback | None = None,
+                checkpoint: RunCheckpoint | None = None,
+                scheduler: str | None = None) -> list[StudyResult]:
     """Run every cell of several studies (e.g. one per subtask), sharing the workers.
 
     Parameters
     ----------
     studies : (matrix, plan) pairs; each matrix without missing cells (see
         `resolve_missing`), each plan validated against it (see `plan_study`).
-    workers : processes to run the runs in; 1 runs them here. The numbers do not
-        depend on it.
+    workers : processes to run the runs in; 1 runs them here. With `scheduler`
+        "local", the number of Dask worker processes to start.
     progress : called as ``progress(cells_done, cells_total)`` after each cell (with
         workers, after each run), counting over all studies.
+    checkpoint : where each finished run is saved as it completes; runs already
+        saved there are loaded, not recomputed.
+    scheduler : run on a Dask cluster: the address of a running scheduler
+        (``tcp://host:8786``), or "local" to start one with `workers` processes.
+    The numbers depend on none of workers, checkpoint and scheduler.
     """
     collectors = [_Collector(matrix, plan) for matrix, plan in studies]
     total = sum(plan.n_cells for _, plan in studies)
@@ -247,24 +258,45 @@ def run_studies(studies: list[tuple[ResponseMatrix, StudyPlan]], *, workers: int
         if progress is not None:
             progress(done, total)
 
-    jobs = [(index, run) for index, (_, plan) in enumerate(studies)
-            for run in range(plan.config.n_runs)]
-    if workers <= 1 or len(jobs) == 1:
+    def finish(index: int, out: RunOutput, *, saved: bool = False) -> None:
+        collectors[index].add(out)
+        if checkpoint is not None and not saved:
+            checkpoint.save(index, out)
+
+    jobs = []
+    for index, (_, plan) in enumerate(studies):
+        for run in range(plan.config.n_runs):
+            done_before = checkpoint.load(index, run) if checkpoint is not None else None
+            if done_before is None:
+                jobs.append((index, run))
+            else:
+                finish(index, done_before, saved=True)
+                cells_done(plan.n_cells // plan.config.n_runs)
+    if scheduler is not None:
+        from mdad.study.distributed import dask_runs
+
+        runs = dask_runs(studies, jobs, scheduler, workers)
+    elif workers <= 1 or len(jobs) <= 1:
+        runs = None
         for index, run in jobs:
             matrix, plan = studies[index]
-            collectors[index].add(compute_run(matrix, plan, run, on_cell=lambda: cells_done(1)))
+            finish(index, compute_run(matrix, plan, run, on_cell=lambda: cells_done(1)))
     else:
-        for index, out in _parallel_runs(studies, jobs, min(workers, len(jobs))):
-            collectors[index].add(out)
-            plan = studies[index][1]
-            cells_done(plan.n_cells // plan.config.n_runs)
+        runs = _parallel_runs(studies, jobs, min(workers, len(jobs)))
+    for index, out in runs or ():
+        finish(index, out)
+        plan = studies[index][1]
+        cells_done(plan.n_cells // plan.config.n_runs)
     return [collector.result() for collector in collectors]
 
 
 def run_study(matrix: ResponseMatrix, plan: StudyPlan, *, workers: int = 1,
-              progress: ProgressCallback | None = None) -> StudyResult:
+              progress: ProgressCallback | None = None,
+              checkpoint: RunCheckpoint | None = None,
+              scheduler: str | None = None) -> StudyResult:
     """Run every cell of `plan` on a complete `matrix`; see `run_studies`."""
-    return run_studies([(matrix, plan)], workers=workers, progress=progress)[0]
+    return run_studies([(matrix, plan)], workers=workers, progress=progress,
+                       checkpoint=checkpoint, scheduler=scheduler)[0]
 
 
 _WORKER_STUDIES: list[tuple[ResponseMatrix, StudyPlan]] = []

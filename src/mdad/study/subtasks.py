@@ -81,10 +81,12 @@ def plan_per_subtask(matrix: ResponseMatrix, config: StudyConfig,
 
 
 def run_per_subtask(studies: list[SubtaskStudy], *, workers: int = 1,
-                    progress: ProgressCallback | None = None) -> list[StudyResult]:
-    """Run every subtask's study; `progress` counts cells over all of them."""
+                    progress: ProgressCallback | None = None, checkpoint=None,
+                    scheduler: str | None = None) -> list[StudyResult]:
+    """Run every subtask's study (see `run_studies`); `progress` counts cells over all
+    of them."""
     return run_studies([(study.matrix, study.plan) for study in studies], workers=workers,
-                       progress=progress)
+                       progress=progress, checkpoint=checkpoint, scheduler=scheduler)
 
 
 def pool_results(results: list[StudyResult], fractions: tuple[float, ...]) -> StudyResult:
