@@ -161,6 +161,11 @@ def run(
         err.print(f"[yellow]note:[/] {notice}")
     out_dir = out or Path("runs") / f"{data.name}-{datetime.now():%Y%m%d-%H%M%S}"
     check_out_dir(out_dir)
+    dask_scheduler = (scheduler or "local") if backend is Backend.DASK else None
+    if dask_scheduler not in (None, "local"):
+        from mdad.study.distributed import check_scheduler
+
+        check_scheduler(dask_scheduler)
     checkpoint = RunCheckpoint(progress_dir(out_dir))
     resuming = str(out_dir) in _RESUMING
     if checkpoint.folder.exists() and not resuming:
@@ -170,35 +175,19 @@ def run(
     if checkpoint.request()["sha256"] != data.matrix.sha256:
         raise ConfigError(f"--resume {out_dir}: the data changed since the run started "
                           "(sha256 differs); start a new run")
-    if not resuming:
-        err.print(f"finished runs are saved in {checkpoint.folder}; if interrupted, "
-                  f"continue with: mdad run --resume {out_dir}")
-    dask_scheduler = (scheduler or "local") if backend is Backend.DASK else None
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=err, transient=True) as bar:
-        task = bar.add_task(f"{data.name}: cells", total=n_cells)
-
-        def progress(done: int, total: int) -> None:
-            bar.update(task, completed=done)
-
-        started = time.perf_counter()
-        if per_subtask:
-            results = run_per_subtask(studies, workers=n_workers, progress=progress,
-                                      checkpoint=checkpoint, scheduler=dask_scheduler)
-            cells_done = time.perf_counter()
-            bar.update(task, description=f"{data.name}: MDAD bootstrap")
-            output = collect_per_subtask(studies, results, fraction_grid)
-            tables, frame = output.tables, output.frame
-            notices, method_seconds = output.notices, output.method_seconds
+    try:
+        outcome = _execute(data, plan, studies if per_subtask else None,
+                           fraction_grid if per_subtask else None, n_cells, n_workers,
+                           checkpoint, dask_scheduler, err)
+    except BaseException:
+        # SIGKILL cannot be caught: then the folder stays and --out refuses, naming --resume.
+        if checkpoint.finished() == 0:
+            shutil.rmtree(checkpoint.folder, ignore_errors=True)
         else:
-            result = run_study(data.matrix, plan, workers=n_workers, progress=progress,
-                               checkpoint=checkpoint, scheduler=dask_scheduler)
-            cells_done = time.perf_counter()
-            bar.update(task, description=f"{data.name}: MDAD bootstrap")
-            tables = evaluate(result)
-            method_seconds = result.method_seconds
-            frame = result.to_frame()
-            notices = result.notices
+            err.print(f"{checkpoint.finished()} finished runs are saved in "
+                      f"{checkpoint.folder}; continue with: mdad run --resume {out_dir}")
+        raise
+    tables, frame, notices, method_seconds, started, cells_done = outcome
     for notice in notices:
         err.print(f"[yellow]note:[/] {notice}")
     config_json = run_config(data, plan, version=__version__, command=sys.argv,
@@ -261,3 +250,31 @@ def _resume(run_dir: Path) -> None:
         run(**params)
     finally:
         _RESUMING.discard(str(run_dir))
+
+
+def _execute(data, plan, studies, fractions, n_cells: int, workers: int, checkpoint,
+             scheduler: str | None, err: Console) -> tuple:
+    """Run the cells behind a progress bar, then the metrics: the tables, the rows of
+    results.parquet, the methods' notices, CPU seconds per method, and timestamps."""
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err, transient=True) as bar:
+        task = bar.add_task(f"{data.name}: cells", total=n_cells)
+
+        def progress(done: int, total: int) -> None:
+            bar.update(task, completed=done)
+
+        started = time.perf_counter()
+        if studies is not None:
+            results = run_per_subtask(studies, workers=workers, progress=progress,
+                                      checkpoint=checkpoint, scheduler=scheduler)
+            cells_done = time.perf_counter()
+            bar.update(task, description=f"{data.name}: MDAD bootstrap")
+            output = collect_per_subtask(studies, results, fractions)
+            return (output.tables, output.frame, output.notices, output.method_seconds,
+                    started, cells_done)
+        result = run_study(data.matrix, plan, workers=workers, progress=progress,
+                           checkpoint=checkpoint, scheduler=scheduler)
+        cells_done = time.perf_counter()
+        bar.update(task, description=f"{data.name}: MDAD bootstrap")
+        return (evaluate(result), result.to_frame(), result.notices, result.method_seconds,
+                started, cells_done)

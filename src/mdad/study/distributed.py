@@ -16,6 +16,20 @@ def _job(studies: list[tuple[ResponseMatrix, StudyPlan]], index: int, run: int) 
     return compute_run(matrix, plan, run)
 
 
+def check_scheduler(address: str) -> None:
+    """Fail early, with a one-line error, when no Dask scheduler answers at `address`."""
+    try:
+        from dask.distributed import Client
+    except ImportError:
+        raise ConfigError("--backend dask needs dask: pip install 'dask[distributed]'"
+                          ) from None
+    try:
+        Client(address, timeout="10s").close()
+    except OSError as exc:
+        raise ConfigError(f"--scheduler {address}: cannot connect ({exc}); start one with "
+                          "`dask scheduler` or use --workers N for a local cluster") from None
+
+
 def dask_runs(studies: list[tuple[ResponseMatrix, StudyPlan]], jobs: list[tuple[int, int]],
               scheduler: str, workers: int) -> Iterator[tuple[int, RunOutput]]:
     """(study index, run) jobs computed on a Dask cluster, yielded as they finish.
@@ -36,7 +50,7 @@ def dask_runs(studies: list[tuple[ResponseMatrix, StudyPlan]], jobs: list[tuple[
                                    processes=True, dashboard_address=None)
             client = Client(cluster)
         else:
-            client = Client(scheduler, timeout="20s")
+            client = Client(scheduler, timeout="10s")
     except OSError as exc:
         raise ConfigError(f"--scheduler {scheduler}: cannot connect ({exc}); start one with "
                           "`dask scheduler` or use --workers N for a local cluster") from None

@@ -1,0 +1,90 @@
+"""Runs saved as they finish (`--resume` after SIGKILL) and the Dask backend, both
+checked to give exactly the numbers of an uninterrupted local run."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from shared import GPQA_CSV, shared_data
+from test_cli import MDAD, assert_ok, assert_user_error, mdad_cli
+
+from mdad.data import load_dataset
+from mdad.study import StudyConfig, plan_study, run_study
+from mdad.study.checkpoint import RunCheckpoint, progress_dir
+
+ARGS = ("run", "gpqa", "--methods", "random,tinybenchmarks", "--runs", "10", "--workers", "1",
+        "--resamples", "50")
+
+
+def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path: Path) -> None:
+    shared_data(GPQA_CSV)
+    out = tmp_path / "killed"
+    progress = progress_dir(out)
+    process = subprocess.Popen([str(MDAD), *ARGS, "--out", str(out)], cwd=tmp_path,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(list(progress.glob("*-run*.npz"))) < 3:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    finished = sorted(p.name for p in progress.glob("*-run*.npz"))
+    assert 3 <= len(finished) < 10, finished
+    assert not out.exists()
+    # a new run into the same folder is refused: it would lose the finished runs
+    assert_user_error(mdad_cli(*ARGS, "--out", out, cwd=tmp_path),
+                      r"has an interrupted run .*continue it with --resume")
+    assert_ok(mdad_cli("run", "--resume", out, cwd=tmp_path))
+    assert not progress.exists()
+    full = tmp_path / "full"
+    assert_ok(mdad_cli(*ARGS, "--out", full, cwd=tmp_path))
+    assert pd.read_parquet(out / "results.parquet").equals(
+        pd.read_parquet(full / "results.parquet"))
+    assert (out / "mdad.csv").read_bytes() == (full / "mdad.csv").read_bytes()
+
+
+def test_checkpoint_round_trip_and_skipping(tmp_path: Path) -> None:
+    shared_data(GPQA_CSV)
+    data = load_dataset("gpqa")
+    plan = plan_study(data.matrix, StudyConfig(methods=("random",), sizes=(10,), n_runs=4))
+    checkpoint = RunCheckpoint(tmp_path / "progress")
+    checkpoint.start({"params": {}})
+    first = run_study(data.matrix, plan, checkpoint=checkpoint)
+    assert checkpoint.finished() == 4
+    calls = []
+    again = run_study(data.matrix, plan, checkpoint=checkpoint,
+                      progress=lambda done, total: calls.append(done))
+    assert np.array_equal(first.estimates, again.estimates)
+    assert np.array_equal(first.seen, again.seen)
+    assert calls[-1] == plan.n_cells
+
+
+def test_resume_of_a_folder_without_a_run(tmp_path: Path) -> None:
+    assert_user_error(mdad_cli("run", "--resume", tmp_path / "nothing", cwd=tmp_path),
+                      r"--resume: no interrupted run found")
+
+
+def test_dask_local_cluster_is_bit_identical_to_local(tmp_path: Path) -> None:
+    """A real local Dask cluster of 2 worker processes."""
+    shared_data(GPQA_CSV)
+    data = load_dataset("gpqa")
+    plan = plan_study(data.matrix, StudyConfig(methods=("random", "anchor-points",
+                                                        "tinybenchmarks"),
+                                               sizes=(10, 50), n_runs=4))
+    local = run_study(data.matrix, plan)
+    on_dask = run_study(data.matrix, plan, workers=2, scheduler="local")
+    assert np.array_equal(local.estimates, on_dask.estimates)
+    assert np.array_equal(local.targets, on_dask.targets)
+    out = tmp_path / "dask"
+    assert_ok(mdad_cli("run", "gpqa", "--methods", "random", "--runs", "3", "--resamples",
+                       "20", "--backend", "dask", "--workers", "2", "--out", out,
+                       cwd=tmp_path))
+    assert_user_error(mdad_cli("run", "gpqa", "--methods", "random", "--runs", "2",
+                               "--backend", "dask", "--scheduler", "tcp://127.0.0.1:9",
+                               "--out", tmp_path / "nowhere", cwd=tmp_path),
+                      r"--scheduler tcp://127.0.0.1:9: cannot connect")
+    assert not progress_dir(tmp_path / "nowhere").exists()
