@@ -102,6 +102,11 @@ def run(
         help="local: processes on this machine; dask: a Dask cluster.")] = Backend.LOCAL,
     scheduler: Annotated[str | None, typer.Option(
         help="With --backend dask: a running scheduler's address (tcp://host:8786).")] = None,
+    models: Annotated[int | None, typer.Option(
+        help="For synthetic:<shape> datasets: the number of models (2 to 5,000; "
+             "default 420).")] = None,
+    data_seed: Annotated[int, typer.Option(
+        help="For synthetic:<shape> datasets: the seed that draws the leaderboard.")] = 0,
     resume: Annotated[Path | None, typer.Option(
         help="Continue the interrupted run whose --out was this folder; finished runs are "
              "not recomputed.")] = None,
@@ -118,6 +123,10 @@ def run(
     options: dict = {"metric": metric}
     if orientation is not Orientation.AUTO:
         options["orientation"] = orientation
+    if dataset.startswith("synthetic:"):
+        options = {"models": models or 420, "data_seed": data_seed}
+    elif models is not None:
+        raise ConfigError("--models applies only to synthetic:<shape> datasets")
     data = load_dataset(dataset, missing=missing, **options)
     if note := data.missing.describe():
         err.print(f"[yellow]note:[/] {note}")

@@ -165,9 +165,25 @@ def load_dataset(
     DataError
         When the name is unknown and no such path exists, or the file is unusable.
     """
+    if str(name_or_path).startswith("synthetic:"):
+        return _load_synthetic(str(name_or_path), missing, **options)
     path, spec = locate(name_or_path)
     read_options = {**spec.read_options, **options} if spec else options
     matrix = read_results(path, **read_options)
     name = spec.name if spec else (path.stem if path.is_file() else path.name)
     complete, report = resolve_missing(matrix, missing)
     return Dataset(name=name, matrix=complete, path=path, missing=report, spec=spec)
+
+
+def _load_synthetic(name: str, missing: MissingPolicy | str, *, models: int = 420,
+                    data_seed: int = 0, **_: Any) -> Dataset:
+    """A `synthetic:<shape>` dataset (see `mdad.data.synthetic`); it has no missing
+    cells and no file."""
+    from mdad.data.synthetic import PREFIX, synthetic_matrix
+
+    shape = name.removeprefix(PREFIX)
+    matrix = synthetic_matrix(shape, n_models=models, seed=data_seed)
+    complete, report = resolve_missing(matrix, missing)
+    spec = DatasetSpec(name, "", f"synthetic {shape}",
+                       sizes=DATASETS["gpqa"].sizes if shape == "gpqa" else None)
+    return Dataset(name=name, matrix=complete, path=Path(name), missing=report, spec=spec)

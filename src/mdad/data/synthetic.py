@@ -1,0 +1,150 @@
+"""Synthetic leaderboards with the real benchmarks' shapes, for scale and teaching.
+
+Each one is drawn from a multidimensional 2PL IRT model calibrated by `mdad.irt` on
+real data: GPQA's 420 models (for `synthetic:gpqa`, `synthetic:bbh` and
+`synthetic:mmlu`) or MMLU-Pro's 29 (for `synthetic:mmlu-pro`). Abilities are drawn
+from a normal distribution with the fitted abilities' mean and covariance; items
+resample the fitted items' (discrimination, difficulty) with replacement. A model
+answers an item right when its latent score u = theta.a - D b + logistic noise is
+positive (so P(right) is the model's), and its gold-option confidence is sigmoid(u):
+above 0.5 exactly when right, and graded within each side, so confidence-based
+methods see more than correctness.
+
+Shapes (../shared/data/README.md): GPQA 448 items, one subtask; MMLU-Pro 12,032 in 14
+categories with the real file's counts; BBH 5,761 in 24 subtasks (250 each, except
+causal_judgement 187, penguins_in_a_table 146, snarks 178); MMLU 14,042 in 57 subjects,
+split as evenly as possible (the per-subject counts are not in the data folder).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+
+from mdad.data.matrix import ResponseMatrix
+from mdad.errors import ConfigError
+
+PREFIX = "synthetic:"
+MAX_MODELS = 5000
+IRT_DIMS = 5
+BBH_SPECIAL = {"bbh_causal_judgement": 187, "bbh_penguins_in_a_table": 146, "bbh_snarks": 178}
+SHAPES = ("gpqa", "mmlu-pro", "bbh", "mmlu")
+
+
+@dataclass(frozen=True, eq=False)
+class Calibration:
+    """Fitted IRT parameters of a real dataset: the source of synthetic ones.
+
+    `ability_cov` is the fitted abilities' covariance scaled so that the spread of the
+    models' expected accuracies matches the real one (MAP abilities of a few hundred
+    models overstate it); the scale is found by bisection.
+    """
+
+    ability_mean: np.ndarray
+    ability_cov: np.ndarray
+    discrimination: np.ndarray
+    difficulty: np.ndarray
+
+
+@cache
+def calibration(real: str) -> Calibration:
+    """Fit `mdad.irt` (D = 5) on the real dataset `real` ("gpqa" or "mmlu-pro-29")."""
+    from mdad.data.registry import load_dataset
+    from mdad.irt import MultidimensionalIrt, item_curve
+
+    matrix = load_dataset(real).matrix
+    model = MultidimensionalIrt(IRT_DIMS, random_state=0).fit(matrix.correctness)
+    accuracy = matrix.accuracy()
+    # the spread of true accuracies: the observed one minus binomial noise
+    noise = float(np.mean(accuracy * (1 - accuracy)) / matrix.n_items)
+    target = np.sqrt(max(float(accuracy.var()) - noise, 1e-8))
+    mean, cov = model.ability_.mean(axis=0), np.cov(model.ability_, rowvar=False)
+    draws = np.random.default_rng(0).multivariate_normal(np.zeros(IRT_DIMS), cov, 2000)
+
+    def expected(scale: float, shift: float) -> np.ndarray:
+        """Expected accuracies of the draws with the covariance scaled and every
+        difficulty shifted (in logit units)."""
+        return item_curve(mean + np.sqrt(scale) * draws, model.discrimination_,
+                          model.difficulty_ + shift / IRT_DIMS).mean(axis=1)
+
+    def solve(function, low: float, high: float, goal: float) -> float:
+        for _ in range(40):  # bisection on an increasing function
+            middle = (low + high) / 2
+            low, high = (middle, high) if function(middle) < goal else (low, middle)
+        return (low + high) / 2
+
+    # scale sets the spread, the shift the mean (shrinking the spread moves the mean)
+    scale, shift = 1.0, 0.0
+    for _ in range(3):
+        scale = solve(lambda c, d=shift: float(expected(c, d).std()), 0.01, 4.0, target)
+        shift = solve(lambda d, c=scale: -float(expected(c, d).mean()), -4.0, 4.0,
+                      -float(accuracy.mean()))
+    return Calibration(mean, cov * scale, model.discrimination_,
+                       model.difficulty_ + shift / IRT_DIMS)
+
+
+def subtask_shape(shape: str) -> tuple[list[str], list[int], str]:
+    """(subtask names, items per subtask, the real dataset to calibrate on)."""
+    from mdad.data.registry import DATASETS, find_dataset_file
+
+    if shape == "gpqa":
+        return ["gpqa_main"], [448], "gpqa"
+    if shape == "mmlu-pro":
+        import pandas as pd
+
+        path = find_dataset_file(DATASETS["mmlu-pro-29"])
+        counts = pd.read_csv(path, usecols=["category"]).category.value_counts().sort_index()
+        return list(counts.index), [int(c) for c in counts], "mmlu-pro-29"
+    if shape == "bbh":
+        path = find_dataset_file(DATASETS["gpqa"]).parent / "bbh_subtasks.json"
+        names = json.loads(Path(path).read_text(encoding="utf-8"))
+        return names, [BBH_SPECIAL.get(name, 250) for name in names], "gpqa"
+    if shape == "mmlu":
+        sizes = np.full(57, 14042 // 57)
+        sizes[: 14042 % 57] += 1
+        return [f"mmlu_subject_{k:02d}" for k in range(57)], sizes.tolist(), "gpqa"
+    raise ConfigError(f"unknown synthetic dataset {PREFIX}{shape}; choose from: "
+                      + ", ".join(PREFIX + s for s in SHAPES))
+
+
+def synthetic_matrix(shape: str, *, n_models: int = 420, seed: int = 0) -> ResponseMatrix:
+    """A synthetic leaderboard of `n_models` models with `shape`'s items and subtasks.
+
+    Correctness is stored as float32 0/1 and confidences as float32.
+
+    Raises
+    ------
+    ConfigError
+        For an unknown shape, or a model count outside 2..5000.
+    """
+    if not 2 <= n_models <= MAX_MODELS:
+        raise ConfigError(f"--models must be between 2 and {MAX_MODELS}; got {n_models}")
+    names, sizes, real = subtask_shape(shape)
+    fitted = calibration(real)
+    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0x5E,)))
+    n_items = int(sum(sizes))
+    ability = rng.multivariate_normal(fitted.ability_mean, fitted.ability_cov, n_models)
+    # the fitted items themselves when the shape has as many (GPQA), else a resample
+    picks = (rng.permutation(n_items) if n_items == fitted.difficulty.size
+             else rng.integers(0, fitted.difficulty.size, n_items))
+    discrimination, difficulty = fitted.discrimination[picks], fitted.difficulty[picks]
+    correctness = np.empty((n_models, n_items), dtype=np.float32)
+    confidence = np.empty((n_models, n_items), dtype=np.float32)
+    for start in range(0, n_models, 256):  # bounded memory for 5,000 x 14,042
+        block = slice(start, min(start + 256, n_models))
+        logits = ability[block] @ discrimination.T - IRT_DIMS * difficulty
+        noise = rng.logistic(size=logits.shape)
+        latent = logits + noise
+        correctness[block] = latent > 0
+        confidence[block] = 1.0 / (1.0 + np.exp(-latent))
+    width = len(str(n_models - 1))
+    return ResponseMatrix(
+        correctness, np.array([f"synthetic-{k:0{width}d}" for k in range(n_models)]),
+        np.array([str(j) for j in range(n_items)]),
+        subtasks=np.repeat(names, sizes), confidence=confidence,
+        source=f"{PREFIX}{shape} ({n_models} models, seed {seed})",
+        sha256=f"synthetic:{shape}:{n_models}:{seed}:irt{IRT_DIMS}")
