@@ -8,7 +8,8 @@ from mdad.selection import strata as _strata  # noqa: F401
 from mdad.selection import anchor_points as _anchor_points  # noqa: F401
 from mdad.selection import tinybenchmarks as _tinybenchmarks  # noqa: F401
 # isort: on
-from mdad.selection.base import MicroBenchmark, SeenPool, SelectionMethod
+from mdad.selection.base import MethodDefaults, MicroBenchmark, SeenPool, SelectionMethod
 from mdad.selection.registry import METHODS, get_method, register
 
-__all__ = ["METHODS", "MicroBenchmark", "SeenPool", "SelectionMethod", "get_method", "register"]
+__all__ = ["METHODS", "MethodDefaults", "MicroBenchmark", "SeenPool", "SelectionMethod",
+           "get_method", "register"]

@@ -9,7 +9,7 @@ import kmedoids
 import numpy as np
 from scipy.special import logit
 
-from mdad.selection.base import MicroBenchmark, SeenPool
+from mdad.selection.base import MethodDefaults, MicroBenchmark, SeenPool
 from mdad.selection.registry import register
 
 # The predictor works in logit space; 0 and 1 would map to infinities. For 0/1 data
@@ -71,17 +71,13 @@ def cluster_shares(corr: np.ndarray, medoids: np.ndarray, values: np.ndarray) ->
 
 
 @register("anchor-points")
-class AnchorPoints:
+class AnchorPoints(MethodDefaults):
     """Medoids of 1 - correlation of the source models' gold-option confidences
     (FasterPAM, random init); each medoid weighs its cluster's share of items; the
     estimate is the weighted sum of a model's gold-option confidence on the medoids."""
 
-    name: ClassVar[str]
     reads_confidence: ClassVar[bool] = True
     min_sources: ClassVar[int] = 2
-
-    def max_size(self, pool: SeenPool) -> int:
-        return pool.n_items
 
     def select(self, pool: SeenPool, size: int, *, rng: np.random.Generator) -> MicroBenchmark:
         corr = pool.shared("confidence-correlation",
@@ -118,7 +114,7 @@ class AnchorPredictorBenchmark(MicroBenchmark):
 
 
 @register("anchor-points-predictor")
-class AnchorPointsPredictor:
+class AnchorPointsPredictor(MethodDefaults):
     """The Anchor Points predictor variant: medoids of 1 - |correlation| of the
     source models' logit-confidences; every other item is predicted from the anchor
     whose least-squares line (over source models) fits it with the smallest residual.
@@ -128,7 +124,6 @@ class AnchorPointsPredictor:
     item's nearest anchor).
     """
 
-    name: ClassVar[str]
     reads_confidence: ClassVar[bool] = True
     min_sources: ClassVar[int] = 2
 

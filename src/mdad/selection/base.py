@@ -120,3 +120,15 @@ class SelectionMethod(Protocol):
     def select(self, pool: SeenPool, size: int, *, rng: np.random.Generator) -> MicroBenchmark:
         """Choose `size` distinct items of `pool`; draw every random number from `rng`."""
         ...
+
+
+class MethodDefaults:
+    """Defaults a selection method inherits: reads correctness only, needs no source
+    model, and can build any size up to the pool's."""
+
+    name: ClassVar[str]
+    reads_confidence: ClassVar[bool] = False
+    min_sources: ClassVar[int] = 0
+
+    def max_size(self, pool: SeenPool) -> int:
+        return pool.n_items

@@ -18,7 +18,7 @@ from typing import ClassVar
 import numpy as np
 from numpy.polynomial import chebyshev
 
-from mdad.selection.base import MicroBenchmark, SeenPool
+from mdad.selection.base import MethodDefaults, MicroBenchmark, SeenPool
 from mdad.selection.registry import register
 
 N_COMPONENTS = 4
@@ -148,7 +148,7 @@ def rescale(points: np.ndarray) -> np.ndarray:
 
 
 @register("diversity")
-class Diversity:
+class Diversity(MethodDefaults):
     """`size` items drawn by the discrete OPE determinantal point process on the
     source models' confidence profiles; plain mean.
 
@@ -159,12 +159,8 @@ class Diversity:
     uniformly from the remaining items. Each is reported as a note.
     """
 
-    name: ClassVar[str]
     reads_confidence: ClassVar[bool] = True
     min_sources: ClassVar[int] = 1
-
-    def max_size(self, pool: SeenPool) -> int:
-        return pool.n_items
 
     def select(self, pool: SeenPool, size: int, *, rng: np.random.Generator) -> MicroBenchmark:
         prepared = pool.shared("diversity-points", lambda stream: diversity_points(

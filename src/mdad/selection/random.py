@@ -2,38 +2,25 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import numpy as np
 
 from mdad.grouping import shuffled_ranks
-from mdad.selection.base import MicroBenchmark, SeenPool
+from mdad.selection.base import MethodDefaults, MicroBenchmark, SeenPool
 from mdad.selection.registry import register
 
 
 @register("random")
-class UniformRandom:
+class UniformRandom(MethodDefaults):
     """`size` items drawn uniformly without replacement from the seen pool."""
-
-    name: ClassVar[str]
-    reads_confidence: ClassVar[bool] = False
-    min_sources: ClassVar[int] = 0
-
-    def max_size(self, pool: SeenPool) -> int:
-        return pool.n_items
 
     def select(self, pool: SeenPool, size: int, *, rng: np.random.Generator) -> MicroBenchmark:
         return MicroBenchmark.plain_mean(rng.choice(pool.n_items, size, replace=False))
 
 
 @register("subtask-equal")
-class SubtaskEqual:
+class SubtaskEqual(MethodDefaults):
     """floor(size / k) items from each of the k subtasks; the remainder goes one item
     each to distinct subtasks chosen at random."""
-
-    name: ClassVar[str]
-    reads_confidence: ClassVar[bool] = False
-    min_sources: ClassVar[int] = 0
 
     def max_size(self, pool: SeenPool) -> int:
         sizes = pool.subtask_sizes()
@@ -50,16 +37,9 @@ class SubtaskEqual:
 
 
 @register("subtask-proportional")
-class SubtaskProportional:
+class SubtaskProportional(MethodDefaults):
     """Items drawn without replacement with probability proportional to 1 / (size of
     the item's subtask in the seen pool), so each subtask is equally likely per draw."""
-
-    name: ClassVar[str]
-    reads_confidence: ClassVar[bool] = False
-    min_sources: ClassVar[int] = 0
-
-    def max_size(self, pool: SeenPool) -> int:
-        return pool.n_items
 
     def select(self, pool: SeenPool, size: int, *, rng: np.random.Generator) -> MicroBenchmark:
         weights = 1.0 / pool.subtask_sizes()[pool.subtask_codes]

@@ -6,7 +6,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from mdad.selection.base import MicroBenchmark, SeenPool
+from mdad.selection.base import MethodDefaults, MicroBenchmark, SeenPool
 from mdad.selection.clustering import reference_kmeans
 from mdad.selection.registry import register
 
@@ -55,18 +55,14 @@ def allocate(stratum_sizes: np.ndarray, size: int) -> np.ndarray:
 
 
 @register("confidence-strata")
-class ConfidenceStrata:
+class ConfidenceStrata(MethodDefaults):
     """10 k-means strata of the source models' mean gold-option confidence per item,
     proportional allocation, random top-up to exactly `size` items, and the
     Horvitz-Thompson estimate: the sum of a model's scores divided by each item's
     inclusion probability, over the pool size."""
 
-    name: ClassVar[str]
     reads_confidence: ClassVar[bool] = True
     min_sources: ClassVar[int] = 1
-
-    def max_size(self, pool: SeenPool) -> int:
-        return pool.n_items
 
     def select(self, pool: SeenPool, size: int, *, rng: np.random.Generator) -> MicroBenchmark:
         labels = pool.shared("confidence-strata", lambda _: confidence_strata(

@@ -9,7 +9,7 @@ from typing import ClassVar
 import numpy as np
 
 from mdad.irt import MultidimensionalIrt, item_curve, map_ability
-from mdad.selection.base import MicroBenchmark, SeenPool
+from mdad.selection.base import MethodDefaults, MicroBenchmark, SeenPool
 from mdad.selection.clustering import reference_kmeans
 from mdad.selection.registry import register
 
@@ -133,12 +133,10 @@ def validation_bias(correctness: np.ndarray, dims: int, rng: np.random.Generator
     return float(np.abs(gap).mean())
 
 
-class _TinyBenchmarksBase:
+class _TinyBenchmarksBase(MethodDefaults):
     """Shared by the three tinyBenchmarks estimators: one IRT fit per seen pool, on
     the source models' correctness (never confidences), and the same anchors."""
 
-    name: ClassVar[str]
-    reads_confidence: ClassVar[bool] = False
     min_sources: ClassVar[int] = 2  # an IRT fit needs two models
 
     def __init__(self, *, dims: int = 10) -> None:
