@@ -66,6 +66,14 @@ def test_checkpoint_round_trip_and_skipping(tmp_path: Path) -> None:
 def test_resume_of_a_folder_without_a_run(tmp_path: Path) -> None:
     assert_user_error(mdad_cli("run", "--resume", tmp_path / "nothing", cwd=tmp_path),
                       r"--resume: no interrupted run found")
+    progress = progress_dir(tmp_path / "broken")
+    progress.mkdir()
+    (progress / "request.json").write_text("{not json")
+    assert_user_error(mdad_cli("run", "--resume", tmp_path / "broken", cwd=tmp_path),
+                      r"--resume: cannot read .*request.json")
+    (progress / "request.json").write_text('{"params": {"dataset": "gpqa"}}')
+    assert_user_error(mdad_cli("run", "--resume", tmp_path / "broken", cwd=tmp_path),
+                      r"saved request was made by another version of mdad")
 
 
 def test_dask_local_cluster_is_bit_identical_to_local(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import shutil
 import sys
 import time
@@ -247,6 +248,10 @@ def _resume(run_dir: Path) -> None:
     """Rerun the interrupted run's request into the same folder, reusing its runs."""
     request = RunCheckpoint(progress_dir(run_dir)).request()
     params = dict(request["params"])
+    expected = set(inspect.signature(run.__wrapped__).parameters)
+    if set(params) != expected:
+        raise ConfigError(f"--resume {run_dir}: the saved request was made by another "
+                          "version of mdad; start a new run")
     params.update(out=run_dir, resume=None)
     params["target_models"] = (Path(params["target_models"]) if params["target_models"]
                                else None)

@@ -49,7 +49,13 @@ class RunCheckpoint:
         if not path.is_file():
             raise ConfigError(f"--resume: no interrupted run found ({path} is missing); "
                               "pass the --out folder of a run that was interrupted")
-        return json.loads(path.read_text(encoding="utf-8"))
+        try:
+            request = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"--resume: cannot read {path} ({exc}); start a new run") from None
+        if not isinstance(request, dict) or not isinstance(request.get("params"), dict):
+            raise ConfigError(f"--resume: {path} is not a run request; start a new run")
+        return request
 
     def save(self, study: int, out: RunOutput) -> None:
         notes = json.dumps([[m, s, n, c] for (m, s, n), c in out.notes.items()])
