@@ -31,6 +31,37 @@ def test_matrix_holds_and_protects_its_data():
     assert m.take(models=np.array([1]), items=np.array([2, 0])).item_ids.tolist() == ["q3", "q1"]
 
 
+def test_matrix_stores_complete_binary_correctness_in_one_byte_a_cell():
+    binary = ResponseMatrix([[1.0, 0.0, 1.0], [0.0, 0.0, 1.0]], ["a", "b"], ["q1", "q2", "q3"],
+                            confidence=[[0.9, 0.2, 0.6], [np.nan, 0.1, 0.7]])
+    assert binary.correctness.dtype == np.uint8 and binary.correctness.nbytes == 6
+    assert binary.confidence.dtype == np.float32
+    assert binary.is_binary and binary.n_missing == 0
+    assert binary.accuracy().tolist() == [2 / 3, 1 / 3]
+    # blocks are built alone, as float32, equal to the whole matrix's
+    rows, cols = np.array([1, 0]), np.array([2, 1])
+    block = binary.gold_confidence(rows, cols)
+    assert block.dtype == np.float32 and block.shape == (2, 2)
+    assert np.array_equal(block, binary.gold_confidence()[rows][:, cols])
+    assert binary.gold_confidence()[1, 0] == 0.0  # no confidence: correctness
+    assert binary.scores(rows, cols).tolist() == [[1.0, 0.0], [1.0, 0.0]]
+    assert ResponseMatrix(np.ones((2, 2), bool), ["a", "b"], ["x", "y"]).correctness.dtype \
+        == np.uint8
+    # missing cells or partial credit need float32 (NaN, fractions)
+    for values in ([[1, np.nan], [0, 1]], [[1, 0.5], [0, 1]]):
+        matrix = ResponseMatrix(values, ["a", "b"], ["x", "y"])
+        assert matrix.correctness.dtype == np.float32
+        assert np.array_equal(matrix.scores(), np.asarray(values, np.float32), equal_nan=True)
+
+
+def test_a_binary_matrix_that_loses_its_missing_cells_becomes_compact(mmlu_pro):
+    assert mmlu_pro.correctness.dtype == np.float32  # 1,713 missing cells
+    complete, _ = resolve_missing(mmlu_pro, MissingPolicy.DROP_ITEMS)
+    assert complete.correctness.dtype == np.uint8
+    kept = np.isin(mmlu_pro.item_ids, complete.item_ids)
+    assert np.array_equal(complete.scores(), mmlu_pro.scores(items=kept))
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [

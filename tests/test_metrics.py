@@ -112,7 +112,7 @@ def test_pair_counts_and_tau_match_reference_loops(n_targets, n_runs, seed):
     # Accuracies on a coarse grid so that ties in both estimates and references occur.
     estimates = rng.integers(0, 5, size=(n_runs, n_targets)) / 4
     reference = rng.integers(0, 9, size=(n_runs, n_targets)) / 8
-    counts = pair_counts(estimates, reference, batch=7)
+    counts = pair_counts(estimates, reference, block=7)
     for run in range(n_runs):
         records = ref.agreement_records(reference[run], reference[run], estimates[run])
         bins = gap_bins(np.array([r.bin_seen for r in records]) + 1e-12)

@@ -1,4 +1,4 @@
-"""Runs saved as they finish (`--resume` after SIGKILL) and the Dask backend, both
+"""Cells saved as they finish (`--resume` after SIGKILL) and the Dask backend, both
 checked to give exactly the numbers of an uninterrupted local run."""
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from test_cli import MDAD, assert_ok, assert_user_error, mdad_cli
 from mdad.data import load_dataset
 from mdad.study import StudyConfig, plan_study, run_study
 from mdad.study.checkpoint import RunCheckpoint, progress_dir
+from mdad.study.runner import CellOutput, Job, _init_worker, _worker_run, compute_run
 
 ARGS = ("run", "gpqa", "--methods", "random,tinybenchmarks", "--runs", "10", "--workers", "1",
         "--resamples", "50")
@@ -28,12 +29,14 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path: Path) -> None
     process = subprocess.Popen([str(MDAD), *ARGS, "--out", str(out)], cwd=tmp_path,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and len(list(progress.glob("*-run*.npz"))) < 3:
-        time.sleep(0.05)
+    while time.monotonic() < deadline and (len(list(progress.glob("*-run*.npz"))) < 3
+                                           or not list(progress.glob("*-cell*.npy"))):
+        time.sleep(0.02)
     process.send_signal(signal.SIGKILL)
     process.wait()
     finished = sorted(p.name for p in progress.glob("*-run*.npz"))
     assert 3 <= len(finished) < 10, finished
+    assert list(progress.glob("*-cell*.npy")), "killed between runs: no cell to resume"
     assert not out.exists()
     # a new run into the same folder is refused: it would lose the finished runs
     assert_user_error(mdad_cli(*ARGS, "--out", out, cwd=tmp_path),
@@ -54,13 +57,56 @@ def test_checkpoint_round_trip_and_skipping(tmp_path: Path) -> None:
     checkpoint = RunCheckpoint(tmp_path / "progress")
     checkpoint.start({"params": {}})
     first = run_study(data.matrix, plan, checkpoint=checkpoint)
-    assert checkpoint.finished() == 4
+    assert checkpoint.finished() == (4, 0)
     calls = []
     again = run_study(data.matrix, plan, checkpoint=checkpoint,
                       progress=lambda done, total: calls.append(done))
     assert np.array_equal(first.estimates, again.estimates)
     assert np.array_equal(first.seen, again.seen)
     assert calls[-1] == plan.n_cells
+
+
+def test_saved_cells_are_taken_not_recomputed(tmp_path: Path) -> None:
+    shared_data(GPQA_CSV)
+    data = load_dataset("gpqa")
+    plan = plan_study(data.matrix, StudyConfig(methods=("random", "tinybenchmarks"),
+                                               sizes=(10, 25), n_runs=3))
+    full = run_study(data.matrix, plan)
+    checkpoint = RunCheckpoint(tmp_path / "progress")
+    checkpoint.start({"params": {}})
+    # run 1 was interrupted after two cells; one of them is marked to tell it apart
+    cells = {}
+    compute_run(data.matrix, plan, 1, on_cell=lambda cell: cells.setdefault(cell.key, cell))
+    marked = CellOutput(1, (0, 1, 0), cells[(0, 1, 0)].estimates + 1000.0, 2.5, ("noted",))
+    checkpoint.save_cell(0, marked)
+    checkpoint.save_cell(0, cells[(0, 0, 1)])
+    assert checkpoint.finished() == (0, 2)
+    assert set(checkpoint.load_cells(0, 1)) == {(0, 1, 0), (0, 0, 1)}
+    calls = []
+    resumed = run_study(data.matrix, plan, checkpoint=checkpoint,
+                        progress=lambda done, total: calls.append(done))
+    assert np.array_equal(resumed.estimates[1, 0, 0, 1], marked.estimates)
+    expected = full.estimates.copy()
+    expected[1, 0, 0, 1] = marked.estimates
+    assert np.array_equal(resumed.estimates, expected)
+    assert any("noted" in notice for notice in resumed.notices)
+    assert calls[0] == 2 and calls[-1] == plan.n_cells  # the saved cells count as done
+    assert checkpoint.finished() == (3, 0)  # each finished run replaced its cells
+
+
+def test_worker_processes_save_every_cell(tmp_path: Path) -> None:
+    shared_data(GPQA_CSV)
+    data = load_dataset("gpqa")
+    plan = plan_study(data.matrix, StudyConfig(methods=("random", "anchor-points"),
+                                               sizes=(10, 25), n_runs=2))
+    checkpoint = RunCheckpoint(tmp_path / "progress")
+    checkpoint.start({"params": {}})
+    _init_worker([(data.matrix, plan)])
+    _, out = _worker_run(Job(0, 1), checkpoint.folder)
+    cells = checkpoint.load_cells(0, 1)
+    assert len(cells) == 4
+    for (c, m, s), cell in cells.items():
+        assert np.array_equal(cell.estimates, out.estimates[m, s, c])
 
 
 def test_resume_of_a_folder_without_a_run(tmp_path: Path) -> None:
@@ -84,9 +130,19 @@ def test_dask_local_cluster_is_bit_identical_to_local(tmp_path: Path) -> None:
                                                         "tinybenchmarks"),
                                                sizes=(10, 50), n_runs=4))
     local = run_study(data.matrix, plan)
-    on_dask = run_study(data.matrix, plan, workers=2, scheduler="local")
+    checkpoint = RunCheckpoint(tmp_path / "progress")
+    checkpoint.start({"params": {}})
+    saved = []
+    original = checkpoint.save_cell
+    checkpoint.save_cell = lambda study, cell: (saved.append(cell), original(study, cell))
+    on_dask = run_study(data.matrix, plan, workers=2, scheduler="local", checkpoint=checkpoint)
     assert np.array_equal(local.estimates, on_dask.estimates)
     assert np.array_equal(local.targets, on_dask.targets)
+    # every cell came back from the workers through the queue and was saved here
+    assert len(saved) == plan.n_cells
+    for cell in saved:
+        c, m, s = cell.key
+        assert np.array_equal(cell.estimates, local.estimates[m, s, c, cell.run])
     out = tmp_path / "dask"
     assert_ok(mdad_cli("run", "gpqa", "--methods", "random", "--runs", "3", "--resamples",
                        "20", "--backend", "dask", "--workers", "2", "--out", out,

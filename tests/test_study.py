@@ -17,6 +17,7 @@ from mdad.study import (
     select_cell,
     split_seen_unseen,
 )
+from mdad.study.runner import draw_design
 
 GPQA_SIZES = (10, 25, 50, 100, 200)
 
@@ -131,6 +132,8 @@ def test_tables_match_the_reference_loops(small_study):
         (StudyConfig(threshold=1.0), ConfigError, r"--threshold must be in \(0, 1\); got 1.0"),
         (StudyConfig(n_runs=0), ConfigError, r"--runs must be an integer >= 1; got 0"),
         (StudyConfig(n_targets=1), ConfigError, r"--targets must be at least 2"),
+        (StudyConfig(n_targets="all", sources=(419,)), ConfigError,
+         r"--targets must be at least 2 to form pairs; got 1 \(420 models - 419 sources\)"),
         (StudyConfig(target_models=("no-such-model",)), DataError,
          r"--target-models: model 'no-such-model' is not"),
     ],
@@ -156,3 +159,16 @@ def test_subtask_equal_size_limit_is_checked_before_running(mmlu_pro):
     limit = 14 * smallest
     with pytest.raises(ConfigError, match=rf"subtask-equal cannot build {limit + 1} items"):
         plan_study(complete, StudyConfig(sizes=(limit + 1,), sources=(19,), n_targets=10))
+
+
+def test_all_targets_are_every_model_not_a_source(gpqa):
+    plan = plan_study(gpqa, StudyConfig(n_targets="all", sources=(20, 300), n_runs=3,
+                                        methods=("random",), sizes=(10,)),
+                      default_sizes=GPQA_SIZES)
+    assert plan.n_targets == 420 - 300
+    result = run_study(gpqa, plan)
+    for run in range(3):
+        design = draw_design(gpqa, plan, run)
+        everyone = np.concatenate([design.targets, design.sources(300)])
+        assert np.array_equal(np.sort(everyone), np.arange(420))
+        assert np.array_equal(result.targets[run], design.targets)

@@ -31,6 +31,7 @@ def test_shapes_follow_the_real_benchmarks(shape, n_items, n_subtasks):
     if shape == "mmlu-pro":
         real = load_dataset("mmlu-pro-29", missing="drop-models").matrix
         assert sizes == dict(zip(*np.unique(real.subtasks, return_counts=True), strict=True))
+    assert matrix.correctness.dtype == np.uint8 and matrix.confidence.dtype == np.float32
     # right exactly when the gold-option confidence is above one half
     assert np.array_equal(matrix.correctness == 1, matrix.confidence > 0.5)
 

@@ -9,7 +9,7 @@ import time
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 from rich.console import Console
@@ -23,6 +23,7 @@ from mdad.data.files import read_name_list
 from mdad.errors import ConfigError
 from mdad.metrics import MdadEstimator
 from mdad.study import (
+    ALL_TARGETS,
     DEFAULT_METHODS,
     DEFAULT_SIZES,
     StudyConfig,
@@ -51,6 +52,15 @@ class Backend(StrEnum):
 _RESUMING: set[str] = set()
 
 
+def _parse_targets(text: str) -> int | Literal["all"]:
+    if text.strip().lower() == ALL_TARGETS:
+        return ALL_TARGETS
+    try:
+        return int(text)
+    except ValueError:
+        raise ConfigError(f"--targets takes a whole number or 'all'; got {text!r}") from None
+
+
 @user_errors
 def run(
     dataset: Annotated[str | None, typer.Argument(
@@ -64,8 +74,9 @@ def run(
              "10,25,50,100,200) or " + ",".join(map(str, DEFAULT_SIZES))
              + ", minus sizes above the seen pool.")] = None,
     runs: Annotated[int, typer.Option(help="Independent runs.")] = 50,
-    targets: Annotated[int | None, typer.Option(help="Target models drawn per run "
-                                                "(default 50; mmlu-pro-29: 10).")] = None,
+    targets: Annotated[str | None, typer.Option(
+        help="Target models drawn per run (default 50; mmlu-pro-29: 10), or 'all': every "
+             "model that is not a source.")] = None,
     sources: Annotated[str | None, typer.Option(
         help="Source-model counts, comma separated, e.g. 10,50,100,150,200,250,300 "
              "(default 300; mmlu-pro-29: 19).")] = None,
@@ -136,8 +147,8 @@ def run(
         methods=expand_methods(tuple(m.strip() for m in methods.split(",") if m.strip())),
         sizes=parse_int_list(sizes, "--sizes") if sizes is not None else None,
         n_runs=runs,
-        n_targets=targets if targets is not None else (spec.n_targets if spec and spec.n_targets
-                                                       else 50),
+        n_targets=(_parse_targets(targets) if targets is not None
+                   else (spec.n_targets if spec and spec.n_targets else 50)),
         sources=(parse_int_list(sources, "--sources") if sources is not None
                  else ((spec.n_sources,) if spec and spec.n_sources else (300,))),
         target_models=(read_name_list(target_models, option="--target-models")
@@ -191,11 +202,13 @@ def run(
                            checkpoint, dask_scheduler, err)
     except BaseException:
         # SIGKILL cannot be caught: then the folder stays and --out refuses, naming --resume.
-        if checkpoint.finished() == 0:
+        runs_saved, cells_saved = checkpoint.finished()
+        if runs_saved == cells_saved == 0:
             shutil.rmtree(checkpoint.folder, ignore_errors=True)
         else:
-            err.print(f"{checkpoint.finished()} finished runs are saved in "
-                      f"{checkpoint.folder}; continue with: mdad run --resume {out_dir}")
+            err.print(f"{runs_saved} finished runs and {cells_saved} cells of unfinished runs "
+                      f"are saved in {checkpoint.folder}; continue with: "
+                      f"mdad run --resume {out_dir}")
         raise
     tables, frame, notices, method_seconds, started, cells_done = outcome
     for notice in notices:

@@ -294,7 +294,7 @@ def load_lm_eval_samples(path: str | Path, *, metric: str = "acc") -> ResponseMa
         columns[task] = {doc: len(item_ids) + k for k, doc in enumerate(docs)}
         item_ids.extend(f"{task}/{doc}" for doc in docs)
         subtasks.extend([task] * len(docs))
-    correctness = np.full((len(models), len(item_ids)), np.nan)
+    correctness = np.full((len(models), len(item_ids)), np.nan, dtype=np.float32)
     confidence = np.full_like(correctness, np.nan)
     for m, model in enumerate(models):
         for task, scores in per_model[model].items():
@@ -305,6 +305,6 @@ def load_lm_eval_samples(path: str | Path, *, metric: str = "acc") -> ResponseMa
     root = path if path.is_dir() else path.parent
     return ResponseMatrix(
         correctness, models, item_ids, subtasks,
-        None if np.isnan(confidence).all() else confidence.astype(np.float32),
+        None if np.isnan(confidence).all() else confidence,
         source=str(path), sha256=files_sha256(used, root),
     )

@@ -25,6 +25,11 @@ def _first_duplicate(labels: np.ndarray) -> str | None:
     return str(repeated[0]) if repeated.size else None
 
 
+def _is_binary(values: np.ndarray) -> bool:
+    """True when every non-NaN value is exactly 0 or 1."""
+    return bool(np.all((values == 0) | (values == 1) | np.isnan(values)))
+
+
 def _readonly(array: np.ndarray) -> np.ndarray:
     array.setflags(write=False)
     return array
@@ -39,7 +44,9 @@ class ResponseMatrix:
     correctness : array of shape (n_models, n_items)
         Score of each model on each item as a fraction in [0, 1]: 0/1 for exact
         correctness, a float for partial credit. NaN marks a missing cell, which is
-        never read as wrong. Stored as float32.
+        never read as wrong. Stored as uint8 (one byte a cell) when every cell is
+        observed and 0 or 1, as float32 otherwise; read it through `scores` for
+        arithmetic.
     model_names : array of shape (n_models,)
         Unique model names.
     item_ids : array of shape (n_items,)
@@ -64,7 +71,9 @@ class ResponseMatrix:
     --------
     >>> m = ResponseMatrix([[1, 0, 1], [0, 0, 1]], ["a", "b"], ["q1", "q2", "q3"])
     >>> m.n_models, m.n_items, m.accuracy().tolist()
-    (2, 3, [0.6666666865348816, 0.3333333432674408])
+    (2, 3, [0.6666666666666666, 0.3333333333333333])
+    >>> m.correctness.dtype
+    dtype('uint8')
     """
 
     correctness: np.ndarray
@@ -79,7 +88,9 @@ class ResponseMatrix:
 
     def __post_init__(self) -> None:
         src = self.source
-        correctness = np.array(self.correctness, dtype=np.float32)
+        correctness = np.asarray(self.correctness)
+        if correctness.dtype.kind not in "bu":  # bool and unsigned: complete already
+            correctness = np.asarray(correctness, dtype=np.float32)
         if correctness.ndim != 2:
             raise DataError(f"{src}: correctness must be a 2-D models x items array")
         n_models, n_items = correctness.shape
@@ -124,7 +135,7 @@ class ResponseMatrix:
         rank[order] = np.arange(order.size)
         confidence = self.confidence
         if confidence is not None:
-            confidence = np.array(confidence, dtype=np.float32)
+            confidence = np.array(confidence, dtype=np.float32)  # always a copy
             if confidence.shape != correctness.shape:
                 raise DataError(
                     f"{src}: confidence has shape {confidence.shape}, "
@@ -133,6 +144,10 @@ class ResponseMatrix:
             finite = ~np.isnan(confidence)
             if (finite & ((confidence < 0) | (confidence > 1))).any():
                 raise DataError(f"{src}: gold-option confidences must be probabilities in [0, 1]")
+        if correctness.dtype.kind in "bu" or (observed.all() and _is_binary(correctness)):
+            correctness = correctness.astype(np.uint8)
+        elif correctness is self.correctness:
+            correctness = correctness.copy()
         set_ = object.__setattr__
         set_(self, "correctness", _readonly(correctness))
         set_(self, "model_names", _readonly(model_names))
@@ -163,6 +178,8 @@ class ResponseMatrix:
     @property
     def missing(self) -> np.ndarray:
         """Boolean mask of missing cells, shape (n_models, n_items)."""
+        if self.correctness.dtype == np.uint8:
+            return np.zeros(self.correctness.shape, dtype=bool)
         return np.isnan(self.correctness)
 
     @property
@@ -172,21 +189,34 @@ class ResponseMatrix:
     @property
     def is_binary(self) -> bool:
         """True when every observed score is exactly 0 or 1."""
-        observed = self.correctness[~self.missing]
-        return bool(np.all((observed == 0) | (observed == 1)))
+        return self.correctness.dtype == np.uint8 or _is_binary(self.correctness)
 
     def accuracy(self) -> np.ndarray:
-        """Mean score of each model over its observed items, shape (n_models,)."""
-        return np.nanmean(self.correctness, axis=1)
+        """Mean score of each model over its observed items, shape (n_models,), float64."""
+        if self.correctness.dtype == np.uint8:
+            return self.correctness.mean(axis=1, dtype=np.float64)
+        return np.nanmean(self.correctness, axis=1, dtype=np.float64)
 
-    def gold_confidence(self) -> np.ndarray:
-        """Gold-option confidence, or correctness where no confidence is known.
+    def scores(self, models: np.ndarray | slice | None = None,
+               items: np.ndarray | slice | None = None) -> np.ndarray:
+        """Correctness of the given models (rows) on the given items (columns) as
+        float32, NaN where missing: shape (len(models), len(items)), all when None."""
+        rows = self.correctness[slice(None) if models is None else models]
+        return rows[:, slice(None) if items is None else items].astype(np.float32)
 
-        Returns float32 of shape (n_models, n_items).
+    def gold_confidence(self, models: np.ndarray | slice | None = None,
+                        items: np.ndarray | slice | None = None) -> np.ndarray:
+        """Gold-option confidence, or correctness where no confidence is known, of the
+        given models on the given items (all when None).
+
+        Returns float32 of shape (len(models), len(items)); only that block is built.
         """
+        scores = self.scores(models, items)
         if self.confidence is None:
-            return self.correctness
-        return np.where(np.isnan(self.confidence), self.correctness, self.confidence)
+            return scores
+        rows = self.confidence[slice(None) if models is None else models]
+        confidence = rows[:, slice(None) if items is None else items]
+        return np.where(np.isnan(confidence), scores, confidence)
 
     def take(
         self, models: np.ndarray | slice | None = None, items: np.ndarray | slice | None = None

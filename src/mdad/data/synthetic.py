@@ -24,6 +24,7 @@ from functools import cache
 from pathlib import Path
 
 import numpy as np
+from scipy.special import expit
 
 from mdad.data.matrix import ResponseMatrix
 from mdad.errors import ConfigError
@@ -54,7 +55,7 @@ class Calibration:
 def calibration(real: str) -> Calibration:
     """Fit `mdad.irt` (D = 5) on the real dataset `real` ("gpqa" or "mmlu-pro-29")."""
     from mdad.data.registry import load_dataset
-    from mdad.irt import MultidimensionalIrt, item_curve
+    from mdad.irt import MultidimensionalIrt
 
     matrix = load_dataset(real).matrix
     model = MultidimensionalIrt(IRT_DIMS, random_state=0).fit(matrix.correctness)
@@ -63,16 +64,21 @@ def calibration(real: str) -> Calibration:
     noise = float(np.mean(accuracy * (1 - accuracy)) / matrix.n_items)
     target = np.sqrt(max(float(accuracy.var()) - noise, 1e-8))
     mean, cov = model.ability_.mean(axis=0), np.cov(model.ability_, rowvar=False)
-    draws = np.random.default_rng(0).multivariate_normal(np.zeros(IRT_DIMS), cov, 2000)
+    rng = np.random.default_rng(0)
+    draws = rng.multivariate_normal(np.zeros(IRT_DIMS), cov, 2000)
+    # 2,000 items estimate the mean over items well and keep the bisection fast
+    items = np.sort(rng.permutation(matrix.n_items)[:2000])
+    a, b = model.discrimination_[items], model.difficulty_[items]
+    # logits of the draws: base + sqrt(scale) * spread - shift
+    base, spread = mean @ a.T - IRT_DIMS * b, draws @ a.T
 
     def expected(scale: float, shift: float) -> np.ndarray:
         """Expected accuracies of the draws with the covariance scaled and every
         difficulty shifted (in logit units)."""
-        return item_curve(mean + np.sqrt(scale) * draws, model.discrimination_,
-                          model.difficulty_ + shift / IRT_DIMS).mean(axis=1)
+        return expit(base + np.sqrt(scale) * spread - shift).mean(axis=1)
 
     def solve(function, low: float, high: float, goal: float) -> float:
-        for _ in range(40):  # bisection on an increasing function
+        for _ in range(30):  # bisection on an increasing function
             middle = (low + high) / 2
             low, high = (middle, high) if function(middle) < goal else (low, middle)
         return (low + high) / 2
@@ -114,7 +120,7 @@ def subtask_shape(shape: str) -> tuple[list[str], list[int], str]:
 def synthetic_matrix(shape: str, *, n_models: int = 420, seed: int = 0) -> ResponseMatrix:
     """A synthetic leaderboard of `n_models` models with `shape`'s items and subtasks.
 
-    Correctness is stored as float32 0/1 and confidences as float32.
+    Correctness is stored as uint8 0/1 and confidences as float32.
 
     Raises
     ------
@@ -132,7 +138,7 @@ def synthetic_matrix(shape: str, *, n_models: int = 420, seed: int = 0) -> Respo
     picks = (rng.permutation(n_items) if n_items == fitted.difficulty.size
              else rng.integers(0, fitted.difficulty.size, n_items))
     discrimination, difficulty = fitted.discrimination[picks], fitted.difficulty[picks]
-    correctness = np.empty((n_models, n_items), dtype=np.float32)
+    correctness = np.empty((n_models, n_items), dtype=np.uint8)
     confidence = np.empty((n_models, n_items), dtype=np.float32)
     for start in range(0, n_models, 256):  # bounded memory for 5,000 x 14,042
         block = slice(start, min(start + 256, n_models))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -50,43 +51,83 @@ class PairCounts:
     kendall_tau: np.ndarray
 
 
-def pair_counts(estimates: np.ndarray, reference: np.ndarray, *, batch: int = 2_000_000
-                ) -> PairCounts:
+# Each pair of a run, oriented so that its reference gap d_ref >= 0, is tallied by
+# (bin, d_ref == 0, sign of its estimated gap): 6 classes per bin.
+_CLASSES = 6
+_NEG, _ZERO, _POS = 0, 1, 2
+
+
+def _run_tallies(estimates: np.ndarray, reference: np.ndarray, block: int) -> np.ndarray:
+    """Tallies of one run's pairs, shape (N_BINS, 2, 3): [bin, d_ref == 0, est sign].
+
+    Targets are stably sorted by reference, so a pair (p < q) in sorted order has
+    d_ref = ref[q] - ref[p] >= 0, exactly |ref_i - ref_j|, and a tied pair keeps the
+    target order of its models.
+    """
+    order = np.argsort(reference, kind="stable")
+    ref, est = reference[order], estimates[order]
+    n = ref.size
+    tallies = np.zeros(N_BINS * _CLASSES + 1, dtype=np.int64)  # last slot: unused pairs
+    rows = max(1, min(n, block // max(n, 1)))
+    for start in range(0, n - 1, rows):
+        stop = min(start + rows, n - 1)
+        d_ref = ref[None, start + 1:] - ref[start:stop, None]
+        d_est = est[None, start + 1:] - est[start:stop, None]
+        code = (d_ref * float(BINS_PER_UNIT)).astype(np.int64)  # floor: d_ref >= 0
+        code *= _CLASSES
+        code += 3 * (d_ref == 0)
+        code += d_est > 0
+        code += d_est >= 0
+        # column c of row r is the pair (start + r, start + 1 + c): keep c >= r
+        square = min(stop - start, code.shape[1])
+        below = np.tril_indices(square, k=-1)
+        code[below] = N_BINS * _CLASSES
+        tallies += np.bincount(code.ravel(), minlength=tallies.size)
+    return tallies[:-1].reshape(N_BINS, 2, 3)
+
+
+def pair_counts(estimates: np.ndarray, reference: np.ndarray, *, block: int = 1 << 18,
+                threads: int = 2) -> PairCounts:
     """Bin every pair (i < j) of target models of every run by |reference gap|.
+
+    Memory stays bounded for any number of targets: each run is processed in blocks
+    of about `block` pairs, and only per-bin tallies are kept.
 
     Parameters
     ----------
     estimates, reference : arrays of shape (n_runs, n_targets)
         Estimated and reference accuracies (fractions) of each run's targets, in the
         run's target order.
-    batch : int
-        Pairs processed at once, to bound memory for many targets.
+    block : int
+        Pairs processed at once (memory about 40 bytes per pair).
+    threads : int
+        Runs tallied at once; numpy releases the GIL, so threads use several cores.
 
     Returns
     -------
     PairCounts
     """
+    estimates = np.asarray(estimates, dtype=np.float64)
+    reference = np.asarray(reference, dtype=np.float64)
     n_runs, n_targets = estimates.shape
-    first, second = np.triu_indices(n_targets, k=1)
-    pairs = np.zeros((n_runs, N_BINS), dtype=np.int64)
-    agreeing = np.zeros((n_runs, N_BINS), dtype=np.int64)
-    concordance = np.zeros(n_runs)
-    tied_estimate = np.zeros(n_runs)
-    tied_reference = np.zeros(n_runs)
-    for start in range(0, first.size, batch):
-        i, j = first[start:start + batch], second[start:start + batch]
-        est_gap = estimates[:, i] - estimates[:, j]
-        ref_gap = reference[:, i] - reference[:, j]
-        bins = gap_bins(ref_gap) + N_BINS * np.arange(n_runs)[:, None]
-        agree = agreement(est_gap, ref_gap)
-        pairs += np.bincount(bins.ravel(), minlength=n_runs * N_BINS).reshape(n_runs, N_BINS)
-        agreeing += np.bincount(bins.ravel(), weights=agree.ravel(),
-                                minlength=n_runs * N_BINS).reshape(n_runs, N_BINS).astype(np.int64)
-        est_sign, ref_sign = np.sign(est_gap), np.sign(ref_gap)
-        concordance += (est_sign * ref_sign).sum(axis=1)
-        tied_estimate += (est_sign == 0).sum(axis=1)
-        tied_reference += (ref_sign == 0).sum(axis=1)
-    n_pairs = first.size
+
+    def tally(run: int) -> np.ndarray:
+        return _run_tallies(estimates[run], reference[run], block)
+
+    if threads > 1 and n_runs > 1:
+        with ThreadPoolExecutor(min(threads, n_runs)) as pool:
+            tallies = np.stack(list(pool.map(tally, range(n_runs))))
+    else:
+        tallies = np.stack([tally(run) for run in range(n_runs)])
+    pairs = tallies.sum(axis=(2, 3))
+    # agree: d_ref > 0 with a positive estimated gap, or a tie on the reference
+    # (read as +0, a positive gap in the target order) estimated in that order
+    agreeing = tallies[:, :, 0, _POS] + tallies[:, :, 1, _NEG]
+    strict = tallies[:, :, 0].sum(axis=1)  # (n_runs, 3) over bins, d_ref > 0
+    concordance = strict[:, _POS] - strict[:, _NEG]
+    tied_estimate = tallies[:, :, :, _ZERO].sum(axis=(1, 2))
+    tied_reference = tallies[:, :, 1].sum(axis=(1, 2))
+    n_pairs = n_targets * (n_targets - 1) // 2
     with np.errstate(invalid="ignore", divide="ignore"):
         tau = concordance / np.sqrt((n_pairs - tied_estimate) * (n_pairs - tied_reference))
     return PairCounts(pairs, agreeing, tau)

@@ -226,8 +226,7 @@ def _pool_matrix(matrix: ResponseMatrix, pool: list[str] | None) -> ResponseMatr
 
 def _seen_pool(matrix: ResponseMatrix, seed: int, models: np.ndarray | None = None) -> SeenPool:
     rows = slice(None) if models is None else models
-    return SeenPool(np.asarray(matrix.correctness[rows]),
-                    np.asarray(matrix.gold_confidence()[rows]),
+    return SeenPool(matrix.scores(rows), matrix.gold_confidence(rows),
                     np.unique(matrix.subtask_codes, return_inverse=True)[1],
                     seed=np.random.SeedSequence(seed, spawn_key=(7,)))
 
@@ -251,8 +250,9 @@ def _cross_validated_error(matrix: ResponseMatrix, selector, size: int, seed: in
         train = np.setdiff1d(np.arange(matrix.n_models), held)
         pool = _seen_pool(matrix, seed + 1000 * (k + 1), train)
         micro = selector.select(pool, size, rng=np.random.default_rng([seed, k]))
-        scores = (matrix.gold_confidence() if micro.uses_confidence else matrix.correctness)
-        errors.append(micro.estimate(np.asarray(scores[held])) - truth[held])
+        scores = (matrix.gold_confidence(held) if micro.uses_confidence
+                  else matrix.scores(held))
+        errors.append(micro.estimate(scores) - truth[held])
     return float(np.sqrt(np.mean(np.concatenate(errors) ** 2)))
 
 

@@ -1,6 +1,7 @@
 """The study protocol: plan, run, evaluate, write."""
 
 from mdad.study.config import (
+    ALL_TARGETS,
     DEFAULT_METHODS,
     DEFAULT_SIZES,
     PAPER_METHODS,
@@ -14,6 +15,7 @@ from mdad.study.evaluate import MDAD_COLUMNS, StudyTables, evaluate
 from mdad.study.runner import StudyResult, run_cell, run_study, select_cell
 
 __all__ = [
+    "ALL_TARGETS",
     "DEFAULT_METHODS",
     "DEFAULT_SIZES",
     "MDAD_COLUMNS",

@@ -1,8 +1,10 @@
-"""Finished runs saved as they complete, so an interrupted study loses nothing.
+"""Finished cells saved as they complete, so an interrupted study loses nothing.
 
-A study's checkpoint folder holds the request that started it (`request.json`) and one
-file per finished run of each (sub)study, written to a temporary name and renamed
-into place: a file exists complete or not at all, even after SIGKILL.
+A study's checkpoint folder holds the request that started it (`request.json`), one
+file per finished cell (a method at one size and source count in one run) and, once
+all cells of a run are done, one file for the run that replaces its cells' files.
+Each file is written to a temporary name and renamed into place, so it exists
+complete or not at all, even after SIGKILL; run files are also flushed to disk.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from mdad.errors import ConfigError
-from mdad.study.runner import RunAccuracies, RunOutput
+from mdad.study.runner import CellOutput, RunAccuracies, RunOutput
 
 REQUEST = "request.json"
 
@@ -57,7 +59,33 @@ class RunCheckpoint:
             raise ConfigError(f"--resume: {path} is not a run request; start a new run")
         return request
 
+    def _cell_path(self, study: int, run: int, key: tuple[int, int, int]) -> Path:
+        c, m, s = key
+        return self.folder / f"study{study:03d}-run{run:05d}-cell{c:03d}-{m:03d}-{s:03d}.npy"
+
+    def save_cell(self, study: int, cell: CellOutput) -> None:
+        """Save one finished cell: its estimates, then its time and notes."""
+        record = {"seconds": cell.seconds, "notes": list(cell.notes)}
+        temporary = self._cell_path(study, cell.run, cell.key).with_suffix(".tmp")
+        with temporary.open("wb") as handle:
+            np.save(handle, np.asarray(cell.estimates, dtype=np.float64))
+            handle.write(json.dumps(record).encode("utf-8"))
+        os.replace(temporary, self._cell_path(study, cell.run, cell.key))
+
+    def load_cells(self, study: int, run: int) -> dict[tuple[int, int, int], CellOutput]:
+        """The saved cells of a run that is not finished, by key."""
+        cells = {}
+        for path in self.folder.glob(f"study{study:03d}-run{run:05d}-cell*.npy"):
+            key = tuple(int(part) for part in path.stem.split("-cell")[1].split("-"))
+            with path.open("rb") as handle:
+                estimates = np.load(handle)
+                record = json.loads(handle.read().decode("utf-8"))
+            cells[key] = CellOutput(run, key, estimates, float(record["seconds"]),
+                                    tuple(record["notes"]))
+        return cells  # type: ignore[return-value]
+
     def save(self, study: int, out: RunOutput) -> None:
+        """Save a finished run, then drop its cells' files."""
         notes = json.dumps([[m, s, n, c] for (m, s, n), c in out.notes.items()])
         payload: dict[str, np.ndarray] = {
             "estimates": out.estimates, "seen": out.accuracies.seen,
@@ -70,8 +98,11 @@ class RunCheckpoint:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(temporary, self._path(study, out.run))
+        for path in self.folder.glob(f"study{study:03d}-run{out.run:05d}-cell*.npy"):
+            path.unlink(missing_ok=True)
 
     def load(self, study: int, run: int) -> RunOutput | None:
+        """A finished run, or None."""
         path = self._path(study, run)
         if not path.is_file():
             return None
@@ -82,9 +113,11 @@ class RunCheckpoint:
                              RunAccuracies(data["seen"], data["unseen"], data["full"]),
                              data["targets"], data["method_seconds"], notes)
 
-    def finished(self) -> int:
-        return sum(1 for _ in self.folder.glob("study*-run*.npz")
-                   if not _.name.endswith(".tmp.npz"))
+    def finished(self) -> tuple[int, int]:
+        """(finished runs, finished cells of unfinished runs) saved in the folder."""
+        runs = sum(1 for path in self.folder.glob("study*-run*.npz")
+                   if not path.name.endswith(".tmp.npz"))
+        return runs, sum(1 for _ in self.folder.glob("study*-run*-cell*.npy"))
 
 
 def _atomic_write(path: Path, content: bytes) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -18,6 +18,7 @@ DEFAULT_SIZES = (10, 25, 50, 100, 250, 500, 1000)
 PAPER_METHODS = ("random", "subtask-equal", "diversity", "confidence-strata", "anchor-points",
                  "tinybenchmarks")
 DEFAULT_METHODS = PAPER_METHODS
+ALL_TARGETS = "all"  # n_targets: every model that is not a source
 
 
 def expand_methods(names: tuple[str, ...]) -> tuple[str, ...]:
@@ -42,7 +43,8 @@ class StudyConfig:
     sizes : micro-benchmark sizes; None means the dataset's or the paper's default
         grid, from which sizes larger than the seen pool are dropped with a notice.
     n_runs, n_targets : runs, and target models drawn per run (ignored when
-        `target_models` is given).
+        `target_models` is given); ``"all"`` makes every model that is not one of the
+        largest source set a target.
     sources : numbers of source models; several give the paper's source grid.
     target_models : a fixed list of target model names instead of random draws.
     threshold : agreement probability that defines MDAD, in (0, 1).
@@ -53,7 +55,7 @@ class StudyConfig:
     methods: tuple[str, ...] = DEFAULT_METHODS
     sizes: tuple[int, ...] | None = None
     n_runs: int = 50
-    n_targets: int = 50
+    n_targets: int | Literal["all"] = 50
     sources: tuple[int, ...] = (300,)
     target_models: tuple[str, ...] | None = None
     threshold: float = 0.8
@@ -134,13 +136,19 @@ def plan_study(
         _check_positive(n, "--sources")
 
     fixed = None
+    n_sources = max(config.sources)
     n_targets = config.n_targets
     if config.target_models is not None:
         fixed = matrix.model_index(list(config.target_models), what="--target-models: model")
         n_targets = fixed.size
+    elif n_targets == ALL_TARGETS:
+        n_targets = matrix.n_models - n_sources
+    if not isinstance(n_targets, int):
+        raise ConfigError(f"--targets must be an integer or 'all'; got {n_targets!r}")
     if n_targets < 2:
-        raise ConfigError(f"--targets must be at least 2 to form pairs; got {n_targets}")
-    n_sources = max(config.sources)
+        raise ConfigError(f"--targets must be at least 2 to form pairs; got {n_targets}"
+                          + (f" ({matrix.n_models} models - {n_sources} sources)"
+                             if config.n_targets == ALL_TARGETS else ""))
     if n_targets + n_sources > matrix.n_models:
         raise ConfigError(
             f"{matrix.source} has {matrix.n_models} models, fewer than {n_targets} targets + "

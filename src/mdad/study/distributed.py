@@ -1,19 +1,53 @@
 """Runs on a Dask cluster: the same `compute_run` as the local backend, so the numbers
-are bit-identical (each run uses one BLAS thread on any machine)."""
+are bit-identical (each run uses one BLAS thread on any machine).
+
+Workers may be on other machines, so they do not write checkpoints: each finished cell
+goes through a Dask queue to this process, which saves it.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+import uuid
+from collections.abc import Callable, Iterator
 
 from mdad.data.matrix import ResponseMatrix
 from mdad.errors import ConfigError
 from mdad.study.config import StudyPlan
-from mdad.study.runner import RunOutput, compute_run
+from mdad.study.runner import CellOutput, Job, RunOutput, compute_run
+
+SaveCell = Callable[[int, CellOutput], None]
 
 
-def _job(studies: list[tuple[ResponseMatrix, StudyPlan]], index: int, run: int) -> RunOutput:
-    matrix, plan = studies[index]
-    return compute_run(matrix, plan, run)
+def _job(studies: list[tuple[ResponseMatrix, StudyPlan]], job: Job,
+         queue_name: str | None) -> RunOutput:
+    matrix, plan = studies[job.study]
+    on_cell = None
+    if queue_name is not None:
+        from dask.distributed import Queue
+
+        queue = Queue(queue_name)
+
+        def on_cell(cell: CellOutput) -> None:
+            queue.put((job.study, cell))
+
+    return compute_run(matrix, plan, job.run, on_cell=on_cell, finished=job.finished)
+
+
+def _drain(queue, save_cell: SaveCell, stop: threading.Event) -> None:
+    """Save the cells arriving on `queue` until `stop` is set and the queue is empty.
+
+    Polls with batch gets: a blocking get with a timeout makes the scheduler log an
+    error each time it expires."""
+    while True:
+        stopping = stop.is_set()
+        items = queue.get(batch=True)
+        for study, cell in items:
+            save_cell(study, cell)
+        if stopping and not items:
+            return
+        if not items:
+            stop.wait(0.2)
 
 
 def check_scheduler(address: str) -> None:
@@ -30,16 +64,18 @@ def check_scheduler(address: str) -> None:
                           "`dask scheduler` or use --workers N for a local cluster") from None
 
 
-def dask_runs(studies: list[tuple[ResponseMatrix, StudyPlan]], jobs: list[tuple[int, int]],
-              scheduler: str, workers: int) -> Iterator[tuple[int, RunOutput]]:
-    """(study index, run) jobs computed on a Dask cluster, yielded as they finish.
+def dask_runs(studies: list[tuple[ResponseMatrix, StudyPlan]], jobs: list[Job],
+              scheduler: str, workers: int, save_cell: SaveCell | None = None
+              ) -> Iterator[tuple[Job, RunOutput]]:
+    """Jobs computed on a Dask cluster, yielded as they finish.
 
     `scheduler` is a running scheduler's address, or "local" for a cluster of
     `workers` single-threaded worker processes on this machine, closed afterwards.
-    The studies are sent to every worker once (scattered with broadcast).
+    The studies are sent to every worker once (scattered with broadcast). With
+    `save_cell`, every finished cell is passed to it here as it arrives.
     """
     try:
-        from dask.distributed import Client, LocalCluster, as_completed
+        from dask.distributed import Client, LocalCluster, Queue, as_completed
     except ImportError:
         raise ConfigError("--backend dask needs dask: pip install 'dask[distributed]'"
                           ) from None
@@ -54,13 +90,24 @@ def dask_runs(studies: list[tuple[ResponseMatrix, StudyPlan]], jobs: list[tuple[
     except OSError as exc:
         raise ConfigError(f"--scheduler {scheduler}: cannot connect ({exc}); start one with "
                           "`dask scheduler` or use --workers N for a local cluster") from None
+    drain, stop = None, threading.Event()
     try:
+        queue_name = None
+        if save_cell is not None:
+            queue_name = f"mdad-cells-{uuid.uuid4().hex}"
+            queue = Queue(queue_name, client=client)
+            drain = threading.Thread(target=_drain, args=(queue, save_cell, stop), daemon=True)
+            drain.start()
         shared = client.scatter(studies, broadcast=True)
-        futures = {client.submit(_job, shared, index, run, pure=False): index
-                   for index, run in jobs}
+        futures = {client.submit(_job, shared, job, queue_name, pure=False): job
+                   for job in jobs}
         for future in as_completed(futures):
-            yield futures[future], future.result()
+            out = future.result()
+            yield futures[future], out
     finally:
+        stop.set()
+        if drain is not None:
+            drain.join()
         client.close()
         if cluster is not None:
             cluster.close()

@@ -5,9 +5,10 @@ from __future__ import annotations
 import multiprocessing
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -96,8 +97,8 @@ def seen_pool(matrix: ResponseMatrix, design: RunDesign, n_sources: int, *,
     sources = design.sources(n_sources)
     _, codes = np.unique(matrix.subtask_codes[design.seen], return_inverse=True)
     return SeenPool(
-        correctness=matrix.correctness[sources][:, design.seen],
-        confidence=matrix.gold_confidence()[sources][:, design.seen],
+        correctness=matrix.scores(sources, design.seen),
+        confidence=matrix.gold_confidence(sources, design.seen),
         subtask_codes=codes,
         seed=pool_seed(seed, design.run, n_sources, stream),
     )
@@ -143,8 +144,25 @@ def run_cell(matrix: ResponseMatrix, plan: StudyPlan, *, run: int, method: str, 
 
 def _target_scores(matrix: ResponseMatrix, design: RunDesign, confidence: bool) -> np.ndarray:
     """Targets' scores on the seen pool: gold-option confidence or correctness."""
-    values = matrix.gold_confidence() if confidence else matrix.correctness
-    return values[design.targets][:, design.seen]
+    if confidence:
+        return matrix.gold_confidence(design.targets, design.seen)
+    return matrix.scores(design.targets, design.seen)
+
+
+@dataclass(frozen=True, eq=False)
+class CellOutput:
+    """One finished cell: a method at one size and source count, in one run.
+
+    `key` is (source count index, method index, size index) in the plan's order;
+    `estimates` has shape (n_targets,); `seconds` is the time it took; `notes` are the
+    fallbacks the method reported.
+    """
+
+    run: int
+    key: tuple[int, int, int]
+    estimates: np.ndarray
+    seconds: float
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, eq=False)
@@ -170,12 +188,21 @@ class RunOutput:
 
 
 def compute_run(matrix: ResponseMatrix, plan: StudyPlan, run: int, *,
-                on_cell: Callable[[], None] | None = None) -> RunOutput:
-    """All cells of run `run`, from its own seeds; `on_cell` is called after each."""
+                on_cell: Callable[[CellOutput], None] | None = None,
+                finished: Mapping[tuple[int, int, int], CellOutput] | None = None
+                ) -> RunOutput:
+    """All cells of run `run`, from its own seeds.
+
+    `on_cell` is called with each cell as it finishes (to save or count it); cells
+    in `finished` (by key) are taken as they are, not recomputed.
+    """
     config = plan.config
     methods = [get_method(name) for name in config.methods]
     design = draw_design(matrix, plan, run)
-    scores = {flag: _target_scores(matrix, design, flag) for flag in (False, True)}
+    finished = finished or {}
+    n_cells = len(methods) * len(plan.sizes) * len(config.sources)
+    scores = ({flag: _target_scores(matrix, design, flag) for flag in (False, True)}
+              if len(finished) < n_cells else {})
     estimates = np.empty((len(methods), len(plan.sizes), len(config.sources), plan.n_targets))
     seconds = np.zeros(len(methods))
     notes: Counter[tuple[str, int, str]] = Counter()
@@ -186,16 +213,30 @@ def compute_run(matrix: ResponseMatrix, plan: StudyPlan, run: int, *,
             pool = seen_pool(matrix, design, n_sources, seed=config.seed, stream=plan.stream)
             for m, method in enumerate(methods):
                 for s, size in enumerate(plan.sizes):
-                    start = time.perf_counter()
-                    rng = _cell_rng(plan, run, method.name, size, n_sources)
-                    micro = method.select(pool, size, rng=rng)
-                    estimates[m, s, c] = micro.estimate(scores[micro.uses_confidence])
-                    seconds[m] += time.perf_counter() - start
-                    notes.update((method.name, size, note) for note in micro.notes)
-                    if on_cell is not None:
-                        on_cell()
+                    cell = finished.get((c, m, s))
+                    if cell is None:
+                        start = time.perf_counter()
+                        rng = _cell_rng(plan, run, method.name, size, n_sources)
+                        micro = method.select(pool, size, rng=rng)
+                        cell = CellOutput(run, (c, m, s),
+                                          micro.estimate(scores[micro.uses_confidence]),
+                                          time.perf_counter() - start, micro.notes)
+                        if on_cell is not None:
+                            on_cell(cell)
+                    estimates[m, s, c] = cell.estimates
+                    seconds[m] += cell.seconds
+                    notes.update((method.name, size, note) for note in cell.notes)
     return RunOutput(run, estimates, _accuracies(matrix.correctness, design), design.targets,
                      seconds, notes)
+
+
+@dataclass(frozen=True, eq=False)
+class Job:
+    """Run `run` of study `study`, with the cells already `finished` (by key)."""
+
+    study: int
+    run: int
+    finished: dict[tuple[int, int, int], CellOutput] = field(default_factory=dict)
 
 
 class _Collector:
@@ -242,8 +283,8 @@ def run_studies(studies: list[tuple[ResponseMatrix, StudyPlan]], *, workers: int
         "local", the number of Dask worker processes to start.
     progress : called as ``progress(cells_done, cells_total)`` after each cell (with
         workers, after each run), counting over all studies.
-    checkpoint : where each finished run is saved as it completes; runs already
-        saved there are loaded, not recomputed.
+    checkpoint : where each finished cell is saved as it completes; cells and runs
+        already saved there are loaded, not recomputed.
     scheduler : run on a Dask cluster: the address of a running scheduler
         (``tcp://host:8786``), or "local" to start one with `workers` processes.
     The numbers depend on none of workers, checkpoint and scheduler.
@@ -255,38 +296,53 @@ def run_studies(studies: list[tuple[ResponseMatrix, StudyPlan]], *, workers: int
     def cells_done(count: int) -> None:
         nonlocal done
         done += count
-        if progress is not None:
+        if progress is not None and count:
             progress(done, total)
 
-    def finish(index: int, out: RunOutput, *, saved: bool = False) -> None:
+    def finish(index: int, out: RunOutput) -> None:
         collectors[index].add(out)
-        if checkpoint is not None and not saved:
+        if checkpoint is not None:
             checkpoint.save(index, out)
 
-    jobs = []
-    for index, (_, plan) in enumerate(studies):
+    save_cell = checkpoint.save_cell if checkpoint is not None else None
+    jobs: list[Job] = []
+    for index, (matrix, plan) in enumerate(studies):
+        per_run = plan.n_cells // plan.config.n_runs
         for run in range(plan.config.n_runs):
-            done_before = checkpoint.load(index, run) if checkpoint is not None else None
-            if done_before is None:
-                jobs.append((index, run))
+            saved = checkpoint.load(index, run) if checkpoint is not None else None
+            if saved is not None:
+                collectors[index].add(saved)
+                cells_done(per_run)
+                continue
+            cells = checkpoint.load_cells(index, run) if checkpoint is not None else {}
+            cells_done(len(cells))
+            if len(cells) == per_run:  # every cell saved, the run not yet assembled
+                finish(index, compute_run(matrix, plan, run, finished=cells))
             else:
-                finish(index, done_before, saved=True)
-                cells_done(plan.n_cells // plan.config.n_runs)
+                jobs.append(Job(index, run, cells))
     if scheduler is not None:
         from mdad.study.distributed import dask_runs
 
-        runs = dask_runs(studies, jobs, scheduler, workers)
+        runs = dask_runs(studies, jobs, scheduler, workers, save_cell)
     elif workers <= 1 or len(jobs) <= 1:
         runs = None
-        for index, run in jobs:
-            matrix, plan = studies[index]
-            finish(index, compute_run(matrix, plan, run, on_cell=lambda: cells_done(1)))
+        for job in jobs:
+            matrix, plan = studies[job.study]
+
+            def on_cell(cell: CellOutput, index: int = job.study) -> None:
+                if save_cell is not None:
+                    save_cell(index, cell)
+                cells_done(1)
+
+            finish(job.study, compute_run(matrix, plan, job.run, on_cell=on_cell,
+                                          finished=job.finished))
     else:
-        runs = _parallel_runs(studies, jobs, min(workers, len(jobs)))
-    for index, out in runs or ():
-        finish(index, out)
-        plan = studies[index][1]
-        cells_done(plan.n_cells // plan.config.n_runs)
+        folder = None if checkpoint is None else checkpoint.folder
+        runs = _parallel_runs(studies, jobs, min(workers, len(jobs)), folder)
+    for job, out in runs or ():
+        finish(job.study, out)
+        plan = studies[job.study][1]
+        cells_done(plan.n_cells // plan.config.n_runs - len(job.finished))
     return [collector.result() for collector in collectors]
 
 
@@ -306,20 +362,29 @@ def _init_worker(studies: list[tuple[ResponseMatrix, StudyPlan]]) -> None:
     _WORKER_STUDIES[:] = studies
 
 
-def _worker_run(index: int, run: int) -> tuple[int, RunOutput]:
-    matrix, plan = _WORKER_STUDIES[index]
-    return index, compute_run(matrix, plan, run)
+def _worker_run(job: Job, folder: Path | None) -> tuple[Job, RunOutput]:
+    matrix, plan = _WORKER_STUDIES[job.study]
+    on_cell = None
+    if folder is not None:
+        from mdad.study.checkpoint import RunCheckpoint
+
+        checkpoint = RunCheckpoint(folder)
+
+        def on_cell(cell: CellOutput) -> None:
+            checkpoint.save_cell(job.study, cell)
+
+    return job, compute_run(matrix, plan, job.run, on_cell=on_cell, finished=job.finished)
 
 
-def _parallel_runs(studies: list[tuple[ResponseMatrix, StudyPlan]], jobs: list[tuple[int, int]],
-                   workers: int) -> Iterator[tuple[int, RunOutput]]:
-    """(study index, run) jobs computed in `workers` spawned processes, yielded as they
-    finish. The data is sent once per process; an interrupt cancels the runs not yet
-    started."""
+def _parallel_runs(studies: list[tuple[ResponseMatrix, StudyPlan]], jobs: list[Job],
+                   workers: int, folder: Path | None) -> Iterator[tuple[Job, RunOutput]]:
+    """Jobs computed in `workers` spawned processes, yielded as they finish; each
+    process saves its finished cells in the checkpoint `folder`. The data is sent once
+    per process; an interrupt cancels the runs not yet started."""
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker,
                              initargs=(studies,)) as executor:
-        futures = [executor.submit(_worker_run, index, run) for index, run in jobs]
+        futures = [executor.submit(_worker_run, job, folder) for job in jobs]
         try:
             for future in as_completed(futures):
                 yield future.result()
