@@ -17,6 +17,7 @@ from mdad.study.config import StudyPlan
 from mdad.study.runner import CellOutput, Job, RunOutput, compute_run
 
 SaveCell = Callable[[int, CellOutput], None]
+TRIM_SETTING = "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_"
 
 
 def _job(studies: list[tuple[ResponseMatrix, StudyPlan]], job: Job,
@@ -75,6 +76,7 @@ def dask_runs(studies: list[tuple[ResponseMatrix, StudyPlan]], jobs: list[Job],
     `save_cell`, every finished cell is passed to it here as it arrives.
     """
     try:
+        import dask
         from dask.distributed import Client, LocalCluster, Queue, as_completed
     except ImportError:
         raise ConfigError("--backend dask needs dask: pip install 'dask[distributed]'"
@@ -82,8 +84,11 @@ def dask_runs(studies: list[tuple[ResponseMatrix, StudyPlan]], jobs: list[Job],
     cluster = None
     try:
         if scheduler == "local":
-            cluster = LocalCluster(n_workers=max(workers, 1), threads_per_worker=1,
-                                   processes=True, dashboard_address=None)
+            # Dask's nanny sets MALLOC_TRIM_THRESHOLD_=65536 in its workers, which makes
+            # every large numpy temporary a fresh mmap: runs take 1.5x as long.
+            with dask.config.set({TRIM_SETTING: None}):
+                cluster = LocalCluster(n_workers=max(workers, 1), threads_per_worker=1,
+                                       processes=True, dashboard_address=None)
             client = Client(cluster)
         else:
             client = Client(scheduler, timeout="10s")
