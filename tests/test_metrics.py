@@ -127,6 +127,23 @@ def test_pair_counts_and_tau_match_reference_loops(n_targets, n_runs, seed):
         assert counts.kendall_tau[run] == pytest.approx(scipy_tau, nan_ok=True)
 
 
+@pytest.mark.parametrize("block", [1, 499, 5_000, 1 << 18])
+def test_pair_counts_do_not_depend_on_blocks_or_threads(block):
+    # 150 targets on a 40-item pool: many tied references, and ties in estimates
+    rng = np.random.default_rng(block)
+    reference = rng.integers(0, 41, size=(3, 150)) / 40
+    estimates = np.clip(reference + rng.normal(0, 0.1, reference.shape), 0, 1).round(1)
+    counts = pair_counts(estimates, reference, block=block, threads=2)
+    for run in range(3):
+        records = ref.agreement_records(reference[run], reference[run], estimates[run])
+        bins = gap_bins(np.array([r.bin_seen for r in records]) + 1e-12)
+        assert counts.pairs[run].tolist() == np.bincount(bins, minlength=N_BINS).tolist()
+        agree = np.bincount(bins, weights=[r.agree_seen for r in records], minlength=N_BINS)
+        assert counts.agreeing[run].tolist() == agree.astype(int).tolist()
+        assert counts.kendall_tau[run] == pytest.approx(
+            kendalltau(estimates[run], reference[run]).statistic)
+
+
 def test_smooth_mdad_on_a_known_monotone_curve():
     # Agreement rises linearly from 0.5 at gap 0 to 1.0 at gap 0.1 (bin 20): it
     # crosses 0.8 at gap 0.06, between bin edges 0.055 and 0.06.

@@ -30,6 +30,13 @@ def _is_binary(values: np.ndarray) -> bool:
     return bool(np.all((values == 0) | (values == 1) | np.isnan(values)))
 
 
+def _block(values: np.ndarray, models: np.ndarray | slice | None,
+           items: np.ndarray | slice | None) -> np.ndarray:
+    """values[models][:, items], with None for all."""
+    rows = values[slice(None) if models is None else models]
+    return rows[:, slice(None) if items is None else items]
+
+
 def _readonly(array: np.ndarray) -> np.ndarray:
     array.setflags(write=False)
     return array
@@ -201,8 +208,7 @@ class ResponseMatrix:
                items: np.ndarray | slice | None = None) -> np.ndarray:
         """Correctness of the given models (rows) on the given items (columns) as
         float32, NaN where missing: shape (len(models), len(items)), all when None."""
-        rows = self.correctness[slice(None) if models is None else models]
-        return rows[:, slice(None) if items is None else items].astype(np.float32)
+        return _block(self.correctness, models, items).astype(np.float32)
 
     def gold_confidence(self, models: np.ndarray | slice | None = None,
                         items: np.ndarray | slice | None = None) -> np.ndarray:
@@ -211,12 +217,15 @@ class ResponseMatrix:
 
         Returns float32 of shape (len(models), len(items)); only that block is built.
         """
-        scores = self.scores(models, items)
         if self.confidence is None:
-            return scores
-        rows = self.confidence[slice(None) if models is None else models]
-        confidence = rows[:, slice(None) if items is None else items]
-        return np.where(np.isnan(confidence), scores, confidence)
+            return self.scores(models, items)
+        block = _block(self.confidence, models, items)
+        if not block.flags.writeable:  # a view of the read-only confidences
+            block = block.copy()
+        unknown = np.isnan(block)
+        if unknown.any():
+            block[unknown] = _block(self.correctness, models, items)[unknown]
+        return block
 
     def take(
         self, models: np.ndarray | slice | None = None, items: np.ndarray | slice | None = None

@@ -37,7 +37,8 @@ def item_correlation(values: np.ndarray) -> np.ndarray:
     constant = norms <= 1e-12 * np.maximum(1.0, np.abs(values).max(initial=0.0))
     scaled = centred / np.where(constant, 1.0, norms)
     scaled[:, constant] = 0.0
-    corr = np.clip(scaled.T @ scaled, -1.0, 1.0)
+    corr = scaled.T @ scaled
+    np.clip(corr, -1.0, 1.0, out=corr)
     if constant.any():
         level = values[0, constant]
         corr[np.ix_(constant, constant)] = level[:, None] == level[None, :]
@@ -108,7 +109,7 @@ class AnchorPredictorBenchmark(MicroBenchmark):
     intercept: np.ndarray
 
     def estimate(self, scores: np.ndarray) -> np.ndarray:
-        anchors = logit(np.clip(np.asarray(scores, np.float64)[:, self.items], _CLIP, 1 - _CLIP))
+        anchors = logit(np.clip(np.asarray(scores[:, self.items], np.float64), _CLIP, 1 - _CLIP))
         predicted = anchors[:, self.nearest] * self.slope + self.intercept
         return (predicted > 0).mean(axis=1)
 

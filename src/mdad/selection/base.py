@@ -91,8 +91,9 @@ class MicroBenchmark:
 
         Parameters
         ----------
-        scores : array of shape (n_models, n_seen_items)
-            The models' scores on the whole seen pool; only `items` are read.
+        scores : array of shape (n_models, n_seen_items), any real dtype
+            The models' scores on the whole seen pool (uint8 correctness or float
+            confidences); only `items` are read, then converted to float64.
 
         Returns
         -------

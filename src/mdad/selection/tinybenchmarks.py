@@ -86,7 +86,7 @@ class IrtBenchmark(MicroBenchmark):
     gp_weight: float = 0.0
 
     def estimate(self, scores: np.ndarray) -> np.ndarray:
-        anchor_scores = np.asarray(scores, dtype=np.float64)[:, self.items]
+        anchor_scores = np.asarray(scores[:, self.items], dtype=np.float64)
         n_items = self.difficulty.shape[0]
         ability = map_ability(anchor_scores, self.discrimination[self.items],
                               self.difficulty[self.items])

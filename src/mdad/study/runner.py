@@ -143,10 +143,11 @@ def run_cell(matrix: ResponseMatrix, plan: StudyPlan, *, run: int, method: str, 
 
 
 def _target_scores(matrix: ResponseMatrix, design: RunDesign, confidence: bool) -> np.ndarray:
-    """Targets' scores on the seen pool: gold-option confidence or correctness."""
+    """Targets' scores on the seen pool: gold-option confidence (float32) or correctness
+    as stored (uint8 when compact: estimators convert only the items they read)."""
     if confidence:
         return matrix.gold_confidence(design.targets, design.seen)
-    return matrix.scores(design.targets, design.seen)
+    return matrix.correctness[design.targets][:, design.seen]
 
 
 @dataclass(frozen=True, eq=False)
@@ -200,9 +201,7 @@ def compute_run(matrix: ResponseMatrix, plan: StudyPlan, run: int, *,
     methods = [get_method(name) for name in config.methods]
     design = draw_design(matrix, plan, run)
     finished = finished or {}
-    n_cells = len(methods) * len(plan.sizes) * len(config.sources)
-    scores = ({flag: _target_scores(matrix, design, flag) for flag in (False, True)}
-              if len(finished) < n_cells else {})
+    scores: dict[bool, np.ndarray] = {}  # built when a cell first needs them
     estimates = np.empty((len(methods), len(plan.sizes), len(config.sources), plan.n_targets))
     seconds = np.zeros(len(methods))
     notes: Counter[tuple[str, int, str]] = Counter()
@@ -218,8 +217,10 @@ def compute_run(matrix: ResponseMatrix, plan: StudyPlan, run: int, *,
                         start = time.perf_counter()
                         rng = _cell_rng(plan, run, method.name, size, n_sources)
                         micro = method.select(pool, size, rng=rng)
-                        cell = CellOutput(run, (c, m, s),
-                                          micro.estimate(scores[micro.uses_confidence]),
+                        flag = micro.uses_confidence
+                        if flag not in scores:
+                            scores[flag] = _target_scores(matrix, design, flag)
+                        cell = CellOutput(run, (c, m, s), micro.estimate(scores[flag]),
                                           time.perf_counter() - start, micro.notes)
                         if on_cell is not None:
                             on_cell(cell)
