@@ -54,6 +54,16 @@ def test_matrix_stores_complete_binary_correctness_in_one_byte_a_cell():
         assert np.array_equal(matrix.scores(), np.asarray(values, np.float32), equal_nan=True)
 
 
+def test_matrix_never_shares_memory_with_its_input(tmp_path):
+    mapped = np.lib.format.open_memmap(tmp_path / "m.npy", mode="w+", dtype=np.float32,
+                                       shape=(2, 2))
+    mapped[:] = [[0.5, 1.0], [0.0, 0.25]]
+    frame = pd.DataFrame(np.array(mapped))
+    matrices = [ResponseMatrix(source, ["a", "b"], ["x", "y"]) for source in (mapped, frame)]
+    mapped[0, 0], frame.iloc[0, 0] = 0.75, 0.125
+    assert [m.correctness[0, 0] for m in matrices] == [0.5, 0.5]
+
+
 def test_a_binary_matrix_that_loses_its_missing_cells_becomes_compact(mmlu_pro):
     assert mmlu_pro.correctness.dtype == np.float32  # 1,713 missing cells
     complete, _ = resolve_missing(mmlu_pro, MissingPolicy.DROP_ITEMS)

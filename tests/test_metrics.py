@@ -144,6 +144,17 @@ def test_pair_counts_do_not_depend_on_blocks_or_threads(block):
             kendalltau(estimates[run], reference[run]).statistic)
 
 
+def test_a_nan_estimate_never_agrees_and_voids_tau():
+    reference = np.array([[0.1, 0.5, 0.3, 0.3]])
+    estimates = np.array([[np.nan, 0.5, 0.2, 0.1]])
+    counts = pair_counts(estimates, reference)
+    # the 3 pairs with the NaN model disagree; of the others, (0.5, 0.3) twice agree,
+    # and the reference tie (0.3, 0.3) agrees as 0.2 > 0.1 in target order
+    assert counts.pairs.sum() == 6 and counts.agreeing.sum() == 3
+    assert np.isnan(counts.kendall_tau[0])
+    assert pair_counts(np.empty((0, 3)), np.empty((0, 3))).pairs.shape == (0, N_BINS)
+
+
 def test_smooth_mdad_on_a_known_monotone_curve():
     # Agreement rises linearly from 0.5 at gap 0 to 1.0 at gap 0.1 (bin 20): it
     # crosses 0.8 at gap 0.06, between bin edges 0.055 and 0.06.

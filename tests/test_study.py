@@ -161,6 +161,16 @@ def test_subtask_equal_size_limit_is_checked_before_running(mmlu_pro):
         plan_study(complete, StudyConfig(sizes=(limit + 1,), sources=(19,), n_targets=10))
 
 
+def test_targets_accept_numpy_integers_and_old_saved_requests(gpqa):
+    from mdad.cli.run_cmd import _parse_targets
+
+    assert plan_study(gpqa, StudyConfig(n_targets=np.int64(30)),
+                      default_sizes=GPQA_SIZES).n_targets == 30
+    assert _parse_targets(50) == 50 and _parse_targets(" ALL ") == "all"
+    with pytest.raises(ConfigError, match="--targets takes a whole number or 'all'"):
+        _parse_targets("most")
+
+
 def test_all_targets_are_every_model_not_a_source(gpqa):
     plan = plan_study(gpqa, StudyConfig(n_targets="all", sources=(20, 300), n_runs=3,
                                         methods=("random",), sizes=(10,)),

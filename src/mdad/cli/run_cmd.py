@@ -52,7 +52,8 @@ class Backend(StrEnum):
 _RESUMING: set[str] = set()
 
 
-def _parse_targets(text: str) -> int | Literal["all"]:
+def _parse_targets(text: str | int) -> int | Literal["all"]:
+    text = str(text)  # a request saved by an earlier version holds an int
     if text.strip().lower() == ALL_TARGETS:
         return ALL_TARGETS
     try:

@@ -153,7 +153,7 @@ class ResponseMatrix:
                 raise DataError(f"{src}: gold-option confidences must be probabilities in [0, 1]")
         if correctness.dtype.kind in "bu" or (observed.all() and _is_binary(correctness)):
             correctness = correctness.astype(np.uint8)
-        elif correctness is self.correctness:
+        else:  # never a view of the caller's array (a memmap, a DataFrame, ...)
             correctness = correctness.copy()
         set_ = object.__setattr__
         set_(self, "correctness", _readonly(correctness))

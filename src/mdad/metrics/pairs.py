@@ -67,6 +67,7 @@ def _run_tallies(estimates: np.ndarray, reference: np.ndarray, block: int) -> np
     order = np.argsort(reference, kind="stable")
     ref, est = reference[order], estimates[order]
     n = ref.size
+    has_nan = bool(np.isnan(est).any())
     tallies = np.zeros(N_BINS * _CLASSES + 1, dtype=np.int64)  # last slot: unused pairs
     rows = max(1, min(n, block // max(n, 1)))
     for start in range(0, n - 1, rows):
@@ -78,6 +79,8 @@ def _run_tallies(estimates: np.ndarray, reference: np.ndarray, block: int) -> np
         code += 3 * (d_ref == 0)
         code += d_est > 0
         code += d_est >= 0
+        if has_nan:
+            code += np.isnan(d_est)  # a tie: never agrees
         # column c of row r is the pair (start + r, start + 1 + c): keep c >= r
         square = min(stop - start, code.shape[1])
         below = np.tril_indices(square, k=-1)
@@ -100,6 +103,7 @@ def pair_counts(estimates: np.ndarray, reference: np.ndarray, *, block: int = 1 
         run's target order.
     block : int
         Pairs processed at once (memory about 40 bytes per pair).
+    A NaN estimate never agrees, and makes its run's tau NaN.
     threads : int
         Runs tallied at once; numpy releases the GIL, so threads use several cores.
 
@@ -114,11 +118,13 @@ def pair_counts(estimates: np.ndarray, reference: np.ndarray, *, block: int = 1 
     def tally(run: int) -> np.ndarray:
         return _run_tallies(estimates[run], reference[run], block)
 
+    tallies = np.zeros((n_runs, N_BINS, 2, 3), dtype=np.int64)
     if threads > 1 and n_runs > 1:
         with ThreadPoolExecutor(min(threads, n_runs)) as pool:
-            tallies = np.stack(list(pool.map(tally, range(n_runs))))
+            tallies[:] = list(pool.map(tally, range(n_runs)))
     else:
-        tallies = np.stack([tally(run) for run in range(n_runs)])
+        for run in range(n_runs):
+            tallies[run] = tally(run)
     pairs = tallies.sum(axis=(2, 3))
     # agree: d_ref > 0 with a positive estimated gap, or a tie on the reference
     # (read as +0, a positive gap in the target order) estimated in that order
@@ -127,7 +133,8 @@ def pair_counts(estimates: np.ndarray, reference: np.ndarray, *, block: int = 1 
     concordance = strict[:, _POS] - strict[:, _NEG]
     tied_estimate = tallies[:, :, :, _ZERO].sum(axis=(1, 2))
     tied_reference = tallies[:, :, 1].sum(axis=(1, 2))
-    n_pairs = n_targets * (n_targets - 1) // 2
+    n_pairs = float(n_targets * (n_targets - 1) // 2)  # float: no int64 overflow
     with np.errstate(invalid="ignore", divide="ignore"):
         tau = concordance / np.sqrt((n_pairs - tied_estimate) * (n_pairs - tied_reference))
+    tau[~np.isfinite(estimates).all(axis=1)] = np.nan
     return PairCounts(pairs, agreeing, tau)

@@ -77,9 +77,13 @@ class RunCheckpoint:
         cells = {}
         for path in self.folder.glob(f"study{study:03d}-run{run:05d}-cell*.npy"):
             key = tuple(int(part) for part in path.stem.split("-cell")[1].split("-"))
-            with path.open("rb") as handle:
-                estimates = np.load(handle)
-                record = json.loads(handle.read().decode("utf-8"))
+            try:
+                with path.open("rb") as handle:
+                    estimates = np.load(handle)
+                    record = json.loads(handle.read().decode("utf-8"))
+            except (OSError, ValueError, EOFError):  # cut short by a power loss
+                path.unlink(missing_ok=True)  # the cell is recomputed
+                continue
             cells[key] = CellOutput(run, key, estimates, float(record["seconds"]),
                                     tuple(record["notes"]))
         return cells  # type: ignore[return-value]

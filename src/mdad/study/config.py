@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -143,8 +144,9 @@ def plan_study(
         n_targets = fixed.size
     elif n_targets == ALL_TARGETS:
         n_targets = matrix.n_models - n_sources
-    if not isinstance(n_targets, int):
+    if not isinstance(n_targets, numbers.Integral) or isinstance(n_targets, bool):
         raise ConfigError(f"--targets must be an integer or 'all'; got {n_targets!r}")
+    n_targets = int(n_targets)
     if n_targets < 2:
         raise ConfigError(f"--targets must be at least 2 to form pairs; got {n_targets}"
                           + (f" ({matrix.n_models} models - {n_sources} sources)"

@@ -35,20 +35,43 @@ def _job(studies: list[tuple[ResponseMatrix, StudyPlan]], job: Job,
     return compute_run(matrix, plan, job.run, on_cell=on_cell, finished=job.finished)
 
 
-def _drain(queue, save_cell: SaveCell, stop: threading.Event) -> None:
-    """Save the cells arriving on `queue` until `stop` is set and the queue is empty.
+class _CellDrain(threading.Thread):
+    """Saves the cells arriving on a Dask queue, in this process, as they arrive.
 
-    Polls with batch gets: a blocking get with a timeout makes the scheduler log an
-    error each time it expires."""
-    while True:
-        stopping = stop.is_set()
-        items = queue.get(batch=True)
-        for study, cell in items:
-            save_cell(study, cell)
-        if stopping and not items:
-            return
-        if not items:
-            stop.wait(0.2)
+    A cell of a run whose result is already here is skipped (the run's file replaces
+    its cells); the run is marked under the same lock that guards saving, so no cell
+    file is written after its run's. Polls with batch gets: a blocking get with a
+    timeout makes the scheduler log an error each time it expires.
+    """
+
+    def __init__(self, queue, save_cell: SaveCell) -> None:
+        super().__init__(daemon=True)
+        self.queue, self.save_cell = queue, save_cell
+        self.lock, self.stop = threading.Lock(), threading.Event()
+        self.done_runs: set[tuple[int, int]] = set()
+        self.error: BaseException | None = None
+
+    def mark_done(self, job: Job) -> None:
+        with self.lock:
+            self.done_runs.add((job.study, job.run))
+        if self.error is not None:
+            raise self.error
+
+    def run(self) -> None:
+        try:
+            while True:
+                stopping = self.stop.is_set()
+                items = self.queue.get(batch=True)
+                with self.lock:
+                    for study, cell in items:
+                        if (study, cell.run) not in self.done_runs:
+                            self.save_cell(study, cell)
+                if stopping and not items:
+                    return
+                if not items:
+                    self.stop.wait(0.2)
+        except BaseException as exc:  # re-raised in the main thread by mark_done
+            self.error = exc
 
 
 def check_scheduler(address: str) -> None:
@@ -95,24 +118,26 @@ def dask_runs(studies: list[tuple[ResponseMatrix, StudyPlan]], jobs: list[Job],
     except OSError as exc:
         raise ConfigError(f"--scheduler {scheduler}: cannot connect ({exc}); start one with "
                           "`dask scheduler` or use --workers N for a local cluster") from None
-    drain, stop = None, threading.Event()
+    drain = None
     try:
         queue_name = None
         if save_cell is not None:
             queue_name = f"mdad-cells-{uuid.uuid4().hex}"
-            queue = Queue(queue_name, client=client)
-            drain = threading.Thread(target=_drain, args=(queue, save_cell, stop), daemon=True)
+            drain = _CellDrain(Queue(queue_name, client=client), save_cell)
             drain.start()
         shared = client.scatter(studies, broadcast=True)
         futures = {client.submit(_job, shared, job, queue_name, pure=False): job
                    for job in jobs}
         for future in as_completed(futures):
             out = future.result()
+            if drain is not None:
+                drain.mark_done(futures[future])
             yield futures[future], out
     finally:
-        stop.set()
         if drain is not None:
+            drain.stop.set()
             drain.join()
+            drain.queue.close()
         client.close()
         if cluster is not None:
             cluster.close()
