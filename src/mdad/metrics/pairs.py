@@ -94,7 +94,8 @@ def pair_counts(estimates: np.ndarray, reference: np.ndarray, *, block: int = 1 
     """Bin every pair (i < j) of target models of every run by |reference gap|.
 
     Memory stays bounded for any number of targets: each run is processed in blocks
-    of about `block` pairs, and only per-bin tallies are kept.
+    of about `block` pairs, and only per-bin tallies are kept. A NaN estimate never
+    agrees, and makes its run's tau NaN.
 
     Parameters
     ----------
@@ -103,7 +104,6 @@ def pair_counts(estimates: np.ndarray, reference: np.ndarray, *, block: int = 1 
         run's target order.
     block : int
         Pairs processed at once (memory about 40 bytes per pair).
-    A NaN estimate never agrees, and makes its run's tau NaN.
     threads : int
         Runs tallied at once; numpy releases the GIL, so threads use several cores.
 
