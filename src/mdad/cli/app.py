@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import typer
 
-from mdad.cli import data_cmd, practice_cmd
+from mdad.cli import data_cmd
+from mdad.cli.estimate_cmd import compare, estimate
 from mdad.cli.methods_cmd import methods
+from mdad.cli.plan_cmd import plan
 from mdad.cli.report_cmd import report
 from mdad.cli.run_cmd import run
+from mdad.cli.select_cmd import select
 
 app = typer.Typer(
     name="mdad",
@@ -19,8 +22,8 @@ app = typer.Typer(
 app.command("run")(run)
 app.command("methods")(methods)
 app.command("report")(report)
-for _name in ("plan", "select", "estimate", "compare"):
-    app.command(_name)(getattr(practice_cmd, _name))
+for _command in (plan, select, estimate, compare):
+    app.command(_command.__name__)(_command)
 app.add_typer(data_cmd.app, name="data")
 
 
