@@ -19,6 +19,7 @@ from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from shared import GPQA_CSV, MMLU_PRO_CSV, shared_data
@@ -28,9 +29,10 @@ from mdad.study import StudyConfig
 
 MDAD = Path(sys.executable).parent / "mdad"
 FAST = ("--runs", "2", "--resamples", "20")
-RUN_FILES = {"results.parquet", "mdad.csv", "summary.csv", "config.json"}
+RUN_FILES = {"results.parquet", "mdad.csv", "agreement.csv", "summary.csv", "config.json"}
 MDAD_COLUMNS = ["method", "size", "sources", "split", "mdad", "mdad_low", "mdad_high",
-                "threshold"]
+                "threshold", "reached", "max_gap", "pairs", "crossing_pairs", "tied_pairs",
+                "mdad_smooth", "mdad_smooth_low", "mdad_smooth_high", "smooth_reached"]
 RESULT_COLUMNS = ["run", "method", "size", "n_sources", "model", "estimate", "seen_accuracy",
                   "unseen_accuracy", "full_accuracy"]
 DEFAULT_METHODS = ["random", "subtask-equal", "diversity", "confidence-strata", "anchor-points",
@@ -130,10 +132,13 @@ def test_gpqa_run_writes_a_complete_run_folder(gpqa_run) -> None:
     assert_ok(proc)
     assert {p.name for p in out.iterdir()} == RUN_FILES
     assert "dropped" not in proc.stderr  # GPQA's grid fits its seen pool
-    # every note is a method's reported fallback, with how often it happened
+    # every note is a method's reported fallback, with how often it happened, or the
+    # warning that 3 runs leave few pairs behind some values
     for line in proc.stderr.splitlines():
         if line.startswith("note:"):
-            assert re.match(r"note: \S+ at size \d+, \d+ of 3 cells: ", line), line
+            assert re.match(r"note: (\S+ at size \d+, \d+ of 3 cells: |MDAD rests on few "
+                            r"pairs in \d+ of 60 rows)", line), line
+    assert "MDAD rests on few pairs" in proc.stderr
     assert f"wrote {out}" in flat(proc.stdout)
     assert re.search(r"gpqa: 420 models x 448 items, 3 runs, 50 targets", flat(proc.stdout))
 
@@ -150,10 +155,26 @@ def test_gpqa_mdad_csv(gpqa_run) -> None:
     assert len(table) == len(DEFAULT_METHODS) * len(GPQA_SIZES) * 2
     assert not table.duplicated(["method", "size", "sources", "split"]).any()
     assert (table.threshold == 0.8).all()
-    values = table[["mdad", "mdad_low", "mdad_high"]]
-    assert values.notna().all().all()
-    assert ((values >= 0) & (values <= 0.5)).all().all()
-    assert (table.mdad_low <= table.mdad).all() and (table.mdad <= table.mdad_high).all()
+    # a value is a number exactly when it was reached; censored ones are empty
+    assert (table.reached == table.mdad.notna()).all()
+    assert (table.smooth_reached == table.mdad_smooth.notna()).all()
+    reached = table[table.reached]
+    assert (reached.mdad_low <= reached.mdad).all()
+    assert ((reached.mdad <= reached.mdad_high) | reached.mdad_high.isna()).all()
+    assert ((reached.mdad <= reached.max_gap) & (reached.crossing_pairs > 0)).all()
+    assert (table.pairs == 3 * 50 * 49 // 2).all() and (table.tied_pairs < table.pairs).all()
+    # the binned curve behind every value: it recomputes the first crossing
+    curves = pd.read_csv(out / "agreement.csv")
+    assert list(curves.columns) == ["method", "size", "sources", "split", "gap", "pairs",
+                                    "agreeing"]
+    keys = ["method", "size", "sources", "split"]
+    for key, curve in curves.groupby(keys, sort=False):
+        row = table.set_index(keys).loc[key]
+        assert curve.pairs.sum() == row.pairs
+        hit = curve[curve.agreeing / curve.pairs >= 0.8]
+        assert (hit.gap.iloc[0] == row.mdad) if len(hit) else np.isnan(row.mdad)
+        if len(hit):
+            assert hit.pairs.iloc[0] == row.crossing_pairs
 
 
 def test_gpqa_results_parquet(gpqa_run) -> None:
@@ -216,7 +237,6 @@ def test_gpqa_config_json(gpqa_run) -> None:
     assert study["n_targets"] == 50 and study["sources"] == [300]
     assert study["target_models"] is None
     assert study["threshold"] == 0.8
-    assert study["mdad_estimator"] == "first-crossing"
 
 
 def test_gpqa_rerun_is_byte_identical(gpqa_run, tmp_path: Path) -> None:
@@ -238,22 +258,11 @@ def test_run_folder_has_ordinary_permissions(gpqa_run) -> None:
     assert stat.S_IMODE(out.stat().st_mode) == 0o777 & ~umask
 
 
-def test_smooth_estimator_writes_mdad_smooth_csv(gpqa_run, tmp_path: Path) -> None:
-    _, first = gpqa_run
-    out = tmp_path / "smooth"
-    assert_ok(mdad_cli("run", "gpqa", "--runs", "3", "--resamples", "50",
-                       "--mdad-estimator", "smooth", "--out", out, cwd=tmp_path))
-    assert {p.name for p in out.iterdir()} == RUN_FILES | {"mdad_smooth.csv"}
-    smooth = pd.read_csv(out / "mdad_smooth.csv")
-    assert list(smooth.columns) == MDAD_COLUMNS
-    keys = ["method", "size", "sources", "split"]
-    paper = pd.read_csv(out / "mdad.csv")
-    assert smooth[keys].equals(paper[keys])
-    values = smooth[["mdad", "mdad_low", "mdad_high"]]
-    assert ((values >= 0) & (values <= 0.5)).all().all()
-    # asking for the smooth estimate leaves the paper's table as it was
-    assert (out / "mdad.csv").read_bytes() == (first / "mdad.csv").read_bytes()
-    assert json.loads((out / "config.json").read_text())["study"]["mdad_estimator"] == "smooth"
+def test_table_shows_both_estimators_and_the_pairs(gpqa_run) -> None:
+    proc, _ = gpqa_run
+    text = flat(proc.stdout)
+    assert "each MDAD from 3,675 target pairs" in text
+    assert "smooth seen" in text and "smooth unseen" in text
 
 
 def test_several_source_counts(tmp_path: Path) -> None:
@@ -397,8 +406,8 @@ def test_mmlu_pro_drop_models_leaves_too_few_models(tmp_path: Path) -> None:
                      flat(proc.stderr))
     last = proc.stderr.removesuffix("\n").split("\n")[-1]
     assert re.fullmatch(r"mdad: error: .*mmlu_pro_29_models\.csv has 26 models, fewer than "
-                        r"10 targets \+ 19 sources; with 10 targets use --sources 16 or less "
-                        r"\(or --targets 7 with 19 sources\)", last), proc.stderr
+                        r"10 targets \+ 19 sources; use --sources 16 or less with 10 targets, "
+                        r"or --targets 7 or less with 19 sources", last), proc.stderr
     assert_no_out(out)
 
 
@@ -656,7 +665,6 @@ def test_bad_input_is_one_line_and_exit_2(case: str, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("option, value", [
     ("--missing", "bogus"),
-    ("--mdad-estimator", "bogus"),
     ("--orientation", "sideways"),
     ("--runs", "x"),
     ("--threshold", "abc"),

@@ -12,10 +12,10 @@ from scipy.stats import kendalltau
 
 from mdad.metrics import (
     N_BINS,
-    NOT_REACHED,
     agreement,
     bin_edges,
     first_crossing_mdad,
+    monotone_crossings,
     gap_bins,
     pair_counts,
     smooth_mdad,
@@ -25,9 +25,9 @@ from mdad.metrics import (
 def test_agreement_sign_rules_by_hand():
     est = np.array([0.1, -0.1, 0.0, 0.2, -0.2, 0.0])
     ref_gap = np.array([0.3, 0.3, 0.3, 0.0, 0.0, 0.0])
-    # same sign agrees; a tie on the micro-benchmark never does; a reference gap of
-    # +0.0 counts as positive (copysign), as in the paper's code.
-    assert agreement(est, ref_gap).tolist() == [True, False, False, True, False, False]
+    # same sign agrees; a tie on the micro-benchmark never does, nor a tie on the
+    # reference (equal models have no order to recover)
+    assert agreement(est, ref_gap).tolist() == [True, False, False, False, False, False]
 
 
 def test_gap_bins_floor_half_points_like_the_reference():
@@ -49,13 +49,25 @@ def test_first_crossing_hand_case():
     assert (res.low, res.high) == (0.0, 0.01)
 
 
-def test_first_crossing_skips_empty_bins_and_reports_half_when_never_reached():
+def test_first_crossing_skips_empty_bins_and_censors_when_never_reached():
     pairs, agreeing = np.zeros(N_BINS, int), np.zeros(N_BINS, int)
     pairs[[0, 40]], agreeing[[0, 40]] = [50, 50], [10, 20]
-    res = first_crossing_mdad(pairs, agreeing, rng=np.random.default_rng(0))
-    assert (res.mdad, res.low, res.high) == (NOT_REACHED, NOT_REACHED, NOT_REACHED)
+    res = first_crossing_mdad(pairs, agreeing, rng=np.random.default_rng(0), max_gap=0.203)
+    assert np.isnan([res.mdad, res.low, res.high]).all() and not res.reached
+    assert (res.max_gap, res.n_pairs, res.crossing_pairs) == (0.203, 100, 0)
+    assert first_crossing_mdad(pairs, agreeing, rng=np.random.default_rng(0)).max_gap == 0.2
     agreeing[40] = 45
-    assert first_crossing_mdad(pairs, agreeing, rng=np.random.default_rng(0)).mdad == 0.2
+    res = first_crossing_mdad(pairs, agreeing, rng=np.random.default_rng(0))
+    assert (res.mdad, res.reached, res.crossing_pairs) == (0.2, True, 50)
+
+
+def test_first_crossing_unreached_upper_bound_is_unbounded():
+    # 40 of 50 agree at 0.2: the mean reaches 0.8 but the lower bootstrap quantile
+    # does not, so the interval is [0.2, unbounded)
+    pairs, agreeing = np.zeros(N_BINS, int), np.zeros(N_BINS, int)
+    pairs[40], agreeing[40] = 50, 40
+    res = first_crossing_mdad(pairs, agreeing, rng=np.random.default_rng(0))
+    assert (res.mdad, res.low) == (0.2, 0.2) and np.isnan(res.high)
 
 
 @settings(max_examples=60, deadline=None)
@@ -69,7 +81,11 @@ def test_first_crossing_point_matches_reference(records, threshold):
     ours = first_crossing_mdad(pairs, agreeing, threshold=threshold, n_resamples=1,
                                rng=np.random.default_rng(0)).mdad
     theirs = ref.first_crossing_point(bin_edges(bins).tolist(), agrees.tolist(), threshold)
-    assert ours == theirs
+    # gaps stop at 0.2 here, so the reference's 0.5 is its "never reached": censored
+    if theirs == 0.5:
+        assert np.isnan(ours)
+    else:
+        assert ours == theirs
 
 
 def test_binomial_bootstrap_matches_resampling_pairs():
@@ -117,10 +133,14 @@ def test_pair_counts_and_tau_match_reference_loops(n_targets, n_runs, seed):
         records = ref.agreement_records(reference[run], reference[run], estimates[run])
         bins = gap_bins(np.array([r.bin_seen for r in records]) + 1e-12)
         expected_pairs = np.bincount(bins, minlength=N_BINS)
-        expected_agree = np.bincount(bins, weights=[r.agree_seen for r in records],
-                                     minlength=N_BINS)
+        # the reference reads a tie as +0 and may count it as agreeing; we never do
+        # (on this grid a nonzero gap is at least 1/8, so bin 0 holds only ties)
+        expected_agree = np.bincount(bins, weights=[r.agree_seen * (r.bin_seen != 0)
+                                                     for r in records], minlength=N_BINS)
         assert counts.pairs[run].tolist() == expected_pairs.tolist()
         assert counts.agreeing[run].tolist() == expected_agree.astype(int).tolist()
+        i, j = np.triu_indices(n_targets, k=1)
+        assert counts.tied[run] == np.sum(reference[run][i] == reference[run][j])
         tau = ref.kendall_tau_b(estimates[run], reference[run])
         assert counts.kendall_tau[run] == pytest.approx(tau, nan_ok=True)
         scipy_tau = kendalltau(estimates[run], reference[run]).statistic
@@ -138,7 +158,8 @@ def test_pair_counts_do_not_depend_on_blocks_or_threads(block):
         records = ref.agreement_records(reference[run], reference[run], estimates[run])
         bins = gap_bins(np.array([r.bin_seen for r in records]) + 1e-12)
         assert counts.pairs[run].tolist() == np.bincount(bins, minlength=N_BINS).tolist()
-        agree = np.bincount(bins, weights=[r.agree_seen for r in records], minlength=N_BINS)
+        agree = np.bincount(bins, weights=[r.agree_seen * (r.bin_seen != 0) for r in records],
+                            minlength=N_BINS)
         assert counts.agreeing[run].tolist() == agree.astype(int).tolist()
         assert counts.kendall_tau[run] == pytest.approx(
             kendalltau(estimates[run], reference[run]).statistic)
@@ -149,8 +170,8 @@ def test_a_nan_estimate_never_agrees_and_voids_tau():
     estimates = np.array([[np.nan, 0.5, 0.2, 0.1]])
     counts = pair_counts(estimates, reference)
     # the 3 pairs with the NaN model disagree; of the others, (0.5, 0.3) twice agree,
-    # and the reference tie (0.3, 0.3) agrees as 0.2 > 0.1 in target order
-    assert counts.pairs.sum() == 6 and counts.agreeing.sum() == 3
+    # and the reference tie (0.3, 0.3) never does
+    assert counts.pairs.sum() == 6 and counts.agreeing.sum() == 2 and counts.tied[0] == 1
     assert np.isnan(counts.kendall_tau[0])
     assert pair_counts(np.empty((0, 3)), np.empty((0, 3))).pairs.shape == (0, N_BINS)
 
@@ -192,3 +213,58 @@ def test_smooth_mdad_interval_resamples_runs():
     res = smooth_mdad(run_pairs, run_agree, rng=np.random.default_rng(0))
     assert res.low < res.mdad < res.high
     assert res.mdad == pytest.approx(0.12, abs=0.01)  # 0.5 + g/0.4 = 0.8 at g = 0.12
+
+
+def test_tied_models_never_set_an_mdad_of_zero():
+    # two identical models and two 20 points apart: the tie sits in bin 0 and never
+    # agrees, however the micro-benchmark orders the tied pair
+    reference = np.array([[0.3, 0.3, 0.5, 0.5]] * 4)
+    estimates = np.array([[0.2, 0.4, 0.6, 0.7]] * 4)
+    counts = pair_counts(estimates, reference)
+    assert counts.tied.tolist() == [2] * 4
+    assert counts.pairs[:, 0].tolist() == [2] * 4 and counts.agreeing[:, 0].tolist() == [0] * 4
+    res = first_crossing_mdad(counts.pairs.sum(0), counts.agreeing.sum(0),
+                              rng=np.random.default_rng(0), tied_pairs=int(counts.tied.sum()))
+    assert res.mdad == 0.2 and res.tied_pairs == 8
+
+
+def _isotonic_crossing(pairs, agreeing, threshold):
+    """One curve's crossing from scipy's isotonic regression (the slow way)."""
+    from scipy.optimize import isotonic_regression
+
+    valid = np.flatnonzero(pairs > 0)
+    if valid.size == 0:
+        return np.nan
+    fitted = isotonic_regression(agreeing[valid] / pairs[valid], weights=pairs[valid]).x
+    above = np.flatnonzero(fitted >= threshold)
+    if above.size == 0:
+        return np.nan
+    k = int(above[0])
+    gaps = bin_edges(valid)
+    if k == 0:
+        return float(gaps[0])
+    return float(gaps[k - 1] + (threshold - fitted[k - 1]) / (fitted[k] - fitted[k - 1])
+                 * (gaps[k] - gaps[k - 1]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 40), st.sampled_from([0.5, 0.77, 0.8, 0.9]))
+def test_monotone_crossings_match_scipy_isotonic_regression(seed, n_bins, threshold):
+    rng = np.random.default_rng(seed)
+    pairs = rng.integers(0, 6, size=(6, n_bins)) * (rng.random((6, n_bins)) < 0.7)
+    agreeing = rng.binomial(pairs, rng.random((6, n_bins)))
+    ours, crossing_pairs = monotone_crossings(pairs, agreeing, threshold)
+    for row in range(6):
+        expected = _isotonic_crossing(pairs[row].astype(float), agreeing[row].astype(float),
+                                      threshold)
+        assert ours[row] == pytest.approx(expected, abs=1e-9, nan_ok=True)
+        assert (crossing_pairs[row] > 0) == np.isfinite(expected)
+
+
+def test_smooth_mdad_censors_a_curve_that_never_reaches_the_threshold():
+    run_pairs = np.zeros((10, N_BINS), int)
+    run_pairs[:, :20] = 50
+    run_agree = run_pairs // 2  # flat at 0.5
+    res = smooth_mdad(run_pairs, run_agree, rng=np.random.default_rng(0))
+    assert np.isnan([res.mdad, res.low, res.high]).all() and not res.reached
+    assert res.max_gap == 0.095 and res.n_pairs == 10_000

@@ -51,7 +51,9 @@ def seed_mdads(gpqa) -> dict[tuple[str, int], np.ndarray]:
         plan = plan_study(gpqa, StudyConfig(methods=("random",), sizes=SIZES, seed=seed,
                                             n_resamples=1))
         for row in evaluate(run_study(gpqa, plan)).mdad.itertuples():
-            values.setdefault((row.split, row.size), []).append(row.mdad)
+            # the reference code writes "never reached" as 0.5; we censor it (NaN)
+            value = row.mdad if row.reached else 0.5
+            values.setdefault((row.split, row.size), []).append(value)
     return {key: np.array(v) for key, v in values.items()}
 
 

@@ -115,15 +115,22 @@ def test_tables_match_the_reference_loops(small_study):
             assert got.kendall_tau_unseen == pytest.approx(
                 np.nanmean([p["tau_unseen"] for p in per_run]))
     t = tables.mdad
-    assert ((t.mdad_low <= t.mdad) & (t.mdad <= t.mdad_high)).all()
+    reached = t[t.reached]
+    assert len(reached) > 100 and (reached.mdad_low <= reached.mdad).all()
+    assert ((reached.mdad <= reached.mdad_high) | reached.mdad_high.isna()).all()  # unbounded
+    assert (reached.crossing_pairs > 0).all() and (t.pairs == 4 * 50 * 49 // 2).all()
+    censored = t[~t.reached]
+    assert censored.mdad.isna().all() and censored.mdad_high.isna().all()
+    assert (censored.crossing_pairs == 0).all() and (censored.max_gap > 0).all()
+    assert ((t.mdad_smooth_low <= t.mdad_smooth) | t.mdad_smooth_low.isna()).all()
 
 
 @pytest.mark.parametrize(
     ("config", "error", "message"),
     [
         (StudyConfig(n_targets=400, sources=(300,)), ConfigError,
-         r"420 models, fewer than 400 targets \+ 300 sources; with 400 targets use "
-         r"--sources 20 or less"),
+         r"420 models, fewer than 400 targets \+ 300 sources; use --sources 20 or less "
+         r"with 400 targets, or --targets 120 or less with 300 sources"),
         (StudyConfig(sizes=(300,)), ConfigError,
          r"--sizes 300 is larger than the seen pool of 224 items"),
         (StudyConfig(sizes=(10, 10)), ConfigError, r"--sizes lists a size twice"),

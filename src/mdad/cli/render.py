@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 from rich import box
+from rich.markup import escape
 from rich.table import Table
 
 from mdad.data.info import DataInfo
@@ -13,41 +14,69 @@ def points(value: float) -> str:
     return "—" if pd.isna(value) else f"{100 * value:.1f}"
 
 
-def interval(mdad: float, low: float, high: float) -> str:
-    return f"{points(mdad)} [{points(low)}, {points(high)}]"
+def censored(value: float, max_gap: float) -> str:
+    """An MDAD in points, or "> max gap" when it was not reached."""
+    return f"> {points(max_gap)}" if pd.isna(value) else points(value)
 
 
-def study_table(mdad: pd.DataFrame, summary: pd.DataFrame, title: str,
-                smooth: pd.DataFrame | None = None) -> Table:
-    """Per method, size and source count: MDAD with its 95% interval (seen, unseen),
-    mean absolute estimation error and Kendall tau against the seen pool."""
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
+def interval(mdad: float, low: float, high: float, max_gap: float) -> str:
+    """MDAD with its 95% interval; an unreached bound is unbounded (∞), and when even
+    the lower bound is unreached there is no interval to show."""
+    if pd.isna(low):
+        return censored(mdad, max_gap)
+    return f"{censored(mdad, max_gap)} [{points(low)}, {'∞' if pd.isna(high) else points(high)}]"
+
+
+def disagree(row) -> bool:
+    """Whether the first-crossing and smooth MDAD differ widely: one reached and not
+    the other, or apart by more than 1 point and a quarter of the larger."""
+    if pd.isna(row.mdad) or pd.isna(row.mdad_smooth):
+        return pd.isna(row.mdad) != pd.isna(row.mdad_smooth)
+    gap = abs(row.mdad - row.mdad_smooth)
+    return bool(gap > max(0.01, 0.25 * max(row.mdad, row.mdad_smooth)))
+
+
+def study_table(mdad: pd.DataFrame, summary: pd.DataFrame, title: str) -> Table:
+    """Per method, size and source count: MDAD with its 95% interval and the smooth
+    MDAD (seen, unseen), mean absolute estimation error and Kendall tau.
+
+    Marks: † the MDAD rests on few pairs (see the notice); ‡ the two estimators
+    differ widely. The pair count is in the title when every row has the same."""
+    from mdad.study.trust import flat_mask, thin_mask
+
+    pair_counts = sorted(set(mdad.pairs)) if "pairs" in mdad else []
+    if len(pair_counts) == 1:
+        title += f"; each MDAD from {pair_counts[0]:,} target pairs"
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD,
+                  caption="† few pairs behind the value (see the note); ‡ the first-crossing "
+                          "and smooth MDAD differ widely; > x: not reached within the "
+                          "largest gap observed, x", caption_justify="left")
     table.add_column("method", no_wrap=True)
     table.add_column("size", justify="right")
     table.add_column("sources", justify="right")
     for split in ("seen", "unseen"):
         table.add_column(f"MDAD {split} [95% CI]", justify="right", no_wrap=True)
-    if smooth is not None:
-        for split in ("seen", "unseen"):
-            table.add_column(f"smooth MDAD {split}", justify="right", no_wrap=True)
+        table.add_column(f"smooth {split}", justify="right", no_wrap=True)
+    if len(pair_counts) > 1:
+        table.add_column("pairs", justify="right")
     table.add_column("error seen", justify="right")
     table.add_column("tau seen", justify="right")
     table.add_column("tau unseen", justify="right")
-    keyed = mdad.set_index(["method", "size", "sources", "split"])
-    keyed_smooth = (smooth.set_index(["method", "size", "sources", "split"])
-                    if smooth is not None else None)
+    keyed = mdad.assign(thin=thin_mask(mdad) | flat_mask(mdad)).set_index(
+        ["method", "size", "sources", "split"])
     for row in summary.itertuples(index=False):
         key = (row.method, row.size, row.sources)
         cells = [str(row.method), str(row.size), str(row.sources)]
-        for frame in (keyed, keyed_smooth):
-            if frame is None:
-                continue
-            for split in ("seen", "unseen"):
-                m = frame.loc[(*key, split)]
-                cells.append(interval(m.mdad, m.mdad_low, m.mdad_high))
+        for split in ("seen", "unseen"):
+            m = keyed.loc[(*key, split)]
+            cells.append(interval(m.mdad, m.mdad_low, m.mdad_high, m.max_gap)
+                         + (" †" if m.thin else ""))
+            cells.append(censored(m.mdad_smooth, m.max_gap) + (" ‡" if disagree(m) else ""))
+        if len(pair_counts) > 1:
+            cells.append(f"{int(keyed.loc[(*key, 'seen')].pairs):,}")
         cells += [points(row.mae_seen), f"{row.kendall_tau_seen:.2f}",
                   f"{row.kendall_tau_unseen:.2f}"]
-        table.add_row(*cells)
+        table.add_row(*(escape(cell) for cell in cells))
     return table
 
 

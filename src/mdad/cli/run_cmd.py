@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from mdad import __version__
@@ -21,7 +22,6 @@ from mdad.cli.render import study_table
 from mdad.data import MissingPolicy, Orientation, load_dataset
 from mdad.data.files import read_name_list
 from mdad.errors import ConfigError
-from mdad.metrics import MdadEstimator
 from mdad.study import (
     ALL_TARGETS,
     DEFAULT_METHODS,
@@ -41,6 +41,7 @@ from mdad.study.subtasks import (
     plan_per_subtask,
     run_per_subtask,
 )
+from mdad.study.trust import thin_data_notices
 
 
 class Backend(StrEnum):
@@ -87,9 +88,6 @@ def run(
     threshold: Annotated[float, typer.Option(help="Agreement probability defining MDAD.")] = 0.8,
     seed: Annotated[int, typer.Option(help="Seed of every random draw.")] = 0,
     resamples: Annotated[int, typer.Option(help="Bootstrap resamples for intervals.")] = 1000,
-    mdad_estimator: Annotated[MdadEstimator, typer.Option(
-        help="first-crossing: the paper's MDAD only; smooth: also a monotone fit with a "
-             "bootstrap over runs (mdad_smooth.csv).")] = MdadEstimator.FIRST_CROSSING,
     missing: Annotated[MissingPolicy, typer.Option(
         help="Missing cells: drop the items or the models that have them, or stop."
     )] = MissingPolicy.DROP_ITEMS,
@@ -142,7 +140,7 @@ def run(
         raise ConfigError("--models applies only to synthetic:<shape> datasets")
     data = load_dataset(dataset, missing=missing, **options)
     if note := data.missing.describe():
-        err.print(f"[yellow]note:[/] {note}")
+        err.print(f"[yellow]note:[/] {escape(note)}")
     spec = data.spec
     config = StudyConfig(
         methods=expand_methods(tuple(m.strip() for m in methods.split(",") if m.strip())),
@@ -157,7 +155,6 @@ def run(
         threshold=threshold,
         seed=seed,
         n_resamples=resamples,
-        mdad_estimator=mdad_estimator,
     )
     if workers < 0:
         raise ConfigError(f"--workers must be 0 (one per core) or more; got {workers}")
@@ -180,7 +177,7 @@ def run(
                           default_sizes=spec.sizes if spec and spec.sizes else DEFAULT_SIZES)
         n_cells, subtask_json, plan_notices = plan.n_cells, None, plan.notices
     for notice in plan_notices:
-        err.print(f"[yellow]note:[/] {notice}")
+        err.print(f"[yellow]note:[/] {escape(notice)}")
     out_dir = out or Path("runs") / f"{data.name}-{datetime.now():%Y%m%d-%H%M%S}"
     check_out_dir(out_dir)
     dask_scheduler = (scheduler or "local") if backend is Backend.DASK else None
@@ -212,8 +209,9 @@ def run(
                       f"mdad run --resume {out_dir}")
         raise
     tables, frame, notices, method_seconds, started, cells_done = outcome
+    notices = (*notices, *thin_data_notices(tables.mdad))
     for notice in notices:
-        err.print(f"[yellow]note:[/] {notice}")
+        err.print(f"[yellow]note:[/] {escape(notice)}")
     config_json = run_config(data, plan, version=__version__, command=sys.argv,
                              per_subtask=subtask_json, notices=(*plan_notices, *notices))
     config_json["timing"] = {
@@ -234,12 +232,10 @@ def run(
         title += "; per subtask, pooled over subtasks (size: total items)"
         pooled = tables.mdad["subtask"] == POOLED
         console.print(study_table(
-            tables.mdad[pooled], tables.summary[tables.summary["subtask"] == POOLED], title,
-            None if tables.mdad_smooth is None
-            else tables.mdad_smooth[tables.mdad_smooth["subtask"] == POOLED]))
+            tables.mdad[pooled], tables.summary[tables.summary["subtask"] == POOLED], title))
         console.print("each subtask's MDAD is in mdad.csv (column subtask)")
     else:
-        console.print(study_table(tables.mdad, tables.summary, title, tables.mdad_smooth))
+        console.print(study_table(tables.mdad, tables.summary, title))
     if config_json["confidence_substituted_by_correctness"]:
         console.print("* no confidences in this data: "
                       f"{', '.join(config_json['confidence_substituted_by_correctness'])} "
@@ -269,7 +265,6 @@ def _resume(run_dir: Path) -> None:
     params.update(out=run_dir, resume=None)
     params["target_models"] = (Path(params["target_models"]) if params["target_models"]
                                else None)
-    params["mdad_estimator"] = MdadEstimator(params["mdad_estimator"])
     params["missing"] = MissingPolicy(params["missing"])
     params["orientation"] = Orientation(params["orientation"])
     params["backend"] = Backend(params["backend"])

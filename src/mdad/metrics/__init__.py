@@ -1,15 +1,20 @@
 """Pairwise agreement, MDAD and its intervals, Kendall tau."""
 
 from mdad.metrics.mdad import (
+    MIN_CROSSING_PAIRS,
+    MIN_GROUP_PAIRS,
     NOT_REACHED,
     MdadEstimator,
     MdadResult,
     first_crossing_mdad,
+    monotone_crossings,
     smooth_mdad,
 )
 from mdad.metrics.pairs import N_BINS, PairCounts, agreement, bin_edges, gap_bins, pair_counts
 
 __all__ = [
+    "MIN_CROSSING_PAIRS",
+    "MIN_GROUP_PAIRS",
     "NOT_REACHED",
     "N_BINS",
     "MdadEstimator",
@@ -18,6 +23,7 @@ __all__ = [
     "agreement",
     "bin_edges",
     "first_crossing_mdad",
+    "monotone_crossings",
     "gap_bins",
     "pair_counts",
     "smooth_mdad",

@@ -6,14 +6,16 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 import numpy as np
-from scipy.optimize import isotonic_regression
 
-from mdad.metrics.pairs import bin_edges
+from mdad.metrics.pairs import bin_edges, gap_bins
 
-NOT_REACHED = 0.5  # the reference code's value when no bin reaches the threshold
+NOT_REACHED = 0.5  # the reference code's stand-in for "never reached"; never reported
 CONFIDENCE = 0.95
 # Quantile levels written as the reference code writes them (0.025000000000000022).
 QUANTILES = ((1 - CONFIDENCE) / 2, 1 - (1 - CONFIDENCE) / 2)
+# Below these counts an MDAD rests on too few pairs to be trusted without a warning.
+MIN_CROSSING_PAIRS = 30
+MIN_GROUP_PAIRS = 1000
 
 
 class MdadEstimator(StrEnum):
@@ -27,7 +29,17 @@ class MdadEstimator(StrEnum):
 class MdadResult:
     """An MDAD estimate with its 95% interval, as accuracy fractions (0.05 = 5 points).
 
-    ``mdad`` is 0.5 when agreement never reaches the threshold.
+    A value that was not reached is censored, never a number: `mdad` is NaN when the
+    agreement never reaches the threshold within the observed gaps (then the MDAD is
+    larger than `max_gap`), and an interval bound is NaN (unbounded) when its
+    bootstrap curve never reaches it.
+
+    Attributes
+    ----------
+    n_pairs : target pairs behind the estimate (all bins, all runs).
+    max_gap : the largest |reference gap| among them.
+    crossing_pairs : pairs in the bin that set `mdad` (0 when not reached).
+    tied_pairs : pairs whose reference gap is exactly 0 (they never agree).
     """
 
     mdad: float
@@ -36,13 +48,27 @@ class MdadResult:
     threshold: float
     estimator: MdadEstimator
     n_pairs: int
+    max_gap: float
+    crossing_pairs: int = 0
+    tied_pairs: int = 0
+
+    @property
+    def reached(self) -> bool:
+        return not np.isnan(self.mdad)
+
+
+def _last_edge(pairs: np.ndarray) -> float:
+    """Lower edge of the last non-empty bin: a lower bound on the largest gap."""
+    nonempty = np.flatnonzero(pairs > 0)
+    return float(bin_edges(nonempty[-1])) if nonempty.size else float("nan")
 
 
 def _first_at_least(curves: np.ndarray, valid: np.ndarray, threshold: float) -> np.ndarray:
-    """Lower bin edge of the first valid bin whose value reaches `threshold`, per row."""
+    """Lower bin edge of the first valid bin whose value reaches `threshold`, per row;
+    NaN where none does."""
     hit = (curves >= threshold) & valid
     first = np.argmax(hit, axis=-1)
-    return np.where(hit.any(axis=-1), bin_edges(first), NOT_REACHED)
+    return np.where(hit.any(axis=-1), bin_edges(first), np.nan)
 
 
 def first_crossing_mdad(
@@ -52,6 +78,8 @@ def first_crossing_mdad(
     threshold: float = 0.8,
     n_resamples: int = 1000,
     rng: np.random.Generator,
+    max_gap: float | None = None,
+    tied_pairs: int = 0,
 ) -> MdadResult:
     """The paper's MDAD: the first |gap| bin whose mean agreement reaches `threshold`.
 
@@ -70,6 +98,11 @@ def first_crossing_mdad(
     n_resamples : int
         Bootstrap resamples per bin.
     rng : numpy.random.Generator
+    max_gap : float, optional
+        The largest |gap| among the pairs (fraction); default the lower edge of the
+        last non-empty bin, a lower bound on it.
+    tied_pairs : int
+        How many of the pairs have a reference gap of exactly 0 (reported only).
 
     Examples
     --------
@@ -82,32 +115,78 @@ def first_crossing_mdad(
         mean = np.where(valid, agreeing / np.maximum(pairs, 1), 0.0)
     draws = rng.binomial(pairs, mean, size=(n_resamples, pairs.size)) / np.maximum(pairs, 1)
     lower, upper = np.quantile(draws, QUANTILES, axis=0)
+    point = float(_first_at_least(mean, valid, threshold))
+    crossing = 0 if np.isnan(point) else int(pairs[gap_bins(np.array(point + 1e-12))])
     return MdadResult(
-        mdad=float(_first_at_least(mean, valid, threshold)),
+        mdad=point,
         low=float(_first_at_least(upper, valid, threshold)),
         high=float(_first_at_least(lower, valid, threshold)),
         threshold=threshold,
         estimator=MdadEstimator.FIRST_CROSSING,
         n_pairs=int(pairs.sum()),
+        max_gap=_last_edge(pairs) if max_gap is None else float(max_gap),
+        crossing_pairs=crossing,
+        tied_pairs=int(tied_pairs),
     )
 
 
-def _monotone_crossing(pairs: np.ndarray, agreeing: np.ndarray, threshold: float) -> float:
-    """Where a monotone (isotonic) fit of agreement on |gap| first reaches `threshold`,
-    interpolated linearly between bin edges."""
-    valid = np.flatnonzero(pairs > 0)
-    if valid.size == 0:
-        return NOT_REACHED
-    fitted = isotonic_regression(agreeing[valid] / pairs[valid], weights=pairs[valid]).x
-    gaps = bin_edges(valid)
-    above = np.flatnonzero(fitted >= threshold)
-    if above.size == 0:
-        return NOT_REACHED
-    k = int(above[0])
-    if k == 0:
-        return float(gaps[0])
-    x0, x1, y0, y1 = gaps[k - 1], gaps[k], fitted[k - 1], fitted[k]
-    return float(x0 + (threshold - y0) / (y1 - y0) * (x1 - x0))
+def monotone_crossings(pairs: np.ndarray, agreeing: np.ndarray,
+                       threshold: float) -> tuple[np.ndarray, np.ndarray]:
+    """Where the isotonic (non-decreasing, pair-weighted) fit of each curve's agreement
+    on |gap| first reaches `threshold`, interpolated linearly between the edges of
+    non-empty bins, without fitting the curves one by one.
+
+    Uses the min-max form of isotonic regression, fit[i] = max_{j<=i} min_{m>=i}
+    mean(j..m): fit[i] >= t exactly when min_{m>=i} S[m] >= min_{j<=i} S[j-1], with S
+    the running sum of agreeing - t * pairs. At the first such bin k, which starts a
+    block of the fit, fit[k] = min_{m>=k} mean(k..m); at the non-empty bin before it,
+    which ends one, fit = max_{j} mean(j..that bin).
+
+    Parameters
+    ----------
+    pairs, agreeing : int arrays of shape (n_curves, n_bins)
+
+    Returns
+    -------
+    crossing : float array of shape (n_curves,), NaN where the fit never reaches it.
+    crossing_pairs : int array of shape (n_curves,), pairs in bin k (0 if none).
+    """
+    pairs = np.asarray(pairs, dtype=np.float64)
+    agreeing = np.asarray(agreeing, dtype=np.float64)
+    n_curves, n_bins = pairs.shape
+    rows = np.arange(n_curves)
+    valid = pairs > 0
+
+    def shifted(cumulative: np.ndarray) -> np.ndarray:  # value before each bin
+        return np.concatenate([np.zeros((n_curves, 1)), cumulative[:, :-1]], axis=1)
+
+    running = np.cumsum(agreeing - threshold * pairs, axis=1)
+    before_min = np.minimum.accumulate(shifted(running), axis=1)
+    after_min = np.minimum.accumulate(running[:, ::-1], axis=1)[:, ::-1]
+    hit = valid & (after_min - before_min >= -1e-9)
+    reached = hit.any(axis=1)
+    k = np.argmax(hit, axis=1)
+    total_agree, total_pairs = np.cumsum(agreeing, axis=1), np.cumsum(pairs, axis=1)
+    agree_before, pairs_before = shifted(total_agree), shifted(total_pairs)
+    bins = np.arange(n_bins)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        # fit at k: min over m >= k of mean(k..m)
+        span = total_pairs - pairs_before[rows, k][:, None]
+        mean_from_k = (total_agree - agree_before[rows, k][:, None]) / span
+        y1 = np.where((bins >= k[:, None]) & (span > 0), mean_from_k, np.inf).min(axis=1)
+        # the last non-empty bin before k, and the fit there
+        last_valid = np.maximum.accumulate(np.where(valid, bins, -1), axis=1)
+        previous = np.where(k > 0, last_valid[rows, np.maximum(k - 1, 0)], -1)
+        at = np.maximum(previous, 0)
+        span = total_pairs[rows, at][:, None] - pairs_before
+        mean_to_prev = (total_agree[rows, at][:, None] - agree_before) / span
+        y0 = np.where((bins <= at[:, None]) & (span > 0), mean_to_prev, -np.inf).max(axis=1)
+        x0, x1 = bin_edges(at), bin_edges(k)
+        between = x0 + (threshold - y0) / (y1 - y0) * (x1 - x0)
+    crossing = np.where(previous < 0, x1, between)
+    crossing = np.where(reached, crossing, np.nan)
+    crossing_pairs = np.where(reached, pairs[rows, k], 0).astype(np.int64)
+    return crossing, crossing_pairs
 
 
 def smooth_mdad(
@@ -117,6 +196,8 @@ def smooth_mdad(
     threshold: float = 0.8,
     n_resamples: int = 1000,
     rng: np.random.Generator,
+    max_gap: float | None = None,
+    tied_pairs: int = 0,
 ) -> MdadResult:
     """MDAD from a monotone fit of agreement against |gap|, bootstrapped over runs.
 
@@ -129,19 +210,34 @@ def smooth_mdad(
     ----------
     run_pairs, run_agreeing : int arrays of shape (n_runs, n_bins)
         Per-run pair and agreement counts in each |gap| bin.
+    max_gap, tied_pairs : as in `first_crossing_mdad`.
+
+    A resample whose fit never reaches the threshold counts as an infinite MDAD, so
+    an interval bound that falls on such resamples is NaN (unbounded).
     """
     n_runs = run_pairs.shape[0]
-    point = _monotone_crossing(run_pairs.sum(axis=0), run_agreeing.sum(axis=0), threshold)
-    counts = rng.multinomial(n_runs, np.full(n_runs, 1.0 / n_runs), size=n_resamples)
-    boot_pairs, boot_agreeing = counts @ run_pairs, counts @ run_agreeing
-    crossings = np.array([_monotone_crossing(p, a, threshold)
-                          for p, a in zip(boot_pairs, boot_agreeing, strict=True)])
-    low, high = np.quantile(crossings, QUANTILES)
+    total_pairs = run_pairs.sum(axis=0)
+    used = np.flatnonzero(total_pairs)
+    point, crossing, low, high = np.nan, 0, np.inf, np.inf
+    if used.size:
+        span = slice(0, used[-1] + 1)  # bins past the last pair are empty in every resample
+        run_pairs, run_agreeing = run_pairs[:, span], run_agreeing[:, span]
+        points, crossings_pairs = monotone_crossings(
+            total_pairs[None, span], run_agreeing.sum(axis=0)[None, :], threshold)
+        point, crossing = float(points[0]), int(crossings_pairs[0])
+        counts = rng.multinomial(n_runs, np.full(n_runs, 1.0 / n_runs), size=n_resamples)
+        crossings, _ = monotone_crossings(counts @ run_pairs, counts @ run_agreeing, threshold)
+        with np.errstate(invalid="ignore"):  # inf - inf between unreached resamples
+            low, high = np.quantile(np.where(np.isnan(crossings), np.inf, crossings),
+                                    QUANTILES)
     return MdadResult(
         mdad=point,
-        low=float(low),
-        high=float(high),
+        low=float(low) if np.isfinite(low) else float("nan"),
+        high=float(high) if np.isfinite(high) else float("nan"),
         threshold=threshold,
         estimator=MdadEstimator.SMOOTH,
         n_pairs=int(run_pairs.sum()),
+        max_gap=_last_edge(total_pairs) if max_gap is None else float(max_gap),
+        crossing_pairs=crossing,
+        tied_pairs=int(tied_pairs),
     )

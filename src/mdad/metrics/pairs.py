@@ -23,13 +23,15 @@ def bin_edges(bins: np.ndarray | int) -> np.ndarray:
 
 
 def agreement(estimated_gap: np.ndarray, reference_gap: np.ndarray) -> np.ndarray:
-    """1 where the estimated gap has the reference gap's sign and is not zero.
+    """1 where the estimated gap has the reference gap's sign and neither is zero.
 
-    A tie on the micro-benchmark (estimated gap 0) is a disagreement. Signs follow
-    the reference code's ``copysign``: a reference gap of +0.0 counts as positive.
+    A tie on the micro-benchmark (estimated gap 0) is a disagreement, as in the
+    paper. A tie on the reference (gap exactly 0) is one too: equal models have no
+    order to recover. (The reference code read it as +0 by ``copysign`` and so
+    counted about half of such pairs as agreeing.)
     """
     same_sign = np.signbit(estimated_gap) == np.signbit(reference_gap)
-    return same_sign & (estimated_gap != 0)
+    return same_sign & (estimated_gap != 0) & (reference_gap != 0)
 
 
 @dataclass(frozen=True)
@@ -40,7 +42,11 @@ class PairCounts:
     ----------
     pairs, agreeing : int arrays of shape (n_runs, N_BINS)
         Number of target pairs in each |gap| bin, and how many the micro-benchmark
-        ranked as the reference does.
+        ranked as the reference does. A pair whose reference gap is exactly 0 has no
+        order to recover: it counts in bin 0 and never agrees, so tied models can
+        only delay the crossing, never set an MDAD of 0.
+    tied : int array of shape (n_runs,)
+        Pairs whose reference gap is exactly 0 (all in bin 0).
     kendall_tau : float array of shape (n_runs,)
         Kendall's tau-b between estimated and reference accuracies (NaN if either
         is constant).
@@ -49,6 +55,7 @@ class PairCounts:
     pairs: np.ndarray
     agreeing: np.ndarray
     kendall_tau: np.ndarray
+    tied: np.ndarray
 
 
 # Each pair of a run, oriented so that its reference gap d_ref >= 0, is tallied by
@@ -126,9 +133,9 @@ def pair_counts(estimates: np.ndarray, reference: np.ndarray, *, block: int = 1 
         for run in range(n_runs):
             tallies[run] = tally(run)
     pairs = tallies.sum(axis=(2, 3))
-    # agree: d_ref > 0 with a positive estimated gap, or a tie on the reference
-    # (read as +0, a positive gap in the target order) estimated in that order
-    agreeing = tallies[:, :, 0, _POS] + tallies[:, :, 1, _NEG]
+    # agree: d_ref > 0 with a positive estimated gap. (The reference code reads a tied
+    # reference as +0 and counts it as agreeing half the time, by target order.)
+    agreeing = tallies[:, :, 0, _POS]
     strict = tallies[:, :, 0].sum(axis=1)  # (n_runs, 3) over bins, d_ref > 0
     concordance = strict[:, _POS] - strict[:, _NEG]
     tied_estimate = tallies[:, :, :, _ZERO].sum(axis=(1, 2))
@@ -137,4 +144,4 @@ def pair_counts(estimates: np.ndarray, reference: np.ndarray, *, block: int = 1 
     with np.errstate(invalid="ignore", divide="ignore"):
         tau = concordance / np.sqrt((n_pairs - tied_estimate) * (n_pairs - tied_reference))
     tau[~np.isfinite(estimates).all(axis=1)] = np.nan
-    return PairCounts(pairs, agreeing, tau)
+    return PairCounts(pairs, agreeing, tau, tied_reference.astype(np.int64))

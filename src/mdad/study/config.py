@@ -10,7 +10,6 @@ import numpy as np
 
 from mdad.data.matrix import ResponseMatrix
 from mdad.errors import ConfigError
-from mdad.metrics.mdad import MdadEstimator
 from mdad.selection import METHODS, SeenPool, get_method
 from mdad.study.design import seen_pool_size
 
@@ -50,7 +49,6 @@ class StudyConfig:
     target_models : a fixed list of target model names instead of random draws.
     threshold : agreement probability that defines MDAD, in (0, 1).
     n_resamples : bootstrap resamples for MDAD intervals.
-    mdad_estimator : besides the paper's first-crossing MDAD, also the smooth one.
     """
 
     methods: tuple[str, ...] = DEFAULT_METHODS
@@ -62,12 +60,9 @@ class StudyConfig:
     threshold: float = 0.8
     seed: int = 0
     n_resamples: int = 1000
-    mdad_estimator: MdadEstimator = MdadEstimator.FIRST_CROSSING
 
     def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["mdad_estimator"] = self.mdad_estimator.value
-        return data
+        return asdict(self)
 
 
 @dataclass(frozen=True, eq=False)
@@ -133,6 +128,8 @@ def plan_study(
         raise ConfigError(f"--threshold must be in (0, 1); got {config.threshold}")
     if not config.sources:
         raise ConfigError("--sources must give at least one number of source models")
+    if len(set(config.sources)) != len(config.sources):
+        raise ConfigError(f"--sources lists a count twice: {','.join(map(str, config.sources))}")
     for n in config.sources:
         _check_positive(n, "--sources")
 
@@ -152,12 +149,8 @@ def plan_study(
                           + (f" ({matrix.n_models} models - {n_sources} sources)"
                              if config.n_targets == ALL_TARGETS else ""))
     if n_targets + n_sources > matrix.n_models:
-        raise ConfigError(
-            f"{matrix.source} has {matrix.n_models} models, fewer than {n_targets} targets + "
-            f"{n_sources} sources; with {n_targets} targets use --sources "
-            f"{matrix.n_models - n_targets} or less (or --targets "
-            f"{max(matrix.n_models - n_sources, 0)} with {n_sources} sources)"
-        )
+        raise ConfigError(_too_few_models(matrix, n_targets, n_sources,
+                                          max(1, *(m.min_sources for m in methods))))
 
     pool_size = seen_pool_size(matrix.subtask_codes)
     notices: list[str] = []
@@ -204,3 +197,22 @@ def plan_study(
                 f"(at most {limit}); lower --sizes or drop the method"
             )
     return StudyPlan(config, sizes, n_targets, fixed, tuple(notices))
+
+
+def _too_few_models(matrix: ResponseMatrix, n_targets: int, n_sources: int,
+                    min_sources: int) -> str:
+    """What to ask for when targets and sources need more models than there are; only
+    values that can work are suggested."""
+    n = matrix.n_models
+    text = f"{matrix.source} has {n} models, fewer than {n_targets} targets + {n_sources} sources"
+    if n < 2 + min_sources:
+        return (f"{text}; a study needs at least {2 + min_sources} models (2 targets and "
+                f"{min_sources} source{'s' if min_sources > 1 else ''} for these methods)")
+    options = []
+    if n - n_targets >= min_sources:
+        options.append(f"--sources {n - n_targets} or less with {n_targets} targets")
+    if n - n_sources >= 2:
+        options.append(f"--targets {n - n_sources} or less with {n_sources} sources")
+    if not options:  # n >= 2 + min_sources, so this one works
+        options.append(f"--targets 2 --sources {n - 2}")
+    return f"{text}; use " + ", or ".join(options)

@@ -1,4 +1,5 @@
-"""Turn a study's estimates into its tables: MDAD, estimation error, Kendall tau."""
+"""Turn a study's estimates into its tables: MDAD, the agreement curves behind it,
+estimation error and Kendall tau."""
 
 from __future__ import annotations
 
@@ -7,23 +8,36 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from mdad.metrics.mdad import MdadEstimator, MdadResult, first_crossing_mdad, smooth_mdad
-from mdad.metrics.pairs import pair_counts
+from mdad.metrics.mdad import MdadResult, first_crossing_mdad, smooth_mdad
+from mdad.metrics.pairs import bin_edges, pair_counts
 from mdad.study.runner import StudyResult
 from mdad.study.seeds import metric_rng
 
 SPLITS = ("seen", "unseen")
-MDAD_COLUMNS = ["method", "size", "sources", "split", "mdad", "mdad_low", "mdad_high", "threshold"]
+GROUP_COLUMNS = ["method", "size", "sources", "split"]
+MDAD_COLUMNS = [*GROUP_COLUMNS, "mdad", "mdad_low", "mdad_high", "threshold", "reached",
+                "max_gap", "pairs", "crossing_pairs", "tied_pairs", "mdad_smooth",
+                "mdad_smooth_low", "mdad_smooth_high", "smooth_reached"]
+AGREEMENT_COLUMNS = [*GROUP_COLUMNS, "gap", "pairs", "agreeing"]
 
 
 @dataclass(frozen=True, eq=False)
 class StudyTables:
-    """The tables a study writes: ``mdad`` (first crossing, the paper's), ``mdad_smooth``
-    (when asked for) and ``summary`` (error and Kendall tau over runs)."""
+    """The tables a study writes.
+
+    Attributes
+    ----------
+    mdad : one row per method, size, source count and split (mdad.csv): the paper's
+        first-crossing MDAD and the smooth one, each with its interval (NaN: not
+        reached, or unbounded), and the pairs behind them.
+    summary : per method, size and source count, error and Kendall tau over runs.
+    agreement : the binned agreement curve behind every MDAD (agreement.csv): one
+        row per non-empty 0.5-point |gap| bin, pairs pooled over runs.
+    """
 
     mdad: pd.DataFrame
     summary: pd.DataFrame
-    mdad_smooth: pd.DataFrame | None = None
+    agreement: pd.DataFrame
 
 
 def _mean_and_se(values: np.ndarray) -> tuple[float, float]:
@@ -35,19 +49,31 @@ def _mean_and_se(values: np.ndarray) -> tuple[float, float]:
     return float(finite.mean()), float(se)
 
 
-def _mdad_row(method: str, size: int, sources: int, split: str, res: MdadResult) -> dict:
-    return {"method": method, "size": size, "sources": sources, "split": split,
-            "mdad": res.mdad, "mdad_low": res.low, "mdad_high": res.high,
-            "threshold": res.threshold}
+def _mdad_row(group: dict, faithful: MdadResult, smooth: MdadResult) -> dict:
+    return {**group, "mdad": faithful.mdad, "mdad_low": faithful.low,
+            "mdad_high": faithful.high, "threshold": faithful.threshold,
+            "reached": faithful.reached, "max_gap": faithful.max_gap,
+            "pairs": faithful.n_pairs, "crossing_pairs": faithful.crossing_pairs,
+            "tied_pairs": faithful.tied_pairs, "mdad_smooth": smooth.mdad,
+            "mdad_smooth_low": smooth.low, "mdad_smooth_high": smooth.high,
+            "smooth_reached": smooth.reached}
+
+
+def largest_gap(reference: np.ndarray) -> float:
+    """The largest |accuracy gap| between two targets of one run, over runs, of a
+    (n_runs, n_targets) array; NaN when no run has two targets."""
+    if reference.shape[0] == 0 or reference.shape[1] < 2:
+        return float("nan")
+    return float(np.max(reference.max(axis=1) - reference.min(axis=1)))
 
 
 def evaluate(result: StudyResult, *, stream: str = "") -> StudyTables:
     """Compute every table of `result`. Bootstrap draws come from generators derived
     from the study seed, `stream` (e.g. a subtask) and the group, so tables recompute
-    identically."""
+    identically; the smooth estimate draws after the first crossing's, from the same
+    generator."""
     config = result.plan.config
-    mdad_rows, smooth_rows, summary_rows = [], [], []
-    smooth = config.mdad_estimator is MdadEstimator.SMOOTH
+    mdad_rows, summary_rows, curves = [], [], []
     for m, method in enumerate(config.methods):
         for s, size in enumerate(result.plan.sizes):
             for c, sources in enumerate(config.sources):
@@ -58,15 +84,18 @@ def evaluate(result: StudyResult, *, stream: str = "") -> StudyTables:
                     counts = pair_counts(estimates, reference)
                     labels = (stream, method) if stream else (method,)
                     rng = metric_rng(config.seed, *labels, size, sources, split)
-                    faithful = first_crossing_mdad(
-                        counts.pairs.sum(axis=0), counts.agreeing.sum(axis=0),
-                        threshold=config.threshold, n_resamples=config.n_resamples, rng=rng)
-                    mdad_rows.append(_mdad_row(method, size, sources, split, faithful))
-                    if smooth:
-                        fitted = smooth_mdad(counts.pairs, counts.agreeing,
-                                             threshold=config.threshold,
-                                             n_resamples=config.n_resamples, rng=rng)
-                        smooth_rows.append(_mdad_row(method, size, sources, split, fitted))
+                    pairs, agreeing = counts.pairs.sum(axis=0), counts.agreeing.sum(axis=0)
+                    shared = {"threshold": config.threshold, "n_resamples": config.n_resamples,
+                              "rng": rng, "max_gap": largest_gap(reference),
+                              "tied_pairs": int(counts.tied.sum())}
+                    faithful = first_crossing_mdad(pairs, agreeing, **shared)
+                    smooth = smooth_mdad(counts.pairs, counts.agreeing, **shared)
+                    group = {**row, "split": split}
+                    mdad_rows.append(_mdad_row(group, faithful, smooth))
+                    nonempty = np.flatnonzero(pairs)
+                    curves.append(pd.DataFrame({
+                        **group, "gap": bin_edges(nonempty), "pairs": pairs[nonempty],
+                        "agreeing": agreeing[nonempty]}, columns=AGREEMENT_COLUMNS))
                     error = np.abs(estimates - reference).mean(axis=1)
                     row[f"mae_{split}"], row[f"mae_{split}_se"] = _mean_and_se(error)
                     tau = counts.kendall_tau
@@ -74,8 +103,10 @@ def evaluate(result: StudyResult, *, stream: str = "") -> StudyTables:
                         _mean_and_se(tau))
                 row["runs"] = estimates.shape[0]
                 summary_rows.append(row)
+    agreement = (pd.concat(curves, ignore_index=True) if curves
+                 else pd.DataFrame(columns=AGREEMENT_COLUMNS))
     return StudyTables(
         mdad=pd.DataFrame(mdad_rows, columns=MDAD_COLUMNS),
         summary=pd.DataFrame(summary_rows),
-        mdad_smooth=pd.DataFrame(smooth_rows, columns=MDAD_COLUMNS) if smooth else None,
+        agreement=agreement,
     )

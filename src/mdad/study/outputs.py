@@ -78,7 +78,7 @@ def _reads_confidence(method: str) -> bool:
 def write_run_dir(out_dir: Path, results: pd.DataFrame, tables: StudyTables,
                   config: dict[str, Any]) -> Path:
     """Write `results` (one row per estimate) as results.parquet, with mdad.csv,
-    summary.csv, config.json (and mdad_smooth.csv), into a hidden temporary folder
+    agreement.csv, summary.csv and config.json, into a hidden temporary folder
     beside `out_dir`, then rename it into place."""
     out_dir = Path(out_dir)
     check_out_dir(out_dir)
@@ -94,8 +94,7 @@ def write_run_dir(out_dir: Path, results: pd.DataFrame, tables: StudyTables,
     try:
         results.to_parquet(staging / "results.parquet", index=False)
         tables.mdad.to_csv(staging / "mdad.csv", index=False)
-        if tables.mdad_smooth is not None:
-            tables.mdad_smooth.to_csv(staging / "mdad_smooth.csv", index=False)
+        tables.agreement.to_csv(staging / "agreement.csv", index=False)
         tables.summary.to_csv(staging / "summary.csv", index=False)
         (staging / "config.json").write_text(json.dumps(config, indent=2) + "\n")
         if out_dir.exists():

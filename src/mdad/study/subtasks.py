@@ -113,23 +113,19 @@ def evaluate_per_subtask(studies: list[SubtaskStudy], results: list[StudyResult]
     pooled block (subtask ``(pooled)``), whose `size` is the total over subtasks."""
     blocks = [(study.name, result) for study, result in zip(studies, results, strict=True)]
     blocks.append((POOLED, pool_results(results, fractions)))
-    parts: dict[str, list[pd.DataFrame]] = {"mdad": [], "summary": [], "mdad_smooth": []}
+    parts: dict[str, list[pd.DataFrame]] = {"mdad": [], "summary": [], "agreement": []}
     for name, result in blocks:
         tables = evaluate(result, stream=name)
         fraction_of = dict(zip(result.plan.sizes, fractions, strict=True))
         for key in parts:
-            table = getattr(tables, key)
-            if table is None:
-                continue
-            table = table.copy()
+            table = getattr(tables, key).copy()
             table.insert(0, "subtask", name)
             table.insert(2, "fraction", table["size"].map(fraction_of))
             parts[key].append(table)
     return StudyTables(
         mdad=pd.concat(parts["mdad"], ignore_index=True),
         summary=pd.concat(parts["summary"], ignore_index=True),
-        mdad_smooth=pd.concat(parts["mdad_smooth"], ignore_index=True)
-        if parts["mdad_smooth"] else None,
+        agreement=pd.concat(parts["agreement"], ignore_index=True),
     )
 
 

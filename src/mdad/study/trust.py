@@ -1,0 +1,69 @@
+"""Where an MDAD table rests on too little data: the notices `mdad run` prints and the
+report shows, computed from mdad.csv's own columns."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from mdad.metrics.mdad import MIN_CROSSING_PAIRS, MIN_GROUP_PAIRS
+
+SHOWN = 4  # rows named in a notice; the rest are counted
+
+
+def _label(row: pd.Series) -> str:
+    where = f"{row.subtask}: " if "subtask" in row and row.subtask is not None else ""
+    return f"{where}{row.method} at {row['size']} items, {row.sources} sources, {row.split}"
+
+
+def _named(rows: pd.DataFrame, detail) -> str:
+    named = "; ".join(f"{_label(row)} ({detail(row)})" for _, row in rows.head(SHOWN).iterrows())
+    more = len(rows) - SHOWN
+    return named + (f"; and {more} more (see mdad.csv)" if more > 0 else "")
+
+
+def differing_pairs(mdad: pd.DataFrame) -> pd.Series:
+    """Pairs of each row whose reference gap is not 0."""
+    return mdad.pairs - mdad.tied_pairs
+
+
+def thin_mask(mdad: pd.DataFrame) -> pd.Series:
+    """Rows whose MDAD rests on few pairs: fewer than `MIN_GROUP_PAIRS` in the row, or
+    a value set by a bin of fewer than `MIN_CROSSING_PAIRS`; rows where almost no
+    pair differs are excluded (see `flat_mask`)."""
+    return ~flat_mask(mdad) & ((mdad.pairs < MIN_GROUP_PAIRS) | (
+        mdad.reached.astype(bool) & (mdad.crossing_pairs < MIN_CROSSING_PAIRS)))
+
+
+def flat_mask(mdad: pd.DataFrame) -> pd.Series:
+    """Rows where fewer than `MIN_CROSSING_PAIRS` target pairs differ at all."""
+    return differing_pairs(mdad) < MIN_CROSSING_PAIRS
+
+
+def thin_data_notices(mdad: pd.DataFrame) -> tuple[str, ...]:
+    """One notice for rows whose MDAD rests on few pairs (the crossing bin holds fewer
+    than `MIN_CROSSING_PAIRS`, or the row fewer than `MIN_GROUP_PAIRS` pairs), and one
+    for rows in which no, or almost no, target pair differs on the reference.
+
+    `mdad` has mdad.csv's columns (`pairs`, `crossing_pairs`, `tied_pairs`, `reached`).
+    Tables from before these columns existed give no notice.
+    """
+    if not {"pairs", "crossing_pairs", "tied_pairs"} <= set(mdad.columns):
+        return ()
+    notices = []
+    flat = mdad[flat_mask(mdad)]
+    if not flat.empty:
+        notices.append(
+            f"no MDAD can be measured where (almost) no target pair differs on the reference "
+            f"pool; {len(flat)} of {len(mdad)} rows: "
+            + _named(flat, lambda r: f"{r.pairs - r.tied_pairs} of {r.pairs} pairs differ")
+            + "; check that the models are not identical, or all right or all wrong")
+    thin = mdad[thin_mask(mdad)]
+    if not thin.empty:
+        notices.append(
+            f"MDAD rests on few pairs in {len(thin)} of {len(mdad)} rows (fewer than "
+            f"{MIN_GROUP_PAIRS:,} pairs in the row, or fewer than {MIN_CROSSING_PAIRS} in the "
+            "bin that sets the value): "
+            + _named(thin, lambda r: f"{r.pairs:,} pairs, crossing bin {r.crossing_pairs}")
+            + "; these values can move by several points with the seed: use more --runs or "
+            "--targets, and compare with the smooth estimate")
+    return tuple(notices)
