@@ -4,6 +4,7 @@ and the page opened in headless Chromium."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import shutil
@@ -113,14 +114,16 @@ def test_agreement_curves_match_an_independent_computation(run_dir: Path) -> Non
     for method in ("random", "anchor-points"):
         for size in (10, 100):
             group = results[(results.method == method) & (results["size"] == size)]
-            records = []
-            for _, one in group.groupby("run"):
-                records += ref.agreement_records(one.seen_accuracy.tolist(),
-                                                 one.unseen_accuracy.tolist(),
-                                                 one.estimate.tolist())
             by_bin: dict[float, list[int]] = {}
-            for record in records:
-                by_bin.setdefault(record.bin_seen, []).append(record.agree_seen)
+            for _, one in group.groupby("run"):
+                # the reference's records, except that a pair of equal models (reference
+                # gap exactly 0) never agrees
+                seen = one.seen_accuracy.tolist()
+                for record, (a, b) in zip(
+                        ref.agreement_records(seen, one.unseen_accuracy.tolist(),
+                                              one.estimate.tolist()),
+                        itertools.combinations(seen, 2), strict=True):
+                    by_bin.setdefault(record.bin_seen, []).append(record.agree_seen * (a != b))
             curve = curves[(method, size, "seen")]
             assert np.allclose(curve.gap, sorted(by_bin))
             assert np.allclose(curve.agreement, [np.mean(by_bin[b]) for b in sorted(by_bin)])

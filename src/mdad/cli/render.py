@@ -8,23 +8,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from mdad.data.info import DataInfo
-
-
-def points(value: float) -> str:
-    return "—" if pd.isna(value) else f"{100 * value:.1f}"
-
-
-def censored(value: float, max_gap: float) -> str:
-    """An MDAD in points, or "> max gap" when it was not reached."""
-    return f"> {points(max_gap)}" if pd.isna(value) else points(value)
-
-
-def interval(mdad: float, low: float, high: float, max_gap: float) -> str:
-    """MDAD with its 95% interval; an unreached bound is unbounded (∞), and when even
-    the lower bound is unreached there is no interval to show."""
-    if pd.isna(low):
-        return censored(mdad, max_gap)
-    return f"{censored(mdad, max_gap)} [{points(low)}, {'∞' if pd.isna(high) else points(high)}]"
+from mdad.display import censored, interval, points
 
 
 def disagree(row) -> bool:

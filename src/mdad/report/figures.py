@@ -57,6 +57,20 @@ def _size_axis(axis, sizes: list[int], pool: int | None) -> None:
                     else "micro-benchmark size")
 
 
+def _censored_markers(axis, x, rows: pd.DataFrame, color: str) -> None:
+    """Unreached MDADs: an open upward triangle at the largest gap observed (the value
+    lies above it), never joined to the line."""
+    censored = ~rows.reached.astype(bool).to_numpy()
+    if censored.any():
+        axis.plot(np.asarray(x)[censored], rows.max_gap.to_numpy()[censored] * POINTS,
+                  marker="^", markersize=7, linestyle="none", markerfacecolor="white",
+                  markeredgecolor=color, markeredgewidth=1.3)
+
+
+CENSORED_NOTE = ("open triangles: not reached within the observed gaps, drawn at the "
+                 "largest gap (the MDAD is above it)")
+
+
 def _legend(figure: Figure, axes: list) -> None:
     handles, labels = axes[0].get_legend_handles_labels()
     figure.legend(handles, labels, loc="outside right upper")
@@ -69,19 +83,24 @@ def mdad_vs_size(run: RunData, split: str) -> FigureSpec:
     for method in method_order(list(table.method.unique())):
         rows = table[table.method == method].sort_values("size")
         kwargs = style(method)
+        # NaN (censored) breaks the line: no segment runs through an unreached value
         axis.plot(rows["size"], rows.mdad * POINTS, marker="o", markersize=4, **kwargs)
-        axis.fill_between(rows["size"], rows.mdad_low * POINTS, rows.mdad_high * POINTS,
-                          color=kwargs["color"], alpha=0.12, linewidth=0)
+        _censored_markers(axis, rows["size"], rows, kwargs["color"])
+        # an unbounded upper end fills to the top of the axis
+        top = rows.mdad_high.fillna(np.inf).clip(upper=1.0) * POINTS
+        axis.fill_between(rows["size"], rows.mdad_low * POINTS, top,
+                          where=rows.mdad_low.notna().to_numpy(), color=kwargs["color"],
+                          alpha=0.12, linewidth=0)
     _size_axis(axis, run.sizes, run.seen_pool_size)
     axis.set_ylabel("MDAD (accuracy points)")
-    axis.set_ylim(bottom=0)
+    axis.set_ylim(0, _top(table))
     axis.set_title(f"MDAD by micro-benchmark size, {split} split, {run.main_sources} sources")
     _legend(figure, [axis])
     return FigureSpec(f"mdad_vs_size_{split}",
                       f"MDAD ({split} split) by size: the smallest accuracy gap ranked "
                       f"correctly with probability {run.threshold:.0%}; bands are 95% "
-                      "bootstrap intervals; 50 points means the agreement never reached "
-                      "the threshold. Lower is better.", figure)
+                      f"bootstrap intervals (to the top where unbounded); {CENSORED_NOTE}. "
+                      "Lower is better.", figure)
 
 
 def agreement_by_gap(run: RunData, split: str,
@@ -100,7 +119,7 @@ def agreement_by_gap(run: RunData, split: str,
             axis.plot(curve.gap[shown] * POINTS, curve.agreement[shown], linewidth=1.2,
                       **kwargs)
             row = table[(table.method == method) & (table["size"] == size)]
-            if not row.empty and row.mdad.item() < 0.5:
+            if not row.empty and bool(row.reached.item()):
                 axis.plot(row.mdad.item() * POINTS, run.threshold, marker="o", markersize=5,
                           color=kwargs["color"], linestyle="none")
         axis.axhline(run.threshold, color="#444444", linewidth=0.8, linestyle=":")
@@ -150,25 +169,39 @@ def mdad_vs_sources(run: RunData, split: str) -> FigureSpec:
         for method in method_order(run.methods):
             rows = table[(table.method == method) & (table["size"] == size)].sort_values(
                 "sources")
-            axis.plot(rows.sources, rows.mdad * POINTS, marker="o", markersize=3.5,
-                      **style(method))
+            kwargs = style(method)
+            axis.plot(rows.sources, rows.mdad * POINTS, marker="o", markersize=3.5, **kwargs)
+            _censored_markers(axis, rows.sources, rows, kwargs["color"])
         axis.set_title(f"{size} items")
         axis.set_xlabel("source models")
         axis.set_ylabel("MDAD (points)")
-        axis.set_ylim(bottom=0)
+        axis.set_ylim(0, _top(table))
     _legend(figure, axes)
     return FigureSpec(f"mdad_vs_sources_{split}",
                       f"MDAD ({split} split) by the number of source models the methods "
-                      "select with.", figure)
+                      f"select with; {CENSORED_NOTE}.", figure)
+
+
+def _top(table: pd.DataFrame) -> float:
+    """The y-axis top in points: every reached value, interval end and censoring gap."""
+    values = table[["mdad", "mdad_low", "mdad_high", "max_gap"]].to_numpy(dtype=float)
+    finite = values[np.isfinite(values)]
+    return float(finite.max()) * POINTS * 1.08 if finite.size else 1.0
 
 
 def not_preserved_share(run: RunData) -> pd.DataFrame:
     """Share of the fixed targets' pairwise comparisons whose full-benchmark |gap| is
-    below the (seen) MDAD, per method and size: rows method, size, share."""
+    below the (seen) MDAD, per method and size: rows method, size, share, censored.
+    Where the MDAD was not reached the share is a lower bound (the gaps up to the
+    largest observed one), and `censored` is True."""
     gaps = target_gaps(run)
     table = run.mdad[(run.mdad.split == "seen") & (run.mdad.sources == run.main_sources)]
+    reached = table.reached.astype(bool).to_numpy()
+    bound = np.where(reached, table.mdad.to_numpy(dtype=float),
+                     np.nextafter(table.max_gap.to_numpy(dtype=float), np.inf))
     return pd.DataFrame({"method": table.method.to_numpy(), "size": table["size"].to_numpy(),
-                         "share": [(gaps < m).mean() for m in table.mdad]})
+                         "share": [(gaps < m).mean() for m in bound],
+                         "censored": ~reached})
 
 
 def target_comparisons(run: RunData) -> FigureSpec:
@@ -182,7 +215,7 @@ def target_comparisons(run: RunData) -> FigureSpec:
     reference = "random" if "random" in run.methods else method_order(run.methods)[0]
     table = run.mdad[(run.mdad.split == "seen") & (run.mdad.method == reference)
                      & (run.mdad.sources == run.main_sources)]
-    for row in table.sort_values("size").itertuples():
+    for row in table[table.reached.astype(bool)].sort_values("size").itertuples():
         hist_axis.axvline(row.mdad * POINTS, color=style(reference)["color"], linewidth=1,
                           linestyle="--")
         hist_axis.annotate(f"{row.size}", (row.mdad * POINTS, hist_axis.get_ylim()[1]),
@@ -192,8 +225,13 @@ def target_comparisons(run: RunData) -> FigureSpec:
     hist_axis.set_title(f"Target pairs and {display_name(reference)}'s MDAD by size")
     for method in method_order(list(shares.method.unique())):
         rows = shares[shares.method == method].sort_values("size")
-        share_axis.plot(rows["size"], rows.share * 100, marker="o", markersize=3.5,
-                        **style(method))
+        kwargs = style(method)
+        share_axis.plot(rows["size"], rows.share.where(~rows.censored) * 100, marker="o",
+                        markersize=3.5, **kwargs)
+        lower = rows[rows.censored]
+        share_axis.plot(lower["size"], lower.share * 100, marker="^", markersize=7,
+                        linestyle="none", markerfacecolor="white",
+                        markeredgecolor=kwargs["color"])
     _size_axis(share_axis, run.sizes, run.seen_pool_size)
     share_axis.set_ylabel("comparisons not preserved (%)")
     share_axis.set_ylim(0, 100)
@@ -205,24 +243,34 @@ def target_comparisons(run: RunData) -> FigureSpec:
                       "gaps with the seen-split "
                       "MDAD of each size (dashed), and the share of their comparisons below "
                       "the MDAD, which a micro-benchmark of that size cannot be trusted to "
-                      "settle.", figure)
+                      "settle; open triangles: the MDAD was not reached, so the share is at "
+                      "least this.", figure)
 
 
 def seen_vs_unseen(run: RunData) -> FigureSpec:
     """Figure 6: seen against unseen MDAD per method and size."""
-    table = run.mdad[run.mdad.sources == run.main_sources].pivot_table(
-        index=["method", "size"], columns="split", values="mdad").reset_index()
+    main = run.mdad[run.mdad.sources == run.main_sources]
+    # a censored value is drawn at its largest observed gap, as an open marker
+    main = main.assign(shown=main.mdad.fillna(main.max_gap))
+    table = main.pivot_table(index=["method", "size"], columns="split",
+                             values=["shown", "reached"], aggfunc="first").reset_index()
     figure, (axis,) = _new_figure(WIDTH, 5.6)
     sizes = run.sizes
     for method in method_order(list(table.method.unique())):
         rows = table[table.method == method].sort_values("size")
         kwargs = style(method)
         marker_sizes = 12 + 60 * np.searchsorted(sizes, rows["size"]) / max(len(sizes) - 1, 1)
-        axis.scatter(rows.seen * POINTS, rows.unseen * POINTS, s=marker_sizes,
-                     color=kwargs["color"], label=kwargs["label"], alpha=0.85)
-        axis.plot(rows.seen * POINTS, rows.unseen * POINTS, color=kwargs["color"],
+        seen, unseen = rows[("shown", "seen")] * POINTS, rows[("shown", "unseen")] * POINTS
+        both = (rows[("reached", "seen")].astype(bool)
+                & rows[("reached", "unseen")].astype(bool)).to_numpy()
+        axis.scatter(seen[both], unseen[both], s=marker_sizes[both], color=kwargs["color"],
+                     label=kwargs["label"], alpha=0.85)
+        axis.scatter(seen[~both], unseen[~both], s=marker_sizes[~both] + 20, marker="^",
+                     facecolors="white", edgecolors=kwargs["color"])
+        axis.plot(seen.where(both), unseen.where(both), color=kwargs["color"],
                   linestyle=kwargs["linestyle"], linewidth=0.8, alpha=0.6)
-    top = float(np.nanmax(table[["seen", "unseen"]].to_numpy())) * POINTS * 1.05
+    shown = table[[("shown", "seen"), ("shown", "unseen")]].to_numpy(dtype=float)
+    top = (float(np.nanmax(shown)) if np.isfinite(shown).any() else 0.01) * POINTS * 1.05
     axis.plot([0, top], [0, top], color="#444444", linewidth=0.8, linestyle=":")
     axis.set_xlim(0, top)
     axis.set_ylim(0, top)
@@ -233,7 +281,8 @@ def seen_vs_unseen(run: RunData) -> FigureSpec:
     return FigureSpec("seen_vs_unseen",
                       "Seen against unseen MDAD for every method and size; points above "
                       "the dotted diagonal rank new items of the same task less reliably "
-                      "than the items the methods selected from.", figure)
+                      "than the items the methods selected from; open triangles: a value "
+                      "not reached, drawn at the largest gap observed.", figure)
 
 
 def all_figures(run: RunData) -> list[FigureSpec]:

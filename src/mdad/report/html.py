@@ -12,10 +12,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from mdad.display import censored, points
 from mdad.report.figures import FigureSpec, all_figures
 from mdad.report.run_data import RunData, load_run
-from mdad.report.sentences import findings, points
+from mdad.report.sentences import findings
 from mdad.report.style import display_name, method_order
+from mdad.study.trust import thin_data_notices
 
 CSS = """
 :root { --ink: #1d2327; --muted: #5f6b73; --rule: #dde3e8; --accent: #0072B2; }
@@ -47,6 +49,8 @@ dl.config dt { color: var(--muted); }
 dl.config dd { margin: 0; font-family: ui-monospace, Menlo, Consolas, monospace;
   font-size: 0.88rem; word-break: break-all; }
 .note { color: var(--muted); font-size: 0.9rem; }
+.warning { background: #fff6e5; border-left: 4px solid #E69F00; padding: 10px 16px;
+  border-radius: 4px; }
 """
 
 # Sortable tables, and a status a browser test can read: every figure decoded and
@@ -135,10 +139,14 @@ def render_page(run: RunData, specs: list[FigureSpec], images: dict[str, str]) -
         "<h2>What the run says</h2>", '<div class="findings">',
         *[f"<p>{_e(finding.text)}</p>" for finding in findings(run)],
         "</div>",
+        *[f'<p class="warning"><strong>Thin data.</strong> {_e(notice)}</p>'
+          for notice in thin_data_notices(run.mdad)],
         '<p class="note">MDAD (minimum detectable ability difference): the smallest gap in '
         "accuracy between two models that a micro-benchmark ranks the same way as the full "
         f"(seen) pool with probability at least {run.threshold:.0%}. Numbers are accuracy "
-        "points; intervals are 95% bootstrap intervals.</p>",
+        "points; intervals are 95% bootstrap intervals. A value written \u201c&gt; x\u201d "
+        "was not reached within the largest gap observed, x; an interval end of \u221e was "
+        "not reached either.</p>",
     ]
     if run.per_subtask:
         parts.append('<p class="note">Per-subtask study: figures and tables show the pooled '
@@ -159,8 +167,12 @@ def render_page(run: RunData, specs: list[FigureSpec], images: dict[str, str]) -
 
 def _results_table(run: RunData) -> str:
     mdad = run.mdad.set_index(["method", "size", "sources", "split"])
-    headers = ["method", "size", "sources", "MDAD seen", "95% CI seen", "MDAD unseen",
-               "95% CI unseen", "error seen", "error unseen", "tau seen", "tau unseen"]
+    smooth = "mdad_smooth" in run.mdad.columns
+    headers = ["method", "size", "sources"]
+    for split in ("seen", "unseen"):
+        headers += [f"MDAD {split}", f"95% CI {split}"] + ([f"smooth {split}"] if smooth else [])
+    headers += (["pairs"] if "pairs" in run.mdad.columns else []) + [
+        "error seen", "error unseen", "tau seen", "tau unseen"]
     rows = []
     summary = run.summary.copy()
     summary["order"] = summary.method.map({m: i for i, m in enumerate(
@@ -170,8 +182,13 @@ def _results_table(run: RunData) -> str:
                  (str(row.size), row.size), (str(row.sources), row.sources)]
         for split in ("seen", "unseen"):
             m = mdad.loc[(row.method, row.size, row.sources, split)]
-            cells += [(points(m.mdad), m.mdad),
-                      (f"{points(m.mdad_low)} to {points(m.mdad_high)}", m.mdad_low)]
+            cells += [(censored(m.mdad, m.max_gap), _sort_key(m.mdad)),
+                      (_bounds(m.mdad_low, m.mdad_high), _sort_key(m.mdad_low))]
+            if smooth:
+                cells.append((censored(m.mdad_smooth, m.max_gap), _sort_key(m.mdad_smooth)))
+        if "pairs" in run.mdad.columns:
+            pairs = int(mdad.loc[(row.method, row.size, row.sources, "seen")].pairs)
+            cells.append((f"{pairs:,}", pairs))
         for column in ("mae_seen", "mae_unseen"):
             cells.append((points(getattr(row, column)), getattr(row, column)))
         for column in ("kendall_tau_seen", "kendall_tau_unseen"):
@@ -182,6 +199,17 @@ def _results_table(run: RunData) -> str:
     head = "".join(f"<th>{_e(h)}</th>" for h in headers)
     return (f'<table class="sortable"><thead><tr>{head}</tr></thead>'
             f"<tbody>{''.join(rows)}</tbody></table>")
+
+
+def _bounds(low: float, high: float) -> str:
+    if pd.isna(low):
+        return "not reached"
+    return f"{points(low)} to {'∞' if pd.isna(high) else points(high)}"
+
+
+def _sort_key(value: float) -> float:
+    """Censored values sort after every reached one."""
+    return 1e9 if pd.isna(value) else float(value)
 
 
 def _config_list(run: RunData) -> str:
@@ -196,7 +224,6 @@ def _config_list(run: RunData) -> str:
         ("fixed targets", len(study["target_models"]) if study.get("target_models") else "no"),
         ("seed", study["seed"]), ("threshold", study["threshold"]),
         ("bootstrap resamples", study["n_resamples"]),
-        ("MDAD estimator", study["mdad_estimator"]),
         ("missing data", f"{dataset['missing_policy']}: {dataset['dropped_items']} items, "
                          f"{len(dataset['dropped_models'])} models dropped"),
         ("mdad version", config["mdad_version"]),

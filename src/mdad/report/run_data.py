@@ -13,6 +13,7 @@ from mdad.errors import DataError
 from mdad.metrics.pairs import bin_edges, pair_counts
 
 POOLED = "(pooled)"
+LEGACY_NOT_REACHED = 0.5
 REQUIRED = ("config.json", "mdad.csv", "summary.csv", "results.parquet")
 
 
@@ -91,7 +92,19 @@ def load_run(path: Path) -> RunData:
     if "subtask" in mdad.columns:
         mdad = mdad[mdad.subtask == POOLED].reset_index(drop=True)
         summary = summary[summary.subtask == POOLED].reset_index(drop=True)
-    return RunData(path, config, mdad, summary, results)
+    return RunData(path, config, _censor_legacy(mdad), summary, results)
+
+
+def _censor_legacy(mdad: pd.DataFrame) -> pd.DataFrame:
+    """mdad.csv of mdad 0.1 wrote "never reached" as 0.5: read it as censored."""
+    if "reached" in mdad.columns:
+        return mdad
+    mdad = mdad.copy()
+    mdad["reached"] = mdad.mdad < LEGACY_NOT_REACHED
+    for column in ("mdad", "mdad_low", "mdad_high"):
+        mdad.loc[mdad[column] >= LEGACY_NOT_REACHED, column] = np.nan
+    mdad["max_gap"] = np.nan
+    return mdad
 
 
 @dataclass(frozen=True, eq=False)
@@ -111,7 +124,11 @@ class AgreementCurve:
 
 
 def agreement_curves(run: RunData, sources: int) -> dict[tuple[str, int, str], AgreementCurve]:
-    """Per (method, size, split) at `sources` source models, from results.parquet."""
+    """Per (method, size, split) at `sources` source models, from agreement.csv (or,
+    for a run folder written before it existed, recomputed from results.parquet)."""
+    saved = _saved_curves(run.path / "agreement.csv", sources)
+    if saved is not None:
+        return saved
     frame = run.results[run.results.n_sources == sources]
     keys = ["method", "size"]
     if run.per_subtask:
@@ -135,6 +152,25 @@ def agreement_curves(run: RunData, sources: int) -> dict[tuple[str, int, str], A
                 pairs=pairs[nonempty],
             )
     return curves
+
+
+def _saved_curves(path: Path, sources: int
+                  ) -> dict[tuple[str, int, str], AgreementCurve] | None:
+    if not path.is_file():
+        return None
+    try:
+        table = pd.read_csv(path)
+    except (OSError, ValueError) as exc:
+        raise DataError(f"{path}: cannot read it ({exc})") from None
+    if "subtask" in table.columns:
+        table = table[table.subtask == POOLED]
+    table = table[table.sources == sources]
+    return {(str(method), int(size), str(split)): AgreementCurve(
+        gap=group.gap.to_numpy(dtype=np.float64),
+        agreement=(group.agreeing / group.pairs).to_numpy(dtype=np.float64),
+        pairs=group.pairs.to_numpy(dtype=np.int64))
+        for (method, size, split), group in table.groupby(["method", "size", "split"],
+                                                          sort=False)}
 
 
 def _pooled_sizes(run: RunData, frame: pd.DataFrame) -> np.ndarray:

@@ -4,18 +4,37 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
-from mdad.metrics.mdad import NOT_REACHED
+from mdad.display import points
 from mdad.report.run_data import RunData
 from mdad.report.style import display_name
 
 BIN = 0.005
+NOT_REACHED = "not reached within the observed gaps"
 
 
-def points(value: float) -> str:
-    """An accuracy fraction as points with one decimal (0.065 -> '6.5')."""
-    return f"{100 * value:.1f}"
+def _upper(row: pd.Series) -> str:
+    """An interval's upper end; unbounded when its bootstrap curve never reached."""
+    return "no upper bound" if pd.isna(row.mdad_high) else points(row.mdad_high)
+
+
+def _interval(row: pd.Series) -> str:
+    return f"interval {points(row.mdad_low)} to {_upper(row)}"
+
+
+def _gap_clause(row: pd.Series) -> str:
+    """'11.0 accuracy points (interval ...)' or the censored wording."""
+    if not row.reached:
+        beyond = "" if pd.isna(row.max_gap) else f" (above {points(row.max_gap)} points)"
+        return f"an MDAD {NOT_REACHED}{beyond}"
+    return f"{points(row.mdad)} points ({_interval(row)})"
+
+
+def _by_mdad(rows: pd.DataFrame) -> pd.DataFrame:
+    """Rows ordered by MDAD, censored values last (they are larger than any reached)."""
+    return rows.assign(_key=rows.mdad.fillna(np.inf)).sort_values("_key", kind="stable")
 
 
 @dataclass(frozen=True)
@@ -37,33 +56,35 @@ def findings(run: RunData) -> list[Finding]:
     sizes = run.sizes
     threshold = f"{run.threshold:.0%}"
     out: list[Finding] = []
-    smallest = table[table["size"] == sizes[0]]
-    best = smallest.loc[smallest.mdad.idxmin()]
-    if best.mdad >= NOT_REACHED:
+    smallest = _by_mdad(table[table["size"] == sizes[0]])
+    best = smallest.iloc[0]
+    if not best.reached:
         text = (f"With {sizes[0]} items, no method ranks pairs of models correctly "
-                f"{threshold} of the time at any gap seen in this run.")
+                f"{threshold} of the time: the MDAD is {NOT_REACHED} (the largest gap "
+                f"between two targets was {points(smallest.max_gap.max())} points).")
     else:
         text = (f"With {sizes[0]} items, {display_name(best.method)} ranks a pair of models "
                 f"correctly {threshold} of the time only when they differ by at least "
-                f"{points(best.mdad)} accuracy points (interval {points(best.mdad_low)} to "
-                f"{points(best.mdad_high)}).")
+                f"{points(best.mdad)} accuracy points ({_interval(best)}).")
     rows = [best.to_dict()]
     if "random" in set(table.method) and best.method != "random":
         uniform = smallest[smallest.method == "random"].iloc[0]
-        text += (f" Uniform random sampling needs a gap of {points(uniform.mdad)} points "
-                 f"(interval {points(uniform.mdad_low)} to {points(uniform.mdad_high)}).")
+        text += (f" Uniform random sampling needs a gap of {_gap_clause(uniform)}."
+                 if uniform.reached else
+                 f" Uniform random sampling has {_gap_clause(uniform)}.")
         rows.append(uniform.to_dict())
     out.append(Finding(text, tuple(rows)))
 
-    largest = table[table["size"] == sizes[-1]]
-    low, high = largest.loc[largest.mdad.idxmin()], largest.loc[largest.mdad.idxmax()]
-    if low.mdad == high.mdad:
-        text = (f"With {sizes[-1]} items, the largest size run, every method's MDAD is "
-                f"{points(low.mdad)} points.")
+    largest = _by_mdad(table[table["size"] == sizes[-1]])
+    low, high = largest.iloc[0], largest.iloc[-1]
+    if low.mdad == high.mdad or not (low.reached or high.reached):
+        what = (f"{points(low.mdad)} points" if low.reached else NOT_REACHED)
+        text = f"With {sizes[-1]} items, the largest size run, every method's MDAD is {what}."
     else:
         text = (f"With {sizes[-1]} items, the largest size run, MDAD ranges from "
                 f"{points(low.mdad)} points for {display_name(low.method)} to "
-                f"{points(high.mdad)} points for {display_name(high.method)}.")
+                + (f"{points(high.mdad)} points" if high.reached else NOT_REACHED)
+                + f" for {display_name(high.method)}.")
     out.append(Finding(text, (low.to_dict(), high.to_dict())))
 
     if "random" in set(table.method) and table.method.nunique() > 1:
@@ -78,12 +99,12 @@ def _catch_up(table: pd.DataFrame, sizes: list[int]) -> Finding:
     rows = []
     catch_up = None
     for size in sizes:
-        at = table[table["size"] == size]
+        at = _by_mdad(table[table["size"] == size])
         uniform = at[at.method == "random"].iloc[0]
-        best = at.loc[at.mdad.idxmin()]
+        best = at.iloc[0]
         rows.append(uniform.to_dict())
         rows.append(best.to_dict())
-        if uniform.mdad - best.mdad <= BIN + 1e-12:
+        if uniform.reached and uniform.mdad - best.mdad <= BIN + 1e-12:
             catch_up = catch_up or size
         else:
             catch_up = None
@@ -101,10 +122,14 @@ def _targets(run: RunData, table: pd.DataFrame, sizes: list[int]) -> Finding:
 
     shares = not_preserved_share(run)
     size = sizes[0]
-    at = table[table["size"] == size]
-    best = at.loc[at.mdad.idxmin()]
-    share = shares[(shares.method == best.method) & (shares["size"] == size)].share.item()
+    best = _by_mdad(table[table["size"] == size]).iloc[0]
     count = len(run.config["study"]["target_models"])
+    if not best.reached:
+        return Finding(
+            f"Among the {count} fixed target models, no method's {size}-item MDAD was "
+            "reached, so a micro-benchmark of that size cannot be trusted to settle any of "
+            "their comparisons.", (best.to_dict(),))
+    share = shares[(shares.method == best.method) & (shares["size"] == size)].share.item()
     return Finding(
         f"Among the {count} fixed target models, {share:.0%} of the pairwise comparisons "
         f"differ by less than the {size}-item MDAD of {display_name(best.method)} "
