@@ -15,8 +15,8 @@ from mdad.metrics import (
     agreement,
     bin_edges,
     first_crossing_mdad,
-    monotone_crossings,
     gap_bins,
+    monotone_crossings,
     pair_counts,
     smooth_mdad,
 )

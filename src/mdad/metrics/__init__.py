@@ -23,8 +23,8 @@ __all__ = [
     "agreement",
     "bin_edges",
     "first_crossing_mdad",
-    "monotone_crossings",
     "gap_bins",
+    "monotone_crossings",
     "pair_counts",
     "smooth_mdad",
 ]
