@@ -681,3 +681,21 @@ def test_bad_option_values_are_usage_errors(option: str, value: str, tmp_path: P
 def test_data_info_unknown_dataset_is_one_line(tmp_path: Path) -> None:
     assert_user_error(mdad_cli("data", "info", "nope", cwd=tmp_path),
                       r"'nope' is neither a known dataset")
+
+
+# ----------------------------------------------------------------- help and version
+
+
+@pytest.mark.parametrize("command", [[], ["run"], ["plan"], ["select"], ["estimate"],
+                                     ["compare"], ["report"], ["methods"], ["data", "info"]])
+def test_help_shows_flags_as_flags_and_whole_defaults(command: list[str],
+                                                      tmp_path: Path) -> None:
+    proc = mdad_cli(*command, "--help", cwd=tmp_path)
+    assert_ok(proc)
+    assert "<bool>" not in proc.stdout and "…" not in proc.stdout
+
+
+def test_version(tmp_path: Path) -> None:
+    proc = mdad_cli("--version", cwd=tmp_path)
+    assert_ok(proc)
+    assert proc.stdout.strip() == f"mdad {mdad.__version__}"

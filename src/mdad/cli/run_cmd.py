@@ -69,8 +69,9 @@ def run(
         help="A dataset name (gpqa, mmlu-pro-29) or a path to a CSV, lm-eval samples folder "
              "or .npy arrays (omit with --resume).")] = None,
     methods: Annotated[str, typer.Option(
-        help="Selection methods, comma separated, or 'all' (see 'mdad methods').")] = ",".join(
-        DEFAULT_METHODS),
+        help="Selection methods, comma separated, or 'all' (see 'mdad methods'). Default: "
+             "the paper's six, " + ", ".join(DEFAULT_METHODS) + ".",
+        show_default=False)] = ",".join(DEFAULT_METHODS),
     sizes: Annotated[str | None, typer.Option(
         help="Micro-benchmark sizes, comma separated. Default: the dataset's grid (GPQA: "
              "10,25,50,100,200) or " + ",".join(map(str, DEFAULT_SIZES))
