@@ -46,11 +46,15 @@ PYTHIA_WINOGRANDE = ("lm-eval-samples/EleutherAI__pythia-14m/"
 # --------------------------------------------------------------------------- helpers
 
 
-def mdad_cli(*args: object, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """Run the installed `mdad` command; rich's width and colours fixed for stable text."""
+def mdad_cli(*args: object, cwd: Path, columns: int | None = None
+             ) -> subprocess.CompletedProcess[str]:
+    """Run the installed `mdad` command; rich's width (80 unless `columns`) and colours
+    fixed for stable text."""
     env = {k: v for k, v in os.environ.items()
            if k not in ("COLUMNS", "LINES", "FORCE_COLOR", "TTY_COMPATIBLE")}
     env["NO_COLOR"] = "1"
+    if columns is not None:
+        env["COLUMNS"] = str(columns)
     return subprocess.run([str(MDAD), *map(str, args)], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=600, check=False)
 
@@ -690,7 +694,7 @@ def test_data_info_unknown_dataset_is_one_line(tmp_path: Path) -> None:
                                      ["compare"], ["report"], ["methods"], ["data", "info"]])
 def test_help_shows_flags_as_flags_and_whole_defaults(command: list[str],
                                                       tmp_path: Path) -> None:
-    proc = mdad_cli(*command, "--help", cwd=tmp_path)
+    proc = mdad_cli(*command, "--help", cwd=tmp_path, columns=100)
     assert_ok(proc)
     assert "<bool>" not in proc.stdout and "…" not in proc.stdout
 

@@ -96,13 +96,13 @@ def run(
     metric: Annotated[str, typer.Option(help="lm-eval metric field: acc, acc_norm, "
                                         "exact_match.")] = "acc",
     out: Annotated[Path | None, typer.Option(
-        help="Output folder (default runs/<dataset>-<timestamp>).")] = None,
+        help="Output folder (default: runs/DATASET-TIME, a new folder).")] = None,
     per_subtask: Annotated[bool, typer.Option(
         "--per-subtask", help="Select and evaluate inside each subtask on its own; MDAD "
         "per subtask and pooled over subtasks.")] = False,
     fractions: Annotated[str | None, typer.Option(
         help="With --per-subtask: micro-benchmark sizes as fractions of each subtask's "
-             "seen pool, comma separated (default " + ",".join(map(str, PAPER_FRACTIONS))
+             "seen pool, comma separated (default " + ", ".join(map(str, PAPER_FRACTIONS))
              + ").")] = None,
     with_report: Annotated[bool, typer.Option(
         "--report", help="Also write report.html and figures/ (as `mdad report`).")] = False,
