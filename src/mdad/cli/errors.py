@@ -16,8 +16,25 @@ R = TypeVar("R")
 
 
 def fail(message: str) -> typer.Exit:
-    print(f"mdad: error: {message}", file=sys.stderr)
+    print(f"mdad: error: {visible(message)}", file=sys.stderr)
     return typer.Exit(code=2)
+
+
+_CONTROL = {code: f"\\x{code:02x}" for code in (*range(0x20), 0x7F) if code != 0x09}
+
+
+def visible(text: str) -> str:
+    """`text` with control characters (ANSI escapes, carriage returns, newlines) made
+    visible as \\xNN, so text from the data cannot move the cursor or colour the
+    terminal, and an error stays on one line."""
+    return str(text).translate(_CONTROL)
+
+
+def literal(text: object) -> str:
+    """Text from the data, for rich: control characters visible, markup escaped."""
+    from rich.markup import escape
+
+    return escape(visible(str(text)))
 
 
 def user_errors(command: Callable[P, R]) -> Callable[P, R]:
@@ -29,6 +46,10 @@ def user_errors(command: Callable[P, R]) -> Callable[P, R]:
             return command(*args, **kwargs)
         except MdadError as exc:
             raise fail(str(exc)) from None
+        except OSError as exc:  # a file the command could not read or write
+            where = f"{exc.filename}: " if exc.filename else ""
+            raise fail(f"{where}{exc.strerror or exc}; check the path, its permissions and "
+                       "the free space") from None
 
     return wrapper
 

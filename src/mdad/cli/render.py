@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 from rich import box
-from rich.markup import escape
 from rich.table import Table
 
+from mdad.cli.errors import literal
 from mdad.data.info import DataInfo
 from mdad.display import censored, interval, points
 
@@ -31,7 +31,7 @@ def study_table(mdad: pd.DataFrame, summary: pd.DataFrame, title: str) -> Table:
     pair_counts = sorted(set(mdad.pairs)) if "pairs" in mdad else []
     if len(pair_counts) == 1:
         title += f"; each MDAD from {pair_counts[0]:,} target pairs"
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD,
+    table = Table(title=literal(title), title_justify="left", box=box.SIMPLE_HEAD,
                   caption="† few pairs behind the value (see the note); ‡ the first-crossing "
                           "and smooth MDAD differ widely; > x: not reached within the "
                           "largest gap observed, x", caption_justify="left")
@@ -60,8 +60,27 @@ def study_table(mdad: pd.DataFrame, summary: pd.DataFrame, title: str) -> Table:
             cells.append(f"{int(keyed.loc[(*key, 'seen')].pairs):,}")
         cells += [points(row.mae_seen), f"{row.kendall_tau_seen:.2f}",
                   f"{row.kendall_tau_unseen:.2f}"]
-        table.add_row(*(escape(cell) for cell in cells))
+        table.add_row(*(literal(cell) for cell in cells))
     return table
+
+
+def load_notices(data, metric: str | None = None) -> list[str]:
+    """What loading `data` (a `Dataset`) left out or ignored, one line each: lm-eval
+    folders skipped as hidden, a --metric that does not apply, the missing-data policy's
+    drops. Every command that loads a dataset prints these."""
+    from mdad.data.lm_eval import holds_lm_eval_samples, lm_eval_files
+
+    notes = []
+    lm_eval = holds_lm_eval_samples(data.path)
+    if lm_eval and (hidden := lm_eval_files(data.path).hidden):
+        notes.append(f"{len(hidden)} folders whose names start with '.' were skipped, not "
+                     f"read as models: {', '.join(hidden)}")
+    if metric is not None and not lm_eval:
+        notes.append(f"--metric {metric} ignored: {data.path} is not lm-eval output (its "
+                     "scores are read as they are)")
+    if note := data.missing.describe():
+        notes.append(note)
+    return notes
 
 
 def info_table(info: DataInfo) -> Table:

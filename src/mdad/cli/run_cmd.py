@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import shutil
+import signal
 import sys
 import time
 from datetime import datetime
@@ -13,15 +14,20 @@ from typing import Annotated, Literal
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from mdad import __version__
-from mdad.cli.errors import available_cores, parse_float_list, parse_int_list, user_errors
-from mdad.cli.render import study_table
+from mdad.cli.errors import (
+    available_cores,
+    literal,
+    parse_float_list,
+    parse_int_list,
+    user_errors,
+)
+from mdad.cli.render import load_notices, study_table
 from mdad.data import MissingPolicy, Orientation, load_dataset
 from mdad.data.files import read_name_list
-from mdad.errors import ConfigError
+from mdad.errors import ConfigError, DataError
 from mdad.study import (
     ALL_TARGETS,
     DEFAULT_METHODS,
@@ -33,7 +39,7 @@ from mdad.study import (
     run_study,
 )
 from mdad.study.checkpoint import RunCheckpoint, progress_dir
-from mdad.study.outputs import check_out_dir, run_config, write_run_dir
+from mdad.study.outputs import check_out_dir, remove_stale_staging, run_config, write_run_dir
 from mdad.study.subtasks import (
     PAPER_FRACTIONS,
     POOLED,
@@ -93,8 +99,9 @@ def run(
         help="Missing cells: drop the items or the models that have them, or stop."
     )] = MissingPolicy.DROP_ITEMS,
     orientation: Annotated[Orientation, typer.Option(help="Wide CSV layout.")] = Orientation.AUTO,
-    metric: Annotated[str, typer.Option(help="lm-eval metric field: acc, acc_norm, "
-                                        "exact_match.")] = "acc",
+    metric: Annotated[str | None, typer.Option(
+        help="lm-eval metric field: acc, acc_norm, exact_match (default: the dataset's, "
+             "else acc).")] = None,
     out: Annotated[Path | None, typer.Option(
         help="Output folder (default: runs/DATASET-TIME, a new folder).")] = None,
     per_subtask: Annotated[bool, typer.Option(
@@ -126,13 +133,16 @@ def run(
     """Run the micro-benchmark reliability study and report MDAD per method and size."""
     params = {k: v for k, v in locals().items()}
     if resume is not None:
-        return _resume(resume)
+        return _resume(resume, params)
     if dataset is None:
         raise ConfigError("give a DATASET, or --resume RUN_DIR to continue a run")
+    if scheduler is not None and backend is not Backend.DASK:
+        raise ConfigError("--scheduler applies only with --backend dask; add it, or drop "
+                          "--scheduler to run on this machine")
     err = Console(stderr=True)
     if out is not None:
-        check_out_dir(out)
-    options: dict = {"metric": metric}
+        out = check_out_dir(out)
+    options: dict = {} if metric is None else {"metric": metric}
     if orientation is not Orientation.AUTO:
         options["orientation"] = orientation
     if dataset.startswith("synthetic:"):
@@ -140,8 +150,8 @@ def run(
     elif models is not None:
         raise ConfigError("--models applies only to synthetic:<shape> datasets")
     data = load_dataset(dataset, missing=missing, **options)
-    if note := data.missing.describe():
-        err.print(f"[yellow]note:[/] {escape(note)}")
+    for note in load_notices(data, metric):
+        err.print(f"[yellow]note:[/] {literal(note)}")
     spec = data.spec
     config = StudyConfig(
         methods=expand_methods(tuple(m.strip() for m in methods.split(",") if m.strip())),
@@ -178,9 +188,8 @@ def run(
                           default_sizes=spec.sizes if spec and spec.sizes else DEFAULT_SIZES)
         n_cells, subtask_json, plan_notices = plan.n_cells, None, plan.notices
     for notice in plan_notices:
-        err.print(f"[yellow]note:[/] {escape(notice)}")
-    out_dir = out or Path("runs") / f"{data.name}-{datetime.now():%Y%m%d-%H%M%S}"
-    check_out_dir(out_dir)
+        err.print(f"[yellow]note:[/] {literal(notice)}")
+    out_dir = check_out_dir(out or Path("runs") / f"{data.name}-{datetime.now():%Y%m%d-%H%M%S}")
     dask_scheduler = (scheduler or "local") if backend is Backend.DASK else None
     if dask_scheduler not in (None, "local"):
         from mdad.study.distributed import check_scheduler
@@ -191,28 +200,42 @@ def run(
     if checkpoint.folder.exists() and not resuming:
         raise ConfigError(f"--out {out_dir} has an interrupted run ({checkpoint.folder}); "
                           f"continue it with --resume {out_dir}, or remove that folder")
+    checkpoint.lock()
+    remove_stale_staging(out_dir)
     checkpoint.start({"params": _to_json(params), "sha256": data.matrix.sha256})
     if checkpoint.request()["sha256"] != data.matrix.sha256:
         raise ConfigError(f"--resume {out_dir}: the data changed since the run started "
                           "(sha256 differs); start a new run")
+    previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         outcome = _execute(data, plan, studies if per_subtask else None,
                            fraction_grid if per_subtask else None, n_cells, n_workers,
                            checkpoint, dask_scheduler, err)
-    except BaseException:
+    except BaseException as exc:
         # SIGKILL cannot be caught: then the folder stays and --out refuses, naming --resume.
         runs_saved, cells_saved = checkpoint.finished()
         if runs_saved == cells_saved == 0:
             shutil.rmtree(checkpoint.folder, ignore_errors=True)
+            message = "nothing was finished"
         else:
-            err.print(f"{runs_saved} finished runs and {cells_saved} cells of unfinished runs "
-                      f"are saved in {checkpoint.folder}; continue with: "
-                      f"mdad run --resume {out_dir}")
+            message = (f"{runs_saved} finished runs and {cells_saved} cells of unfinished runs "
+                       f"are saved in {checkpoint.folder}; continue with: "
+                       f"mdad run --resume {out_dir}")
+        if isinstance(exc, KeyboardInterrupt | Terminated):
+            err.print(f"interrupted: {literal(message)}")
+            raise typer.Exit(130 if isinstance(exc, KeyboardInterrupt) else 143) from None
+        if isinstance(exc, OSError):  # e.g. a full disk: one line, and how to go on
+            raise DataError(f"{exc.filename or out_dir}: {exc.strerror or exc}; {message}"
+                            ) from None
+        if runs_saved or cells_saved:
+            err.print(literal(message))
         raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     tables, frame, notices, method_seconds, started, cells_done = outcome
     notices = (*notices, *thin_data_notices(tables.mdad))
     for notice in notices:
-        err.print(f"[yellow]note:[/] {escape(notice)}")
+        err.print(f"[yellow]note:[/] {literal(notice)}")
     config_json = run_config(data, plan, version=__version__, command=sys.argv,
                              per_subtask=subtask_json, notices=(*plan_notices, *notices))
     config_json["timing"] = {
@@ -241,22 +264,47 @@ def run(
         console.print("* no confidences in this data: "
                       f"{', '.join(config_json['confidence_substituted_by_correctness'])} "
                       "used correctness in their place")
-    console.print(f"wrote {out_dir}")
+    console.print(f"wrote {literal(out_dir)}")
     if with_report:
         from mdad.report import write_report
 
         page = write_report(out_dir)
-        console.print(f"wrote {page} and {out_dir / 'figures'}")
+        console.print(f"wrote {literal(page)} and {literal(out_dir / 'figures')}")
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread so that the run stops as on Ctrl-C."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated()
 
 
 def _to_json(params: dict) -> dict:
-    """The run's parameters as JSON: paths as text, choices by value."""
-    return {k: (str(v) if isinstance(v, Path) else getattr(v, "value", v))
-            for k, v in params.items() if not k.startswith("_")}
+    """The run's parameters as JSON: paths as absolute text (a resume may start in another
+    folder), choices by value."""
+    def value(key: str, item: object) -> object:
+        if key == "dataset" and item is not None and Path(str(item)).expanduser().exists():
+            return str(Path(str(item)).expanduser().resolve())
+        if isinstance(item, Path):
+            return str(item.expanduser().resolve())
+        return getattr(item, "value", item)
+
+    return {k: value(k, v) for k, v in params.items() if not k.startswith("_")}
 
 
-def _resume(run_dir: Path) -> None:
-    """Rerun the interrupted run's request into the same folder, reusing its runs."""
+def _resume(run_dir: Path, given: dict) -> None:
+    """Rerun the interrupted run's request into the same folder, reusing its runs; any
+    other argument is refused (the saved request decides)."""
+    defaults = {name: parameter.default for name, parameter in
+                inspect.signature(run.__wrapped__).parameters.items()}
+    extra = [name for name, value in given.items()
+             if name != "resume" and value != defaults[name]]
+    if extra:
+        shown = ", ".join("DATASET" if n == "dataset" else "--" + n.replace("_", "-")
+                          for n in extra)
+        raise ConfigError(f"--resume {run_dir} continues the saved request as it was; drop "
+                          f"{shown}, or start a new run with them")
     request = RunCheckpoint(progress_dir(run_dir)).request()
     params = dict(request["params"])
     expected = set(inspect.signature(run.__wrapped__).parameters)
@@ -269,6 +317,7 @@ def _resume(run_dir: Path) -> None:
     params["missing"] = MissingPolicy(params["missing"])
     params["orientation"] = Orientation(params["orientation"])
     params["backend"] = Backend(params["backend"])
+    run_dir = check_out_dir(run_dir)
     _RESUMING.add(str(run_dir))
     try:
         run(**params)

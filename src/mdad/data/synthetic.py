@@ -129,6 +129,8 @@ def synthetic_matrix(shape: str, *, n_models: int = 420, seed: int = 0) -> Respo
     """
     if not 2 <= n_models <= MAX_MODELS:
         raise ConfigError(f"--models must be between 2 and {MAX_MODELS}; got {n_models}")
+    if seed < 0:
+        raise ConfigError(f"--data-seed must be a non-negative integer; got {seed}")
     names, sizes, real = subtask_shape(shape)
     fitted = calibration(real)
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0x5E,)))

@@ -9,8 +9,10 @@ complete or not at all, even after SIGKILL; run files are also flushed to disk.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import zipfile
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,7 @@ from mdad.errors import ConfigError
 from mdad.study.runner import CellOutput, RunAccuracies, RunOutput
 
 REQUEST = "request.json"
+LOCK = "lock"
 
 
 def progress_dir(out_dir: Path) -> Path:
@@ -35,6 +38,24 @@ class RunCheckpoint:
 
     def __init__(self, folder: Path) -> None:
         self.folder = Path(folder)
+        self._lock: int | None = None
+
+    def lock(self) -> None:
+        """Make this process the folder's only writer until it exits: a second `mdad
+        run` on the same folder stops at once, naming this one's process id."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(self.folder / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            owner = os.pread(descriptor, 32, 0).decode("ascii", "replace").strip()
+            os.close(descriptor)
+            raise ConfigError(f"the run checkpointed in {self.folder} is being computed by "
+                              f"process {owner or '(unknown)'}; wait for it to finish, or "
+                              "stop it and resume") from None
+        os.ftruncate(descriptor, 0)
+        os.pwrite(descriptor, f"{os.getpid()}\n".encode("ascii"), 0)
+        self._lock = descriptor
 
     def _path(self, study: int, run: int) -> Path:
         return self.folder / f"study{study:03d}-run{run:05d}.npz"
@@ -54,9 +75,11 @@ class RunCheckpoint:
         try:
             request = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
-            raise ConfigError(f"--resume: cannot read {path} ({exc}); start a new run") from None
+            raise ConfigError(f"--resume: cannot read {path} ({exc}); remove {self.folder} "
+                              "and start a new run") from None
         if not isinstance(request, dict) or not isinstance(request.get("params"), dict):
-            raise ConfigError(f"--resume: {path} is not a run request; start a new run")
+            raise ConfigError(f"--resume: {path} is not a run request; remove {self.folder} "
+                              "and start a new run")
         return request
 
     def _cell_path(self, study: int, run: int, key: tuple[int, int, int]) -> Path:
@@ -81,11 +104,11 @@ class RunCheckpoint:
                 with path.open("rb") as handle:
                     estimates = np.load(handle)
                     record = json.loads(handle.read().decode("utf-8"))
-            except (OSError, ValueError, EOFError):  # cut short by a power loss
+                cells[key] = CellOutput(run, key, estimates, float(record["seconds"]),
+                                        tuple(record["notes"]))
+            except (OSError, ValueError, EOFError, KeyError, TypeError):  # cut short
                 path.unlink(missing_ok=True)  # the cell is recomputed
                 continue
-            cells[key] = CellOutput(run, key, estimates, float(record["seconds"]),
-                                    tuple(record["notes"]))
         return cells  # type: ignore[return-value]
 
     def save(self, study: int, out: RunOutput) -> None:
@@ -110,12 +133,16 @@ class RunCheckpoint:
         path = self._path(study, run)
         if not path.is_file():
             return None
-        with np.load(path) as data:
-            notes = Counter({(m, int(s), n): int(c)
-                             for m, s, n, c in json.loads(str(data["notes"]))})
-            return RunOutput(run, data["estimates"],
-                             RunAccuracies(data["seen"], data["unseen"], data["full"]),
-                             data["targets"], data["method_seconds"], notes)
+        try:
+            with np.load(path) as data:
+                notes = Counter({(m, int(s), n): int(c)
+                                 for m, s, n, c in json.loads(str(data["notes"]))})
+                return RunOutput(run, data["estimates"],
+                                 RunAccuracies(data["seen"], data["unseen"], data["full"]),
+                                 data["targets"], data["method_seconds"], notes)
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+            path.unlink(missing_ok=True)  # truncated or corrupt: the run is recomputed
+            return None
 
     def finished(self) -> tuple[int, int]:
         """(finished runs, finished cells of unfinished runs) saved in the folder."""

@@ -83,9 +83,10 @@ def check_scheduler(address: str) -> None:
                           ) from None
     try:
         Client(address, timeout="10s").close()
-    except OSError as exc:
-        raise ConfigError(f"--scheduler {address}: cannot connect ({exc}); start one with "
-                          "`dask scheduler` or use --workers N for a local cluster") from None
+    except (OSError, ValueError, TypeError) as exc:  # no answer, or not an address
+        raise ConfigError(f"--scheduler {address}: cannot connect ({exc}); give an address "
+                          "like tcp://host:8786, start a scheduler with `dask scheduler`, or "
+                          "use --workers N for a local cluster") from None
 
 
 def dask_runs(studies: list[tuple[ResponseMatrix, StudyPlan]], jobs: list[Job],

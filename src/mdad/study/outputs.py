@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -20,15 +21,50 @@ from mdad.study.design import seen_pool_size
 from mdad.study.evaluate import StudyTables
 
 
-def check_out_dir(out_dir: Path) -> None:
-    """Refuse, before any work, an output folder that already holds something."""
-    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
+def check_out_dir(out_dir: Path) -> Path:
+    """Refuse, before any work, an output folder that already holds something or that
+    cannot be written (a read-only or virtual parent, a name too long). Returns the
+    folder to write: a symbolic link to an empty folder stands for that folder."""
+    out_dir = Path(out_dir)
+    if out_dir.is_symlink():
+        out_dir = out_dir.resolve()
+    try:
+        taken = out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir()))
+    except OSError as exc:
+        raise ConfigError(f"--out {out_dir}: cannot read it ({exc.strerror}); choose "
+                          "another folder") from None
+    if taken:
         what = "is a file" if not out_dir.is_dir() else "is not empty"
         raise ConfigError(f"--out {out_dir} already exists and {what}; "
                           "choose another folder or remove it")
     blocking = next((p for p in out_dir.parents if p.exists() and not p.is_dir()), None)
     if blocking is not None:
         raise ConfigError(f"--out {out_dir}: {blocking} is a file, not a folder")
+    _probe_writable(out_dir)
+    return out_dir
+
+
+def _probe_writable(out_dir: Path) -> None:
+    """Create and remove a folder named like the staging folder, in the nearest
+    existing ancestor: what the final write will need."""
+    existing = next(p for p in (out_dir.parent, *out_dir.parent.parents) if p.exists())
+    try:
+        probe = tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=existing)
+        os.rmdir(probe)
+    except OSError as exc:
+        raise ConfigError(f"--out {out_dir}: cannot write there ({exc.strerror}); choose a "
+                          "folder you can write to, with a shorter name if it is long"
+                          ) from None
+
+
+def remove_stale_staging(out_dir: Path) -> None:
+    """Remove staging folders (`.<name>.*`) that an interrupted final write left beside
+    `out_dir`; only the process that owns the run (holds its lock) may call this."""
+    staging = re.compile(rf"\.{re.escape(Path(out_dir).name)}\.[a-z0-9_]{{8}}")
+    for path in Path(out_dir).parent.iterdir():
+        # ".<name>.progress" fits the pattern too: it is the run's checkpoint
+        if staging.fullmatch(path.name) and path.suffix != ".progress" and path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def run_config(dataset: Dataset, plan: StudyPlan, *, version: str,

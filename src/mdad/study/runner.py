@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import multiprocessing
+import os
+import signal
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -340,10 +344,14 @@ def run_studies(studies: list[tuple[ResponseMatrix, StudyPlan]], *, workers: int
     else:
         folder = None if checkpoint is None else checkpoint.folder
         runs = _parallel_runs(studies, jobs, min(workers, len(jobs)), folder)
-    for job, out in runs or ():
-        finish(job.study, out)
-        plan = studies[job.study][1]
-        cells_done(plan.n_cells // plan.config.n_runs - len(job.finished))
+    try:
+        for job, out in runs or ():
+            finish(job.study, out)
+            plan = studies[job.study][1]
+            cells_done(plan.n_cells // plan.config.n_runs - len(job.finished))
+    finally:
+        if runs is not None:  # an interrupt anywhere stops the workers before we return
+            runs.close()
     return [collector.result() for collector in collectors]
 
 
@@ -360,7 +368,24 @@ _WORKER_STUDIES: list[tuple[ResponseMatrix, StudyPlan]] = []
 
 
 def _init_worker(studies: list[tuple[ResponseMatrix, StudyPlan]]) -> None:
+    # Ctrl-C is the parent's to handle (it prints how to resume); a worker whose parent
+    # died, however, exits at once instead of waiting on its pipe forever.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    exit_with_parent()
     _WORKER_STUDIES[:] = studies
+
+
+def exit_with_parent(interval: float = 0.5) -> None:
+    """Start a daemon thread that ends this process within `interval` seconds of its
+    parent's death (the parent's pid changes when it is reparented)."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(interval)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="mdad-parent-watch", daemon=True).start()
 
 
 def _worker_run(job: Job, folder: Path | None) -> tuple[Job, RunOutput]:
@@ -377,18 +402,51 @@ def _worker_run(job: Job, folder: Path | None) -> tuple[Job, RunOutput]:
     return job, compute_run(matrix, plan, job.run, on_cell=on_cell, finished=job.finished)
 
 
+@contextmanager
+def _held_interrupts() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM, then deliver them once the block is done. Starting a
+    worker writes its data into a pipe while the worker reads it; interrupted in
+    between, the worker would be left half-started, out of reach of the cleanup.
+    Outside the main thread (where handlers cannot be set) this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+    signals = (signal.SIGINT, signal.SIGTERM)
+    previous = {sig: signal.signal(sig, lambda signum, frame: received.append(signum))
+                for sig in signals}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if received:
+        signal.raise_signal(received[0])  # now handled as it would have been
+
+
 def _parallel_runs(studies: list[tuple[ResponseMatrix, StudyPlan]], jobs: list[Job],
                    workers: int, folder: Path | None) -> Iterator[tuple[Job, RunOutput]]:
     """Jobs computed in `workers` spawned processes, yielded as they finish; each
     process saves its finished cells in the checkpoint `folder`. The data is sent once
     per process; an interrupt cancels the runs not yet started."""
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker,
-                             initargs=(studies,)) as executor:
-        futures = [executor.submit(_worker_run, job, folder) for job in jobs]
-        try:
-            for future in as_completed(futures):
-                yield future.result()
-        except BaseException:
-            executor.shutdown(wait=False, cancel_futures=True)
-            raise
+    executor = ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker,
+                                   initargs=(studies,))
+    try:
+        with _held_interrupts():  # submitting starts the workers and sends them the data
+            futures = [executor.submit(_worker_run, job, folder) for job in jobs]
+        for future in as_completed(futures):
+            yield future.result()
+    except BaseException:
+        # Interrupted: stop the workers now rather than let them finish their runs
+        # (their finished cells are saved already).
+        # Stop them before the pool releases its queues: a worker still starting would
+        # find its semaphores gone and print a traceback.
+        processes = list(getattr(executor, "_processes", {}).values())
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            process.join(timeout=10)
+        executor.shutdown(wait=False, cancel_futures=True)
+        raise
+    executor.shutdown(wait=True)

@@ -1,0 +1,218 @@
+"""Hostile input and faults: one clear line and exit 2, never a traceback; no orphan
+process; one run owns a folder; nothing the user asked for is ignored silently."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from shared import GPQA_CSV, shared_data
+from test_cli import FAST, MDAD, assert_ok, assert_user_error, flat, mdad_cli
+
+from mdad.study.checkpoint import LOCK, progress_dir
+
+SLOW_RUN = ("run", "gpqa", "--methods", "random,tinybenchmarks", "--runs", "400",
+            "--resamples", "20")
+
+
+def small_csv(path: Path, names: list[str], *, missing: bool = False) -> Path:
+    rng = np.random.default_rng(1)
+    frame = pd.DataFrame(rng.integers(0, 2, size=(40, len(names))), columns=names)
+    frame = frame.astype(object)
+    if missing:
+        frame.iloc[3, 0] = ""
+    frame.insert(0, "item_id", [f"q{i}" for i in range(40)])
+    frame.to_csv(path, index=False)
+    return path
+
+
+def start(args: tuple[str, ...], out: Path, cwd: Path) -> subprocess.Popen[str]:
+    """`mdad` in a session of its own, so that its whole process group can be checked."""
+    return subprocess.Popen([str(MDAD), *args, "--out", str(out)], cwd=cwd, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+
+
+def wait_for_work(out: Path, timeout: float = 120.0) -> None:
+    progress = progress_dir(out)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not list(progress.glob("*.np[yz]")):
+        time.sleep(0.05)
+    assert list(progress.glob("*.np[yz]")), "no cell finished in time"
+
+
+def group_alive(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+# ------------------------------------------------------------------ processes, signals
+
+
+@pytest.mark.slow
+def test_sigkill_leaves_no_process_behind(tmp_path: Path) -> None:
+    shared_data(GPQA_CSV)
+    out = tmp_path / "run"
+    process = start((*SLOW_RUN, "--workers", "2"), out, tmp_path)
+    wait_for_work(out)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    deadline = time.monotonic() + 5
+    while group_alive(process.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    alive = group_alive(process.pid)
+    if alive:
+        os.killpg(process.pid, signal.SIGKILL)
+    assert not alive, "worker processes outlived the killed run by 5 s"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_interrupt_prints_one_resume_line(sig: int, code: int, tmp_path: Path) -> None:
+    shared_data(GPQA_CSV)
+    out = tmp_path / "run"
+    process = start((*SLOW_RUN, "--workers", "2"), out, tmp_path)
+    wait_for_work(out)
+    os.kill(process.pid, sig)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == code, stderr
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert flat(" ".join(lines)).startswith("interrupted: ")
+    assert f"continue with: mdad run --resume {out.name}" in flat(stderr).replace(
+        str(out), out.name)
+    assert not group_alive(process.pid) or time.sleep(3) or not group_alive(process.pid)
+    assert_ok(mdad_cli("run", "--resume", out, cwd=tmp_path))
+
+
+# --------------------------------------------------------------------- output folders
+
+
+@pytest.mark.parametrize(("out", "pattern"), [
+    ("/proc/mdad-out", r"--out /proc/mdad-out: cannot write there"),
+    ("a" * 250, r"cannot write there \(File name too long\)"),
+])
+def test_unwritable_out_is_refused_before_any_work(out: str, pattern: str,
+                                                   tmp_path: Path) -> None:
+    started = time.monotonic()
+    assert_user_error(mdad_cli("run", "gpqa", *FAST, "--out", out, cwd=tmp_path), pattern)
+    assert time.monotonic() - started < 30
+
+
+def test_out_may_be_a_symlink_to_an_empty_folder(tmp_path: Path) -> None:
+    shared_data(GPQA_CSV)
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    assert_ok(mdad_cli("run", "gpqa", *FAST, "--methods", "random", "--sizes", "10",
+                       "--out", "link", cwd=tmp_path))
+    assert (tmp_path / "real" / "mdad.csv").is_file()
+
+
+# ------------------------------------------------------------------------ option values
+
+
+@pytest.mark.parametrize(("args", "pattern"), [
+    (("gpqa", "--sources", "5,10,5"), r"--sources lists a count twice: 5,10,5"),
+    (("synthetic:gpqa", "--data-seed", "-1"), r"--data-seed must be a non-negative"),
+    (("gpqa", "--backend", "dask", "--scheduler", "not a url"),
+     r"--scheduler not a url: cannot connect .*tcp://host:8786"),
+    (("gpqa", "--scheduler", "tcp://127.0.0.1:1"),
+     r"--scheduler applies only with --backend dask"),
+])
+def test_bad_option_values_are_one_line(args: tuple[str, ...], pattern: str,
+                                        tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert_user_error(mdad_cli("run", *args, *FAST, "--out", out, cwd=tmp_path), pattern)
+    assert not out.exists()
+
+
+def test_metric_on_a_csv_is_not_ignored_silently(tmp_path: Path) -> None:
+    shared_data(GPQA_CSV)
+    proc = mdad_cli("run", "gpqa", *FAST, "--methods", "random", "--sizes", "10",
+                    "--metric", "acc_norm", "--out", tmp_path / "out", cwd=tmp_path)
+    assert_ok(proc)
+    assert "note: --metric acc_norm ignored:" in flat(proc.stderr)
+
+
+# ----------------------------------------------------------------- text from the data
+
+
+def test_model_names_are_printed_literally(tmp_path: Path) -> None:
+    names = ["[/bold]", "[red]x[/red]", "evil\x1b[31m", *(f"m{k}" for k in range(9))]
+    data = small_csv(tmp_path / "names.csv", names, missing=True)
+    proc = mdad_cli("run", data, "--methods", "random", "--runs", "2", "--targets", "4",
+                    "--sources", "5", "--sizes", "5", "--missing", "drop-models",
+                    "--out", tmp_path / "out", cwd=tmp_path)
+    assert_ok(proc)
+    assert "[/bold]" in flat(proc.stderr)  # the dropped model, named as it is
+    assert "\x1b" not in proc.stdout + proc.stderr
+
+
+def test_an_error_never_sends_control_characters(tmp_path: Path) -> None:
+    proc = mdad_cli("run", "no\x1b[31msuch", *FAST, cwd=tmp_path)
+    line = assert_user_error(proc, r"no\\x1b\[31msuch")
+    assert "\x1b" not in line
+
+
+# ------------------------------------------------------------------ checkpoints, resume
+
+
+def interrupted_run(tmp_path: Path, name: str = "run") -> Path:
+    """A run killed after its first finished run file."""
+    shared_data(GPQA_CSV)
+    out = tmp_path / name
+    args = ("run", "gpqa", "--methods", "random,tinybenchmarks", "--runs", "6",
+            "--workers", "1", "--resamples", "20")
+    process = start(args, out, tmp_path)
+    progress = progress_dir(out)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not list(progress.glob("*-run*.npz")):
+        time.sleep(0.02)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    assert list(progress.glob("*-run*.npz")) and not out.exists()
+    return out
+
+
+@pytest.mark.slow
+def test_truncated_run_checkpoint_is_recomputed(tmp_path: Path) -> None:
+    out = interrupted_run(tmp_path)
+    for path in progress_dir(out).glob("*-run*.npz"):
+        path.write_bytes(path.read_bytes()[:100])
+    assert_ok(mdad_cli("run", "--resume", out, cwd=tmp_path))
+    assert (out / "mdad.csv").is_file()
+
+
+@pytest.mark.slow
+def test_resume_from_elsewhere_refuses_extras_and_cleans_staging(tmp_path: Path) -> None:
+    out = interrupted_run(tmp_path)
+    assert_user_error(mdad_cli("run", "gpqa", "--resume", out, cwd=tmp_path),
+                      r"continues the saved request as it was; drop DATASET")
+    assert_user_error(mdad_cli("run", "--resume", out, "--runs", "3", cwd=tmp_path),
+                      r"drop --runs")
+    # a second process on the folder stops at once, naming the first
+    lock = os.open(progress_dir(out) / LOCK, os.O_RDWR)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    os.pwrite(lock, b"424242\n", 0)
+    try:
+        assert_user_error(mdad_cli("run", "--resume", out, cwd=tmp_path),
+                          r"being computed by process 424242")
+    finally:
+        os.close(lock)
+    stale = tmp_path / f".{out.name}.abcd1234"  # left by a kill during the final write
+    stale.mkdir()
+    (stale / "mdad.csv").write_text("partial")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    assert_ok(mdad_cli("run", "--resume", out.resolve(), cwd=elsewhere))
+    assert not stale.exists() and (out / "mdad.csv").is_file()
