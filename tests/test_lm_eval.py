@@ -6,6 +6,8 @@ import copy
 import json
 import math
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +17,7 @@ from hypothesis import strategies as st
 from shared import shared_data
 
 from mdad.data.files import files_sha256
-from mdad.data.lm_eval import load_lm_eval_samples
+from mdad.data.lm_eval import holds_lm_eval_samples, lm_eval_files, load_lm_eval_samples
 from mdad.errors import DataError
 
 PYTHIA = "lm-eval-samples/EleutherAI__pythia-14m"
@@ -137,7 +139,8 @@ def test_real_confidence_nan_exactly_for_gsm8k(pythia):
 
 def test_real_missing_metric_names_the_fields():
     path = pythia_file("mmlu")
-    pattern = rf"{re.escape(path.name)}: line 1: no 'acc_norm' field; the records have \['acc'\]"
+    pattern = (rf"{re.escape(path.name)}: line 1: no 'acc_norm' field; the records of task "
+               r"metabench_mmlu_secondary have \['acc'\]; choose one of them with --metric")
     with pytest.raises(DataError, match=pattern):
         load_lm_eval_samples(path, metric="acc_norm")
 
@@ -184,11 +187,138 @@ def test_latest_timestamp_wins(tmp_path):
     old = copy.deepcopy(records)
     for record in old:
         record["acc"] = 1.0
-    write_samples(tmp_path, "metabench_mmlu_secondary", old, "2024-06-01T09-00-00.000000")
+    first = write_samples(tmp_path, "metabench_mmlu_secondary", old, "2024-06-01T09-00-00.000000")
     new = write_samples(tmp_path, "metabench_mmlu_secondary", records, "2024-11-26T10-50-23.1")
     matrix = load_lm_eval_samples(tmp_path)
     assert matrix.correctness[0].tolist() == [r["acc"] for r in records]
-    assert matrix.sha256 == files_sha256([new], tmp_path)
+    assert matrix.sha256 == files_sha256([first, new], tmp_path)
+
+
+# --- several files of one task: merged by doc_id, the newest winning -------------------
+
+OLD, MID, NEW = "2025-01-02T09-00-00.000001", "2025-01-02T09-00-00.5", "2025-03-01T00-00-00"
+
+
+def scored(doc_ids: list[int], acc: float, lls: list[float] | None = None) -> list[dict]:
+    lls = lls or [-1.0, -2.0]
+    return [mc_record(d, lls, 0, acc) for d in doc_ids]
+
+
+def test_files_of_a_task_are_merged_newest_winning(tmp_path):
+    # Written newest first, so neither file order nor mtime can explain the result.
+    write_samples(tmp_path, "task", scored([3, 4], 1.0, [-1.0, -3.0]), NEW)
+    write_samples(tmp_path, "task", scored([0, 1, 2, 3, 4, 5], 0.0), OLD)
+    write_samples(tmp_path, "task", scored([2, 3], 0.5, [-2.0, -1.0]), MID)
+    matrix = load_lm_eval_samples(tmp_path)
+    assert matrix.item_ids.tolist() == [f"task/{d}" for d in range(6)]
+    assert matrix.correctness[0].tolist() == [0.0, 0.0, 0.5, 1.0, 1.0, 0.0]
+    expected = [softmax_gold([-1, -2], 0)] * 2 + [softmax_gold([-2, -1], 0)]
+    expected += [softmax_gold([-1, -3], 0)] * 2 + [softmax_gold([-1, -2], 0)]
+    np.testing.assert_allclose(matrix.confidence[0], expected, rtol=1e-6)
+
+
+def test_a_subset_rerun_keeps_the_other_items(tmp_path):
+    """The issue's case: a 20-item --samples re-run must not make 180 of 200 items missing."""
+    full = write_samples(tmp_path / "m", "task", scored(list(range(200)), 0.0), OLD)
+    rerun = write_samples(tmp_path / "m", "task", scored(list(range(0, 200, 10)), 1.0), NEW)
+    matrix = load_lm_eval_samples(tmp_path)
+    assert matrix.n_items == 200 and matrix.n_missing == 0
+    assert matrix.correctness[0].sum() == 20
+    assert lm_eval_files(tmp_path).models == {"m": [full, rerun]}
+
+
+def test_merge_keeps_models_and_tasks_apart(tmp_path):
+    write_samples(tmp_path / "a", "t1", scored([0, 1], 0.0), OLD)
+    write_samples(tmp_path / "a", "t1", scored([1], 1.0), NEW)
+    write_samples(tmp_path / "a", "t2", scored([0], 1.0), OLD)
+    write_samples(tmp_path / "b", "t1", scored([0, 1], 1.0), OLD)
+    write_samples(tmp_path / "b", "t2", scored([0], 0.0), NEW)
+    matrix = load_lm_eval_samples(tmp_path)
+    assert matrix.item_ids.tolist() == ["t1/0", "t1/1", "t2/0"]
+    assert matrix.correctness.tolist() == [[0.0, 1.0, 1.0], [1.0, 1.0, 0.0]]
+
+
+def test_files_listed_per_model_in_merge_order(tmp_path):
+    a_new = write_samples(tmp_path / "org__a", "t1", scored([0], 1.0), NEW)
+    a_old = write_samples(tmp_path / "org__a", "t1", scored([0], 0.0), OLD)
+    a_t0 = write_samples(tmp_path / "org__a", "t0", scored([0], 0.0), NEW)
+    unstamped = tmp_path / "org__a" / "samples_t1.jsonl"  # no timestamp: oldest
+    unstamped.write_text(json.dumps(scored([1], 1.0)[0]) + "\n", encoding="utf-8")
+    b = write_samples(tmp_path / "org__b", "t1", scored([0], 1.0), MID)
+    (tmp_path / "notes").mkdir()
+    found = lm_eval_files(tmp_path)
+    assert found.models == {"org__a": [a_t0, unstamped, a_old, a_new], "org__b": [b]}
+    assert found.hidden == []
+    assert found.tasks() == ["t0", "t1"]
+    assert lm_eval_files(tmp_path / "org__a").models == {"org__a": [a_t0, unstamped, a_old,
+                                                                    a_new]}
+    assert lm_eval_files(a_old).models == {"org__a": [a_old]}
+    matrix = load_lm_eval_samples(tmp_path)
+    assert matrix.sha256 == files_sha256([a_new, a_old, a_t0, unstamped, b], tmp_path)
+    assert matrix.item_ids.tolist() == ["t0/0", "t1/0", "t1/1"]
+    np.testing.assert_array_equal(matrix.correctness, [[0.0, 1.0, 1.0], [np.nan, 1.0, np.nan]])
+
+
+def test_hidden_model_folders_are_skipped_and_named(tmp_path):
+    write_samples(tmp_path / "model", "task", scored([0, 1], 1.0), OLD)
+    write_samples(tmp_path / ".ipynb_checkpoints", "task", scored([0, 1], 0.0), NEW)
+    (tmp_path / ".git").mkdir()  # no sample files: not reported
+    found = lm_eval_files(tmp_path)
+    assert list(found.models) == ["model"]
+    assert found.hidden == [".ipynb_checkpoints"]
+    matrix = load_lm_eval_samples(tmp_path)
+    assert matrix.model_names.tolist() == ["model"]
+    assert matrix.correctness[0].tolist() == [1.0, 1.0]
+
+
+def test_only_hidden_folders_is_an_error_that_says_so(tmp_path):
+    write_samples(tmp_path / ".hidden", "task", scored([0], 1.0), OLD)
+    with pytest.raises(DataError, match=r"no samples_\*\.jsonl files.*skipped hidden "
+                                        r"folders \['\.hidden'\]"):
+        load_lm_eval_samples(tmp_path)
+
+
+def test_holds_lm_eval_samples(tmp_path):
+    path = write_samples(tmp_path / "m", "task", scored([0], 1.0), OLD)
+    assert holds_lm_eval_samples(tmp_path) and holds_lm_eval_samples(tmp_path / "m")
+    assert holds_lm_eval_samples(path)
+    assert not holds_lm_eval_samples(tmp_path / "absent")
+    (tmp_path / "empty").mkdir()
+    assert not holds_lm_eval_samples(tmp_path / "empty")
+
+
+# --- results of another task ----------------------------------------------------------
+
+
+def test_another_task_says_no_items_match(tmp_path):
+    write_samples(tmp_path / "m", "mdad_alpha", scored([0, 1], 1.0), OLD)
+    write_samples(tmp_path / "m", "mdad_beta", scored([0], 1.0), OLD)
+    with pytest.raises(DataError) as info:
+        load_lm_eval_samples(tmp_path / "m", metric="acc_norm", tasks=["leaderboard_gpqa_main"])
+    message = str(info.value)
+    assert message.startswith(f"{tmp_path / 'm'}: no samples of task leaderboard_gpqa_main; "
+                              "these results hold tasks mdad_alpha, mdad_beta")
+    assert "acc_norm" not in message and "\n" not in message
+
+
+def test_tasks_reads_only_those_tasks(tmp_path):
+    write_samples(tmp_path / "a", "wanted", scored([0, 1], 1.0), OLD)
+    write_samples(tmp_path / "a", "other", [{"doc_id": 0, "no_metric": 1}], OLD)
+    write_samples(tmp_path / "b", "other", scored([0], 1.0), OLD)  # left out: no 'wanted'
+    matrix = load_lm_eval_samples(tmp_path, tasks={"wanted"})
+    assert matrix.model_names.tolist() == ["a"]
+    assert matrix.item_ids.tolist() == ["wanted/0", "wanted/1"]
+    assert matrix.sha256 == files_sha256(
+        [tmp_path / "a" / f"samples_wanted_{OLD}.jsonl"], tmp_path)
+
+
+def test_many_wanted_tasks_are_shortened(tmp_path):
+    write_samples(tmp_path, "arc", scored([0], 1.0), OLD)
+    wanted = [f"mmlu_{k:02d}" for k in range(57)]
+    with pytest.raises(DataError, match=r"no samples of tasks mmlu_00, mmlu_01, mmlu_02, "
+                                        r"mmlu_03, mmlu_04 and 52 more; these results hold "
+                                        r"tasks arc"):
+        load_lm_eval_samples(tmp_path, tasks=wanted)
 
 
 def test_filter_passes_use_the_first(tmp_path):
@@ -236,7 +366,8 @@ def test_leaderboard_text_and_letter_targets(tmp_path):
     expected = [softmax_gold([-0.5, -1.5], 1), softmax_gold([-0.5, -1.5], 0),
                 softmax_gold([-2, -1, -3, -4], 1), softmax_gold([-2, -1, -3, -4], 2)]
     np.testing.assert_allclose(matrix.confidence[0], expected, rtol=1e-6)
-    with pytest.raises(DataError, match=r"no 'acc' field; the records have \['acc_norm'\]"):
+    with pytest.raises(DataError, match=r"no 'acc' field; the records of task "
+                                        r"leaderboard_bbh_navigate have \['acc_norm'\]"):
         load_lm_eval_samples(tmp_path)
 
 
@@ -341,3 +472,35 @@ def test_messages_are_one_line(tmp_path):
     with pytest.raises(DataError) as info:
         load_lm_eval_samples(path)
     assert "\n" not in str(info.value)
+
+
+# --- `mdad data info` lists the files read ------------------------------------------
+
+
+def mdad_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "mdad", *args], capture_output=True,
+                          text=True, timeout=120, check=False)
+
+
+def test_data_info_lists_the_files_per_model(tmp_path):
+    a_old = write_samples(tmp_path / "org__a", "task", scored([0, 1, 2], 0.0), OLD)
+    a_new = write_samples(tmp_path / "org__a", "task", scored([1], 1.0), NEW)
+    b = write_samples(tmp_path / "org__b", "task", scored([0, 1, 2], 1.0), MID)
+    write_samples(tmp_path / ".ipynb_checkpoints", "task", scored([0], 1.0), NEW)
+    proc = mdad_cli("data", "info", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    listing = proc.stdout[proc.stdout.index("files read, per model"):].splitlines()
+    assert listing == [
+        "files read, per model; 1 model has several files of a task, merged by doc_id, "
+        "the newest timestamp winning for a doc in several:",
+        "  org__a", f"    {a_old.name}", f"    {a_new.name}",
+        "  org__b", f"    {b.name}",
+        "note: skipped 1 hidden folder (names starting with '.'): .ipynb_checkpoints"]
+
+
+def test_data_info_error_is_one_line(tmp_path):
+    write_samples(tmp_path / ".hidden", "task", scored([0], 1.0), OLD)
+    proc = mdad_cli("data", "info", str(tmp_path))
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert "skipped hidden folders ['.hidden']" in proc.stderr

@@ -7,9 +7,10 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from mdad.cli.errors import user_errors
+from mdad.cli.errors import literal, user_errors
 from mdad.cli.render import info_table
 from mdad.data import Orientation, describe, locate, read_results
+from mdad.data.lm_eval import LmEvalFiles, holds_lm_eval_samples, lm_eval_files, task_of
 
 app = typer.Typer(help="Inspect results files and named datasets.", no_args_is_help=True)
 
@@ -32,3 +33,28 @@ def info(
     console = Console()
     console.print(info_table(summary))
     console.print(f"sha256 {summary.sha256}", soft_wrap=True)
+    if spec is None and holds_lm_eval_samples(path):
+        print_lm_eval_files(console, lm_eval_files(path))
+
+
+def print_lm_eval_files(console: Console, found: LmEvalFiles) -> None:
+    """The sample files read per model (oldest first within a task), and the hidden
+    folders skipped."""
+    several = sum(len(files) > len({task_of(f) for f in files})
+                  for files in found.models.values())
+    merged = (f"; {_count(several, 'model has', 'models have')} several files of a task, "
+              "merged by doc_id, the newest timestamp winning for a doc in several"
+              if several else "")
+    console.print(f"files read, per model{merged}:", soft_wrap=True, highlight=False)
+    for model, files in found.models.items():
+        console.print(f"  {literal(model)}", soft_wrap=True, highlight=False)
+        for file in files:
+            console.print(f"    {literal(file.name)}", soft_wrap=True, highlight=False)
+    if found.hidden:
+        skipped = _count(len(found.hidden), "hidden folder", "hidden folders")
+        console.print(f"note: skipped {skipped} (names starting with '.'): "
+                      f"{literal(', '.join(found.hidden))}", soft_wrap=True, highlight=False)
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"

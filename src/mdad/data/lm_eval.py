@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,37 +39,116 @@ class _TaskScores:
     confidence: np.ndarray  # float64, (n_docs,), NaN where unknown
 
 
-def _sample_files(path: Path) -> list[tuple[str, list[Path]]]:
-    """(model name, sample files) pairs for the three accepted layouts."""
+@dataclass(frozen=True)
+class LmEvalFiles:
+    """The sample files an lm-eval output path holds, as the loader reads them.
+
+    Attributes
+    ----------
+    models : model name -> its sample files, by task, then oldest first (the order in
+        which they are merged: a later file's record of a doc replaces an earlier one's).
+    hidden : names of the subfolders starting with ``.`` that hold sample files; they
+        are skipped (e.g. ``.ipynb_checkpoints`` copies), never read as models.
+    """
+
+    models: dict[str, list[Path]]
+    hidden: list[str]
+
+    def tasks(self) -> list[str]:
+        """Every task that some model has a file of, sorted."""
+        return sorted({task_of(f) for files in self.models.values() for f in files})
+
+
+def task_of(file: Path) -> str:
+    """The task of a ``samples_<task>_<timestamp>.jsonl`` file name."""
+    return _name_parts(file)[0]
+
+
+def _name_parts(file: Path) -> tuple[str, str]:
+    """(task, timestamp) of a sample file's name; the timestamp is "" when absent."""
+    match = _FILE_NAME.fullmatch(file.name)
+    if match is None:
+        return file.stem.removeprefix("samples_"), ""
+    return match["task"], match["stamp"] or ""
+
+
+def _merge_order(files: list[Path]) -> list[Path]:
+    """By task, then oldest first; the harness's timestamps sort as text."""
+    return sorted(files, key=lambda f: (*_name_parts(f), f.name))
+
+
+def holds_lm_eval_samples(path: str | Path) -> bool:
+    """True for a ``.jsonl`` file, or a folder with sample files in it or in a subfolder."""
+    path = Path(path)
     if path.is_file():
-        return [(path.resolve().parent.name, [path])]
+        return path.suffix == ".jsonl"
+    return path.is_dir() and (
+        any(path.glob(SAMPLES_GLOB)) or any(path.glob(f"*/{SAMPLES_GLOB}")))
+
+
+def lm_eval_files(path: str | Path) -> LmEvalFiles:
+    """The sample files of each model under `path`, in the order the loader merges them.
+
+    `path` is a single file (its model is its folder's name), one model's folder (it
+    holds sample files itself), or a folder with one subfolder per model (the harness's
+    ``--output_path``). Subfolders without sample files are ignored; those whose names
+    start with ``.`` are skipped and named in `hidden`.
+
+    Raises
+    ------
+    DataError
+        When `path` does not exist or holds no sample files.
+    """
+    path = Path(path)
+    if path.is_file():
+        return LmEvalFiles({path.resolve().parent.name: [path]}, [])
     if not path.is_dir():
         raise DataError(f"{path}: no such file or directory")
     own = sorted(path.glob(SAMPLES_GLOB))
     if own:
-        return [(path.resolve().name, own)]
-    models = [
-        (sub.name, files)
-        for sub in sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith("."))
-        if (files := sorted(sub.glob(SAMPLES_GLOB)))
-    ]
+        return LmEvalFiles({path.resolve().name: _merge_order(own)}, [])
+    models: dict[str, list[Path]] = {}
+    hidden: list[str] = []
+    for sub in sorted(p for p in path.iterdir() if p.is_dir()):
+        files = list(sub.glob(SAMPLES_GLOB))
+        if not files:
+            continue
+        if sub.name.startswith("."):
+            hidden.append(sub.name)
+        else:
+            models[sub.name] = _merge_order(files)
     if not models:
+        skipped = f" (only in the skipped hidden folders {hidden})" if hidden else ""
         raise DataError(
-            f"{path}: no {SAMPLES_GLOB} files, neither in it nor in its subdirectories; point at "
-            "the --output_path of lm-eval --log_samples (one subdirectory per model)"
+            f"{path}: no {SAMPLES_GLOB} files, neither in it nor in its subdirectories"
+            f"{skipped}; point at the --output_path of lm-eval --log_samples (one "
+            "subdirectory per model)"
         )
-    return models
+    return LmEvalFiles(models, hidden)
 
 
-def _latest_per_task(files: list[Path]) -> dict[str, Path]:
-    """The newest file of each task; timestamps sort as text in the harness's format."""
-    latest: dict[str, tuple[str, Path]] = {}
+def _files_by_task(files: list[Path], tasks: set[str] | None) -> dict[str, list[Path]]:
+    """A model's files grouped by task (oldest first), keeping only `tasks` if given."""
+    grouped: dict[str, list[Path]] = {}
     for file in files:
-        match = _FILE_NAME.fullmatch(file.name)
-        task, stamp = (match["task"], match["stamp"] or "") if match else (file.stem[8:], "")
-        if task not in latest or stamp > latest[task][0]:
-            latest[task] = (stamp, file)
-    return {task: file for task, (_, file) in latest.items()}
+        task = task_of(file)
+        if tasks is None or task in tasks:
+            grouped.setdefault(task, []).append(file)
+    return grouped
+
+
+def _merge(parts: list[_TaskScores]) -> _TaskScores:
+    """One task's scores from several files, oldest first: a later file wins per doc."""
+    if len(parts) == 1:
+        return parts[0]
+    latest: dict[str, tuple[int, int]] = {}  # doc -> (part, position in it)
+    for k, part in enumerate(parts):
+        for j, doc in enumerate(part.doc_ids):
+            latest[doc] = (k, j)
+    scores = np.array([parts[k].scores[j] for k, j in latest.values()], dtype=np.float64)
+    confidence = np.array([parts[k].confidence[j] for k, j in latest.values()],
+                          dtype=np.float64)
+    return _TaskScores(list(latest), scores, confidence)
 
 
 def _loglikelihoods(record: dict[str, Any]) -> list[float] | None:
@@ -162,8 +242,9 @@ def _missing_metric(record: dict[str, Any], metric: str, path: Path, n: int) -> 
     metrics = record.get("metrics")
     present = metrics if isinstance(metrics, list) else [
         k for k in record if k not in _NON_METRIC_FIELDS]
-    return DataError(f"{path}: line {n}: no {metric!r} field; the records have {present}; "
-                     "choose one of them with --metric")
+    return DataError(f"{path}: line {n}: no {metric!r} field; the records of task "
+                     f"{task_of(path)} have {present}; choose one of them with --metric, or "
+                     "pass the results of the task you meant")
 
 
 def _check_repeat(record: dict[str, Any], doc: str, expected: str, first_filter: Any,
@@ -234,13 +315,26 @@ def _read_task(path: Path, metric: str) -> _TaskScores:
     return _TaskScores(doc_ids, np.asarray(scores, dtype=np.float64), confidence)
 
 
+def _no_such_task(path: Path, wanted: list[str], present: list[str]) -> DataError:
+    """No file of the wanted tasks: name both sides, long lists shortened."""
+    def shown(names: list[str]) -> str:
+        return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+
+    noun = "task" if len(wanted) == 1 else "tasks"
+    return DataError(f"{path}: no samples of {noun} {shown(wanted)}; these results hold "
+                     f"tasks {shown(present)} (another benchmark?); pass the --log_samples "
+                     f"output of lm-eval run --tasks {','.join(wanted[:5])}"
+                     f"{',...' if len(wanted) > 5 else ''}")
+
+
 def _sorted_docs(doc_ids: set[str]) -> list[str]:
     if all(_INTEGER.fullmatch(d) for d in doc_ids):
         return sorted(doc_ids, key=int)
     return sorted(doc_ids)
 
 
-def load_lm_eval_samples(path: str | Path, *, metric: str = "acc") -> ResponseMatrix:
+def load_lm_eval_samples(path: str | Path, *, metric: str = "acc",
+                         tasks: Collection[str] | None = None) -> ResponseMatrix:
     """Read lm-evaluation-harness ``--log_samples`` files of one or more models.
 
     Parameters
@@ -254,6 +348,9 @@ def load_lm_eval_samples(path: str | Path, *, metric: str = "acc") -> ResponseMa
         The per-record field holding the score, e.g. ``acc``, ``acc_norm``,
         ``exact_match``. Files of generative tasks, which have no ``acc`` or
         ``acc_norm``, are scored by ``exact_match`` when `metric` is one of those two.
+    tasks : collection of str, optional
+        Read only the files of these tasks (e.g. a micro-benchmark's); models without
+        any of them are left out. Default: every task.
 
     Returns
     -------
@@ -263,33 +360,43 @@ def load_lm_eval_samples(path: str | Path, *, metric: str = "acc") -> ResponseMa
         subtask = task. A model without an item has NaN there. `confidence` is the
         softmax over the options' log-likelihoods at the gold option, NaN for
         generative items or an unresolvable gold option, None when no item has one.
+        `sha256` covers every file read.
 
     Notes
     -----
-    When a model has several files of one task, the one with the latest timestamp is
-    used. A file with one pass over its documents per filter (the harness's layout
-    for e.g. gsm8k) is read from its first pass. Subdirectories without sample files
-    are skipped.
+    When a model has several files of one task (e.g. after a ``--samples`` re-run into
+    the same ``--output_path``), they are merged by doc_id, and for a doc in several
+    files the one with the latest timestamp in its name wins; `lm_eval_files` lists
+    the files. A file with one pass over its documents per filter (the harness's
+    layout for e.g. gsm8k) is read from its first pass. Subdirectories without sample
+    files, and those whose names start with ``.``, are skipped.
 
     Raises
     ------
     DataError
         Naming file and line, for invalid JSON, a record without ``doc_id``, a doc_id
-        repeated within a pass, a missing or non-numeric metric, or no sample files.
+        repeated within a pass, a missing or non-numeric metric; or no sample files,
+        or none of `tasks`.
     """
     path = Path(path)
+    found = lm_eval_files(path)
+    wanted = None if tasks is None else set(tasks)
     per_model: dict[str, dict[str, _TaskScores]] = {}
     used: list[Path] = []
-    for model, files in _sample_files(path):
-        chosen = _latest_per_task(files)
-        per_model[model] = {task: _read_task(file, metric) for task, file in chosen.items()}
-        used.extend(chosen.values())
+    for model, files in found.models.items():
+        grouped = _files_by_task(files, wanted)
+        if grouped:
+            per_model[model] = {task: _merge([_read_task(f, metric) for f in group])
+                                for task, group in grouped.items()}
+            used.extend(f for group in grouped.values() for f in group)
+    if not per_model:
+        raise _no_such_task(path, sorted(wanted or ()), found.tasks())
     models = sorted(per_model)
-    tasks = sorted({task for scores in per_model.values() for task in scores})
+    task_names = sorted({task for scores in per_model.values() for task in scores})
     columns: dict[str, dict[str, int]] = {}
     item_ids: list[str] = []
     subtasks: list[str] = []
-    for task in tasks:
+    for task in task_names:
         docs = _sorted_docs({d for s in per_model.values() if task in s for d in s[task].doc_ids})
         columns[task] = {doc: len(item_ids) + k for k, doc in enumerate(docs)}
         item_ids.extend(f"{task}/{doc}" for doc in docs)
