@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 from shared import GPQA_CSV, shared_data
-from test_cli import assert_ok, assert_user_error, mdad_cli
+from test_cli import assert_ok, assert_user_error, flat, mdad_cli
 
 from mdad.data import load_dataset
 from mdad.metrics.pairs import pair_counts
@@ -20,6 +20,7 @@ from mdad.practice import (
     MicroBenchmarkFile,
     compare_models,
     estimate_score,
+    lm_eval_tasks,
     plan,
     read_results,
     select_microbenchmark,
@@ -104,7 +105,8 @@ def test_analytic_mdad_agrees_with_the_simulated_study(gpqa_data):
         boots = [crossing(counts.pairs[idx].sum(0), counts.agreeing[idx].sum(0))
                  for idx in rng.integers(0, runs, (1000, runs))]
         low, high = np.quantile(boots, [0.025, 0.975])
-        analytic = analytic_mdad(pooled, size)
+        analytic = analytic_mdad(pooled, size).value
+        assert analytic is not None
         assert low - 1e-9 <= analytic <= high + 1e-9, (size, analytic, low, high)
 
 
@@ -158,6 +160,7 @@ def _true_scores(matrix, model: int, bundle: MicroBenchmarkFile) -> ItemScores:
     return ItemScores(str(matrix.model_names[model]), scores, [], 0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("method", "n_models", "band"),
                          [("random", 150, (0.90, 0.99)), ("anchor-points", 40, (0.80, 1.0))])
 def test_round_trip_interval_coverage(gpqa_data, method, n_models, band):
@@ -180,6 +183,7 @@ def test_round_trip_interval_coverage(gpqa_data, method, n_models, band):
     assert band[0] <= coverage <= band[1], f"{method}: coverage {coverage:.3f}"
 
 
+@pytest.mark.slow
 def test_estimate_and_compare_from_csv(gpqa_data, tmp_path: Path):
     matrix = gpqa_data.matrix
     out = tmp_path / "mb.json"
@@ -194,17 +198,24 @@ def test_estimate_and_compare_from_csv(gpqa_data, tmp_path: Path):
                                                                          strict=True))]
         path.write_text("\n".join(lines[:-1]) + "\nnot-an-item,1\n")  # one missing, one extra
         paths.append(path)
-    proc = mdad_cli("estimate", out, paths[0], "--json", cwd=tmp_path)
+    # one item missing: refused, then judged from the 99 answered items when allowed
+    assert_user_error(mdad_cli("estimate", out, paths[0], cwd=tmp_path),
+                      r"1 of the micro-benchmark's 100 items are missing; .*--allow-partial")
+    proc = mdad_cli("estimate", out, paths[0], "--json", "--allow-partial", cwd=tmp_path)
     assert_ok(proc)
     answer = json.loads(proc.stdout)
     first = _true_scores(matrix, 0, bundle).scores[:-1]
     assert answer["accuracy"] == pytest.approx(first.mean())
     assert answer["missing"] == [bundle.items[-1]] and answer["extra"] == 1
-    reference = np.array(bundle.reference_accuracy)
-    assert len(answer["above"]) == int(np.sum(first.mean() - reference >= bundle.mdad))
-    proc = mdad_cli("estimate", out, paths[0], cwd=tmp_path)
-    assert "lacks 1 of the 100 items" in proc.stdout and "1 items that are not in" in proc.stdout
-    proc = mdad_cli("compare", out, paths[0], paths[1], "--json", cwd=tmp_path)
+    assert answer["partial"] and answer["items_used"] == 99
+    assert answer["mdad"] == bundle.mdad_curve[98]  # the MDAD of 99 items
+    proc = mdad_cli("estimate", out, paths[0], "--allow-partial", cwd=tmp_path)
+    assert "lacks 1 of the 100 items" in proc.stderr and "1 items that are not in" in proc.stderr
+    assert "PARTIAL: 99 of the 100 items" in flat(proc.stdout)
+    assert_user_error(mdad_cli("compare", out, paths[0], paths[1], cwd=tmp_path),
+                      r"1 of the micro-benchmark's 100 items are missing")
+    proc = mdad_cli("compare", out, paths[0], paths[1], "--json", "--allow-partial",
+                    cwd=tmp_path)
     assert_ok(proc)
     answer = json.loads(proc.stdout)
     second = _true_scores(matrix, 1, bundle).scores[:-1]
@@ -215,8 +226,13 @@ def test_estimate_and_compare_from_csv(gpqa_data, tmp_path: Path):
     if only_first + only_second:
         assert answer["p_value"] == pytest.approx(
             binomtest(only_first, only_first + only_second, 0.5).pvalue)
-    expected = "reliable" if abs(answer["difference"]) >= bundle.mdad else "too close to call"
-    assert answer["verdict"] == expected
+    # the paired interval of a plain mean: 1.96 sd(a - b) / sqrt(n), finite population
+    half = 1.959963984540054 * np.sqrt((first - second).var() / 99 * (448 - 99) / 447)
+    assert answer["high"] - answer["difference"] == pytest.approx(half)
+    mdad = bundle.mdad_curve[98]
+    reliable = abs(answer["difference"]) >= mdad and abs(answer["difference"]) > half
+    assert answer["verdict"] == ("reliable" if reliable else "too close to call")
+    assert answer["partial"] and answer["confidence"] == 0.95
 
 
 def test_estimate_reads_lm_eval_samples(gpqa_data, tmp_path: Path):
@@ -227,15 +243,18 @@ def test_estimate_reads_lm_eval_samples(gpqa_data, tmp_path: Path):
     items = [str(i) for i in pythia.item_ids[:20]]
     bundle = MicroBenchmarkFile(
         dataset="pythia", sha256="", mdad_version="test", method="random", size=20, seed=0,
-        items=items, lm_eval_items=items, lm_eval_metric="acc",
+        items=items, lm_eval_items=items, lm_eval_tasks=lm_eval_tasks(items),
+        lm_eval_metric="acc",
         estimator={"kind": "linear", "weights": None, "confidence": False}, pool_size=100,
-        reference_models=["x"], reference_accuracy=[0.5], mdad=0.1, mdad_how="analytic",
-        threshold=0.8, error_sd=None)
+        reference_models=["x"], reference_accuracy=[0.5], reference_answers=["0" * 20],
+        mdad=0.1, mdad_reached=True, max_gap=0.3, mdad_pairs=1, mdad_how="analytic",
+        mdad_curve_sizes=[20], mdad_curve=[0.1], threshold=0.8, error_sd=None)
     scores = read_results(samples, bundle)
     assert scores.model == str(pythia.model_names[0]) and not scores.missing
     assert np.allclose(scores.scores, pythia.correctness[0, :20])
 
 
+@pytest.mark.slow
 def test_bad_input_is_one_line_and_exit_2(gpqa_data, tmp_path: Path):
     out = tmp_path / "mb.json"
     assert_ok(mdad_cli("select", "gpqa", "--method", "random", "--size", "20", "--out", out,
@@ -270,7 +289,7 @@ def test_bad_input_is_one_line_and_exit_2(gpqa_data, tmp_path: Path):
     assert_user_error(mdad_cli("estimate", other, csv_path, "--dataset", "gpqa", cwd=tmp_path),
                       r"made from gpqa with sha256 ffffffffffff\.\.\., this data has .*"
                       r"--allow-other-data-version")
-    proc = mdad_cli("estimate", other, csv_path, "--dataset", "gpqa",
+    proc = mdad_cli("estimate", other, csv_path, "--dataset", "gpqa", "--allow-partial",
                     "--allow-other-data-version", cwd=tmp_path)
     assert_ok(proc)
     assert "warning:" in proc.stderr
@@ -279,6 +298,7 @@ def test_bad_input_is_one_line_and_exit_2(gpqa_data, tmp_path: Path):
                       r"--pool: 3 item ids are not in the dataset, e.g. 'item_id,correct'")
 
 
+@pytest.mark.slow
 def test_a_study_of_other_data_is_refused_unless_allowed(gpqa_data, tmp_path: Path):
     run_dir = tmp_path / "run"
     assert_ok(mdad_cli("run", "gpqa", "--methods", "anchor-points", "--runs", "2",

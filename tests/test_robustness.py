@@ -216,3 +216,29 @@ def test_resume_from_elsewhere_refuses_extras_and_cleans_staging(tmp_path: Path)
     elsewhere.mkdir()
     assert_ok(mdad_cli("run", "--resume", out.resolve(), cwd=elsewhere))
     assert not stale.exists() and (out / "mdad.csv").is_file()
+
+
+# ------------------------------------------------------------------ files commands write
+
+
+def test_select_never_overwrites_without_force(tmp_path: Path) -> None:
+    shared_data(GPQA_CSV)
+    args = ("select", "gpqa", "--method", "random", "--size", "10", "--format", "lm-eval")
+    assert_ok(mdad_cli(*args, "--out", "mb.json", cwd=tmp_path))
+    before = (tmp_path / "mb.json").read_bytes()
+    assert_user_error(mdad_cli(*args, "--seed", "3", "--out", "mb.json", cwd=tmp_path),
+                      r"--out mb.json already exists; .*--force")
+    assert (tmp_path / "mb.json").read_bytes() == before
+    assert_ok(mdad_cli(*args, "--seed", "3", "--out", "mb.json", "--force", cwd=tmp_path))
+    assert (tmp_path / "mb.json").read_bytes() != before
+    assert not list(tmp_path.glob(".mb.json.*"))  # no temporary file left
+
+
+@pytest.mark.parametrize(("out", "pattern"), [
+    (".", r"--out \. is a folder; give a file name"),
+    ("/proc/mdad.json", r"--out /proc/mdad.json: cannot write there"),
+    ("no/such/mb.json", r"the folder no/such does not exist"),
+])
+def test_select_unwritable_out_is_one_line(out: str, pattern: str, tmp_path: Path) -> None:
+    assert_user_error(mdad_cli("select", "gpqa", "--method", "random", "--size", "10",
+                               "--out", out, cwd=tmp_path), pattern)

@@ -89,3 +89,16 @@ def available_cores() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
+
+
+def literal_console(**options: object):
+    """A rich console for lines that carry text from the data (model names, paths):
+    no markup, no highlighting, control characters made visible."""
+    from rich.console import Console
+
+    class LiteralConsole(Console):
+        def print(self, *objects: object, **kwargs: object) -> None:  # type: ignore[override]
+            super().print(*(visible(o) if isinstance(o, str) else o for o in objects),
+                          **kwargs)
+
+    return LiteralConsole(markup=False, highlight=False, **options)

@@ -8,9 +8,25 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from mdad.cli.errors import user_errors
-from mdad.cli.practice_common import JsonOption, OtherVersion, points, print_json
-from mdad.data import load_dataset
+from mdad.cli.errors import literal, literal_console, user_errors
+from mdad.cli.practice_common import (
+    AllowOtherMetric,
+    AllowPartial,
+    JsonOption,
+    load_practice_data,
+    mdad_text,
+    note,
+    points,
+    print_json,
+)
+
+OtherDatasetVersion = Annotated[bool, typer.Option(
+    "--allow-other-data-version",
+    help="Accept a --dataset whose data differs from the version the file was made from "
+         "(its sha256); a warning says so.")]
+MetricOption = Annotated[str | None, typer.Option(
+    help="lm-eval metric field (default: the one the micro-benchmark was built on; "
+         "another is refused unless --allow-other-metric).")]
 
 
 @user_errors
@@ -19,37 +35,49 @@ def estimate(
     results: Annotated[Path, typer.Argument(
         help="One model's results: an lm-eval --log_samples folder or file, or a CSV of "
              "item_id,correct.")],
-    metric: Annotated[str | None, typer.Option(
-        help="lm-eval metric field (default: the dataset's).")] = None,
+    metric: MetricOption = None,
     dataset: Annotated[str | None, typer.Option(
         help="Compare with this dataset's models now, instead of those saved in the "
              "file; its data must be the version the file was made from.")] = None,
-    other_version: OtherVersion = False,
+    allow_partial: AllowPartial = False,
+    allow_other_metric: AllowOtherMetric = False,
+    other_version: OtherDatasetVersion = False,
     as_json: JsonOption = False,
 ) -> None:
     """Estimate a model's full-benchmark accuracy and where it stands."""
     from mdad.practice import MicroBenchmarkFile, estimate_score, read_results, with_reference
+    from mdad.practice.estimate import check_metric
 
     bundle = MicroBenchmarkFile.load(microbenchmark)
+    check_metric(bundle, metric, allow_other=allow_other_metric)
     if dataset is not None:
-        data = load_dataset(dataset)
+        data = load_practice_data(dataset, metric=bundle.lm_eval_metric)
         bundle, warning = with_reference(bundle, data, allow_other_version=other_version)
         if warning:
-            Console(stderr=True).print(f"[yellow]warning:[/] {warning}")
-    scores = read_results(results, bundle, metric=metric)
-    answer = estimate_score(bundle, scores)
+            Console(stderr=True).print(f"[yellow]warning:[/] {literal(warning)}")
+    scores = read_results(results, bundle, metric=metric,
+                          allow_other_metric=allow_other_metric)
+    answer = estimate_score(bundle, scores, allow_partial=allow_partial)
     if as_json:
         print_json(answer)
         return
-    console = Console()
+    console = literal_console()
     _report_mismatch(console, results, scores, bundle.size)
+    partial = (f" (PARTIAL: {answer.items_used} of the {answer.size} items answered; "
+               "everything below is for those items)" if answer.partial else "")
     console.print(f"{answer.model}: estimated accuracy {points(answer.accuracy)} "
-                  f"(95% interval {points(answer.low)} to {points(answer.high)}) on "
-                  f"{bundle.dataset}, from {answer.items_used} items")
+                  f"({answer.confidence:.0%} interval {points(answer.low)} to "
+                  f"{points(answer.high)}, {answer.interval_how}) on {bundle.dataset}, from "
+                  f"{answer.items_used} items{partial}")
     console.print(f"against the dataset's {len(bundle.reference_models)} models, with MDAD "
-                  f"{points(answer.mdad)} points at this size ({answer.mdad_how}): reliably "
-                  f"above {len(answer.above)}, reliably below {len(answer.below)}, too close "
-                  f"to call {len(answer.too_close)}")
+                  f"{mdad_text(answer.mdad, answer.max_gap)} at {answer.items_used} items "
+                  f"({answer.mdad_how}): reliably above {len(answer.above)}, reliably below "
+                  f"{len(answer.below)}, too close to call {len(answer.too_close)}")
+    console.print(f"rule ({answer.confidence:.0%} confidence, the same as `mdad compare`): "
+                  f"{answer.rule}")
+    if not answer.mdad_reached:
+        console.print("no model is reliably above or below: the MDAD is not reached at this "
+                      "size, so no gap on these items is reliable")
     for label, names in (("reliably above", answer.above), ("reliably below", answer.below),
                          ("too close to call", answer.too_close)):
         if names:
@@ -60,13 +88,11 @@ def estimate(
 
 def _report_mismatch(console: Console, path: Path, scores, size: int) -> None:
     if scores.missing:
-        console.print(f"note: {path} lacks {len(scores.missing)} of the {size} items (e.g. "
-                      f"{scores.missing[0]}); the estimate uses the rest")
+        note(f"{path} lacks {len(scores.missing)} of the {size} items (e.g. "
+             f"{scores.missing[0]})")
     if scores.extra:
-        console.print(f"note: {path} has {scores.extra} items that are not in the "
-                      "micro-benchmark; they were ignored")
-
-
+        note(f"{path} has {scores.extra} items that are not in the micro-benchmark; they "
+             "were ignored")
 
 
 @user_errors
@@ -74,26 +100,35 @@ def compare(
     microbenchmark: Annotated[Path, typer.Argument(help="A file written by `mdad select`.")],
     results_a: Annotated[Path, typer.Argument(help="First model's results.")],
     results_b: Annotated[Path, typer.Argument(help="Second model's results.")],
-    metric: Annotated[str | None, typer.Option(help="lm-eval metric field.")] = None,
+    metric: MetricOption = None,
+    allow_partial: AllowPartial = False,
+    allow_other_metric: AllowOtherMetric = False,
     as_json: JsonOption = False,
 ) -> None:
     """Is the gap between two models on a micro-benchmark real?"""
     from mdad.practice import MicroBenchmarkFile, compare_models, read_results
 
     bundle = MicroBenchmarkFile.load(microbenchmark)
-    first = read_results(results_a, bundle, metric=metric)
-    second = read_results(results_b, bundle, metric=metric)
-    answer = compare_models(bundle, first, second)
+    first = read_results(results_a, bundle, metric=metric,
+                         allow_other_metric=allow_other_metric)
+    second = read_results(results_b, bundle, metric=metric,
+                          allow_other_metric=allow_other_metric)
+    answer = compare_models(bundle, first, second, allow_partial=allow_partial)
     if as_json:
         print_json(answer)
         return
-    console = Console()
+    console = literal_console()
     _report_mismatch(console, results_a, first, bundle.size)
     _report_mismatch(console, results_b, second, bundle.size)
+    partial = (f" (PARTIAL: {answer.items_used} of the {answer.size} items both answered)"
+               if answer.partial else "")
     console.print(f"{answer.first} - {answer.second}: {points(answer.difference)} points "
-                  f"(95% interval {points(answer.low)} to {points(answer.high)}) on "
-                  f"{answer.items_used} items; right only for the first {answer.only_first}, "
-                  f"only for the second {answer.only_second}; exact McNemar p = "
-                  f"{answer.p_value:.3g}")
-    console.print(f"verdict: {answer.verdict} (MDAD at this size {points(answer.mdad)} "
-                  "points)")
+                  f"(paired {answer.confidence:.0%} interval {points(answer.low)} to "
+                  f"{points(answer.high)}) on {answer.items_used} items{partial}; right only "
+                  f"for the first {answer.only_first}, only for the second "
+                  f"{answer.only_second}; exact McNemar p = {answer.p_value:.3g}")
+    verdict = (f"{answer.winner} is reliably better" if answer.winner is not None
+               else f"too close to call: {answer.reason}")
+    console.print(f"verdict: {verdict} (MDAD at {answer.items_used} items "
+                  f"{mdad_text(answer.mdad, answer.max_gap)}; rule at "
+                  f"{answer.confidence:.0%} confidence: {answer.rule})")

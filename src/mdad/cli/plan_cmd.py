@@ -6,12 +6,21 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
-from mdad.cli.errors import user_errors
-from mdad.cli.practice_common import JsonOption, OtherVersion, points, print_json
-from mdad.data import MissingPolicy, load_dataset
+from mdad.cli.errors import literal_console, user_errors
+from mdad.cli.practice_common import (
+    JsonOption,
+    OtherVersion,
+    load_practice_data,
+    mdad_text,
+    note,
+    points,
+    print_json,
+)
+from mdad.data import MissingPolicy
 from mdad.data.files import read_name_list
+
+FEW_PAIRS = 30  # fewer differing pairs than this: the MDAD rests on few pairs
 
 
 @user_errors
@@ -20,16 +29,23 @@ def plan(
     gap: Annotated[float | None, typer.Option(
         help="Accuracy gap to detect, as a fraction (0.02 = 2 points): prints the size "
              "needed.")] = None,
-    size: Annotated[int | None, typer.Option(help="Micro-benchmark size: prints its "
-                                             "MDAD.")] = None,
+    size: Annotated[str | None, typer.Option(
+        help="Micro-benchmark size, or 'all' (the whole benchmark): prints its "
+             "MDAD.")] = None,
     method: Annotated[str, typer.Option(
         help="random or subtask-equal (analytic); any other method needs --run.")] = "random",
     run: Annotated[Path | None, typer.Option(
         help="A finished `mdad run` folder whose MDAD curve to interpolate.")] = None,
+    against: Annotated[str, typer.Option(
+        help="What the MDAD is measured against: full (the whole benchmark, finite "
+             "population correction; a study's seen split) or universe (the task the "
+             "benchmark samples, no correction; a study's unseen split).")] = "full",
     target_models: Annotated[Path | None, typer.Option(
         help="Models (one name per line) whose comparisons the size should settle.")] = None,
     threshold: Annotated[float, typer.Option(help="Agreement probability defining "
                                              "MDAD.")] = 0.8,
+    metric: Annotated[str | None, typer.Option(
+        help="lm-eval metric field, for an lm-eval samples folder (as `mdad run`).")] = None,
     missing: Annotated[MissingPolicy, typer.Option(help="Missing cells, as in `mdad run`."
                                                    )] = MissingPolicy.DROP_ITEMS,
     other_version: OtherVersion = False,
@@ -38,28 +54,68 @@ def plan(
     """How many items a micro-benchmark needs for a gap, or the MDAD of a size."""
     from mdad.practice import plan as make_plan
 
-    data = load_dataset(dataset, missing=missing)
+    data = load_practice_data(dataset, missing=missing, metric=metric)
     names = read_name_list(target_models, option="--target-models") if target_models else None
     answer = make_plan(data, gap=gap, size=size, method=method, run_dir=run,
                        target_models=names, threshold=threshold,
-                       allow_other_version=other_version)
+                       allow_other_version=other_version, against=against)
+    _degenerate_notes(answer)
     if as_json:
         print_json(answer)
         return
-    source = ("computed analytically from every pair of models" if answer.how == "analytic"
-              else f"interpolated from the study in {run}")
+    console = literal_console()
+    console.print(f"{_answer_text(answer, method)} ({data.name}, {_source_text(answer, run)})")
+    console.print(_against_text(answer, data.matrix.n_items))
+    if answer.settled_share is not None:
+        console.print(f"It settles {answer.settled_share:.0%} of the target models' "
+                      "pairwise comparisons (their gap is at least the MDAD)"
+                      + ("; none, since the MDAD is not reached." if not answer.reached
+                         else "."))
+
+
+def _degenerate_notes(answer) -> None:
+    """Say plainly when no pair of models differs, or few do."""
+    if answer.differing_pairs is None:
+        return
+    if answer.pairs == 0:
+        note("there is no pair of models (fewer than 2 models): MDAD cannot be measured")
+    elif answer.differing_pairs == 0:
+        note(f"no pair of models differs (all {answer.pairs} pairs have the same accuracy): "
+             "MDAD cannot be measured")
+    elif answer.differing_pairs < FEW_PAIRS:
+        note(f"only {answer.differing_pairs} of {answer.pairs} pairs of models differ; the "
+             "MDAD rests on few pairs")
+
+
+def _answer_text(answer, method: str) -> str:
+    mdad = mdad_text(answer.mdad, answer.max_gap)
+    pairs = f", from {answer.pairs} model pairs" if answer.pairs is not None else ""
     if answer.gap is not None and answer.size is None:
         largest = "the whole benchmark" if answer.how == "analytic" else "the study's sizes"
-        text = (f"No size up to {largest} reaches a gap of {points(answer.gap)} points "
-                f"with {method}: its MDAD at the largest is {points(answer.mdad)}.")
-    elif answer.gap is not None:
-        text = (f"{method}: {answer.size} items rank pairs {points(answer.gap)} or more "
+        return (f"No size up to {largest} reaches a gap of {points(answer.gap)} points "
+                f"with {method}: its MDAD at the largest is {mdad}{pairs}.")
+    if answer.gap is not None:
+        return (f"{method}: {answer.size} items rank pairs {points(answer.gap)} or more "
                 f"points apart correctly with probability >= {answer.threshold:.0%} "
-                f"(MDAD {points(answer.mdad)}).")
-    else:
-        text = (f"{method}, {answer.size} items: MDAD {points(answer.mdad)} points at "
-                f"{answer.threshold:.0%} agreement.")
-    Console().print(f"{text} ({data.name}, {source})")
-    if answer.settled_share is not None:
-        Console().print(f"It settles {answer.settled_share:.0%} of the target models' "
-                        "pairwise comparisons (their gap is at least the MDAD).")
+                f"(MDAD {mdad}{pairs}).")
+    return (f"{method}, {answer.size} items: MDAD {mdad} at {answer.threshold:.0%} "
+            f"agreement{pairs}.")
+
+
+def _source_text(answer, run: Path | None) -> str:
+    if answer.how == "analytic":
+        return "computed analytically from every pair of models"
+    return f"interpolated from the {answer.split} split of the study in {run}"
+
+
+def _against_text(answer, n_items: int) -> str:
+    if answer.how != "analytic":
+        pool = "its seen pool" if answer.split == "seen" else "its unseen items"
+        return (f"Measured against {pool}: the study ranks pairs by their accuracy on the "
+                f"{answer.split} split (--against {answer.against}).")
+    if answer.against == "universe":
+        return ("Measured against the universe: the benchmark is taken as a sample of its "
+                "task (items drawn with replacement, no finite population correction).")
+    return (f"Measured against the full benchmark: pairs ranked as all {n_items} items rank "
+            "them (finite population correction); --against universe treats the benchmark "
+            "as a sample of its task.")

@@ -7,13 +7,26 @@ import json
 from typing import Annotated
 
 import typer
+from rich.console import Console
 
-from mdad.report.sentences import points
+from mdad.cli.errors import literal
+from mdad.cli.render import load_notices
+from mdad.data import MissingPolicy, load_dataset
+from mdad.data.registry import Dataset
+from mdad.display import points
+from mdad.errors import ConfigError
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object instead.")]
 OtherVersion = Annotated[bool, typer.Option(
     "--allow-other-data-version",
     help="Use a --run made on a different version of the data (its sha256 differs).")]
+AllowPartial = Annotated[bool, typer.Option(
+    "--allow-partial",
+    help="Judge from the items actually answered when some are missing (the estimate, "
+         "its interval, the MDAD and every verdict are then for that many items).")]
+AllowOtherMetric = Annotated[bool, typer.Option(
+    "--allow-other-metric",
+    help="Accept a --metric other than the one the micro-benchmark was built on.")]
 
 
 def print_json(value: object) -> None:
@@ -21,4 +34,44 @@ def print_json(value: object) -> None:
                           else value, indent=1))
 
 
-__all__ = ["JsonOption", "OtherVersion", "points", "print_json"]
+def note(message: str) -> None:
+    """A note on stderr, as `mdad run` prints them."""
+    Console(stderr=True).print(f"[yellow]note:[/] {literal(message)}", highlight=False)
+
+
+def load_practice_data(dataset: str, *, missing: MissingPolicy = MissingPolicy.DROP_ITEMS,
+                       metric: str | None = None) -> Dataset:
+    """Load `dataset` as `mdad run` does and print its missing-data drop notice.
+
+    Raises
+    ------
+    ConfigError
+        When `metric` differs from a named dataset's own metric (its file holds that
+        metric's scores only).
+    """
+    data = load_dataset(dataset, missing=missing, **({"metric": metric} if metric else {}))
+    own = data.spec.lm_eval_metric if data.spec and data.spec.relative_path else None
+    if metric is not None and own is not None and metric != own:
+        raise ConfigError(f"--metric {metric}: the {data.name} data holds {own} scores only")
+    for message in load_notices(data, metric):
+        note(message)
+    return data
+
+
+def data_metric(data: Dataset, metric: str | None) -> str:
+    """The metric `data` was read with: `metric`, else the dataset's own, else acc."""
+    return metric or (data.spec.lm_eval_metric if data.spec else "acc")
+
+
+def mdad_text(value: float | None, max_gap: float | None) -> str:
+    """'5.0 points', or the censored 'not reached within the observed gaps (> 13.5
+    points, ...)'."""
+    if value is not None:
+        return f"{points(value)} points"
+    bound = f" (> {points(max_gap)} points, the largest gap between the dataset's models)" \
+        if max_gap is not None else ""
+    return f"not reached within the observed gaps{bound}"
+
+
+__all__ = ["AllowOtherMetric", "AllowPartial", "JsonOption", "OtherVersion", "data_metric",
+           "load_practice_data", "mdad_text", "note", "points", "print_json"]

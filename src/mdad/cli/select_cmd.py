@@ -7,11 +7,17 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
-from mdad.cli.errors import user_errors
-from mdad.cli.practice_common import OtherVersion, points
-from mdad.data import MissingPolicy, load_dataset
+from mdad.cli.errors import literal_console, user_errors
+from mdad.cli.files import check_new_file, write_text
+from mdad.cli.practice_common import (
+    OtherVersion,
+    data_metric,
+    load_practice_data,
+    mdad_text,
+    note,
+)
+from mdad.data import MissingPolicy
 from mdad.data.files import read_name_list
 from mdad.errors import ConfigError
 
@@ -30,31 +36,49 @@ def select(
     output_format: Annotated[str, typer.Option(
         "--format", help="mdad, or lm-eval: also write OUT.samples.json for "
                          "lm-evaluation-harness's --samples.")] = "mdad",
+    metric: Annotated[str | None, typer.Option(
+        help="lm-eval metric field, for an lm-eval samples folder (as `mdad run`); "
+             "recorded in the file.")] = None,
     missing: Annotated[MissingPolicy, typer.Option(help="Missing cells, as in `mdad run`."
                                                    )] = MissingPolicy.DROP_ITEMS,
     other_version: OtherVersion = False,
+    force: Annotated[bool, typer.Option(
+        "--force", help="Replace OUT (and OUT.samples.json) if they exist.")] = False,
 ) -> None:
     """Build a micro-benchmark from all of a dataset's models and write it to OUT."""
-    from mdad.practice import lm_eval_samples_json, plan, select_microbenchmark
+    from mdad.practice import lm_eval_samples_json, select_microbenchmark
 
     if output_format not in ("mdad", "lm-eval"):
         raise ConfigError(f"--format must be mdad or lm-eval; got {output_format!r}")
-    data = load_dataset(dataset, missing=missing)
-    run_mdad = (plan(data, size=size, method=method, run_dir=run,
-                     allow_other_version=other_version).mdad if run is not None else None)
+    check_new_file(out, option="--out", force=force)
+    samples_path = out.with_suffix(".samples.json")
+    if output_format == "lm-eval":
+        check_new_file(samples_path, option="--out (its samples file)", force=force)
+    data = load_practice_data(dataset, missing=missing, metric=metric)
     pool_ids = read_name_list(pool, option="--pool") if pool is not None else None
     bundle = select_microbenchmark(data, method, size, seed=seed, pool=pool_ids,
-                                   run_mdad=run_mdad)
+                                   run_dir=run, allow_other_version=other_version,
+                                   metric=data_metric(data, metric))
     samples = lm_eval_samples_json(bundle) if output_format == "lm-eval" else None
-    bundle.save(out)
-    console = Console()
+    write_text(out, bundle.to_json())
+    console = literal_console()
+    against = ("the study's seen split" if bundle.mdad_how == "interpolated"
+               else "the full benchmark")
+    pairs = f", {bundle.mdad_pairs} model pairs" if bundle.mdad_pairs is not None else ""
     console.print(f"wrote {out}: {size} items by {method} (seed {seed}) from "
-                  f"{bundle.pool_size} items of {data.name}; MDAD {points(bundle.mdad)} "
-                  f"points ({bundle.mdad_how})")
+                  f"{bundle.pool_size} items of {data.name} ({bundle.lm_eval_metric}); MDAD "
+                  f"{mdad_text(bundle.mdad, bundle.max_gap)} ({bundle.mdad_how}{pairs}, "
+                  f"against {against})")
     if bundle.mdad_how == "random-analytic":
-        console.print(f"note: {method} has no MDAD without --run; this is uniform random "
-                      "sampling's at the same size")
+        note(f"{method} has no MDAD without --run; this is uniform random sampling's at the "
+             "same size")
+    if not bundle.mdad_reached:
+        note("with the MDAD not reached, estimate and compare will call no model reliably "
+             "above or below another")
+    if bundle.lm_eval_tasks:
+        console.print(f"lm-eval tasks: --tasks {','.join(bundle.lm_eval_tasks)}")
     if samples is not None:
-        samples_path = out.with_suffix(".samples.json")
-        samples_path.write_text(json.dumps(samples) + "\n", encoding="utf-8")
-        console.print(f"wrote {samples_path}: lm_eval ... --samples {samples_path}")
+        write_text(samples_path, json.dumps(samples) + "\n")
+        console.print(f"wrote {samples_path}: lm-eval run ... --tasks "
+                      f"{','.join(bundle.lm_eval_tasks or [])} --samples {samples_path} "
+                      "--log_samples")

@@ -3,10 +3,13 @@
 from mdad.practice.bundle import (
     MicroBenchmarkFile,
     lm_eval_samples_json,
+    lm_eval_tasks,
     select_microbenchmark,
     with_reference,
 )
 from mdad.practice.estimate import (
+    CONFIDENCE,
+    RULE,
     Comparison,
     Estimate,
     ItemScores,
@@ -15,9 +18,18 @@ from mdad.practice.estimate import (
     read_results,
 )
 from mdad.practice.plan import plan
-from mdad.practice.planner import Plan, analytic_mdad, pair_structure, size_for_gap
+from mdad.practice.planner import (
+    AnalyticMdad,
+    Plan,
+    analytic_mdad,
+    pair_structure,
+    size_for_gap,
+)
 
 __all__ = [
+    "CONFIDENCE",
+    "RULE",
+    "AnalyticMdad",
     "Comparison",
     "Estimate",
     "ItemScores",
@@ -27,6 +39,7 @@ __all__ = [
     "compare_models",
     "estimate_score",
     "lm_eval_samples_json",
+    "lm_eval_tasks",
     "pair_structure",
     "plan",
     "read_results",

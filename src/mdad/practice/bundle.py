@@ -14,12 +14,17 @@ from mdad import __version__
 from mdad.data.matrix import ResponseMatrix
 from mdad.data.registry import Dataset
 from mdad.errors import ConfigError, DataError
-from mdad.practice.planner import ANALYTIC_METHODS, analytic_mdad, pair_structure
+from mdad.practice.planner import (
+    ANALYTIC_METHODS,
+    analytic_mdad,
+    mdad_curve,
+    pair_structure,
+)
 from mdad.selection import MicroBenchmark, SeenPool, get_method
 from mdad.selection.anchor_points import AnchorPredictorBenchmark
 from mdad.selection.tinybenchmarks import IrtBenchmark
 
-FORMAT = "mdad-microbenchmark/1"
+FORMAT = "mdad-microbenchmark/2"
 CV_FOLDS = 5
 
 
@@ -33,13 +38,26 @@ class MicroBenchmarkFile:
     items : item ids, in the estimator's order.
     lm_eval_items : the same items as ``task/doc_id`` when the dataset maps to an
         lm-evaluation-harness task, else None.
+    lm_eval_tasks : the tasks that have selected items, for lm-eval's ``--tasks``
+        (never a group name), else None.
+    lm_eval_metric : the metric the dataset was read with (estimate and compare refuse
+        another unless allowed).
     estimator : the estimator's kind and parameters (see `to_microbenchmark`).
     pool_size : items the estimate stands for (the full benchmark or the --pool).
     reference_models, reference_accuracy : the dataset's models and their accuracy on
         the pool.
-    mdad, mdad_how : this size's MDAD for the method and where it comes from
-        ("analytic" for random sampling, "interpolated" from a study, or
-        "random-analytic" when the method has no MDAD of its own here).
+    reference_answers : each reference model's scores on `items`, in their order: a
+        string of 0/1 digits when binary, else a list of floats. `estimate` compares a
+        new model with them exactly as `compare` compares two models' answers.
+    mdad, mdad_reached, max_gap, mdad_pairs, mdad_how : this size's MDAD for the
+        method (None when not reached within the observed gaps, i.e. above
+        `max_gap`), the pairs it is computed from (None when a study does not say),
+        and where it comes from ("analytic" for random sampling, "interpolated" from a
+        study's seen split, or "random-analytic" when the method has no MDAD of its
+        own here). Measured against the whole pool.
+    mdad_curve_sizes, mdad_curve : the MDAD at every size the file knows (1..size for
+        analytic values; the study's smallest size..size when interpolated), None
+        where not reached; a partial result is judged with the value at its size.
     error_sd : for methods other than uniform random sampling, the root mean square
         error of the estimate over held-out dataset models (5-fold, by model), used
         for the 95% interval.
@@ -53,20 +71,31 @@ class MicroBenchmarkFile:
     seed: int
     items: list[str]
     lm_eval_items: list[str] | None
+    lm_eval_tasks: list[str] | None
     lm_eval_metric: str
     estimator: dict[str, Any]
     pool_size: int
     reference_models: list[str]
     reference_accuracy: list[float]
-    mdad: float
+    reference_answers: list[Any]
+    mdad: float | None
+    mdad_reached: bool
+    max_gap: float | None
+    mdad_pairs: int | None
     mdad_how: str
+    mdad_curve_sizes: list[int]
+    mdad_curve: list[float | None]
     threshold: float
     error_sd: float | None
     format: str = FORMAT
     notes: list[str] = field(default_factory=list)
 
+    def to_json(self) -> str:
+        """The file's text (`load` reads it back)."""
+        return json.dumps(asdict(self), indent=1) + "\n"
+
     def save(self, path: Path) -> None:
-        Path(path).write_text(json.dumps(asdict(self), indent=1) + "\n", encoding="utf-8")
+        Path(path).write_text(self.to_json(), encoding="utf-8")
 
     @classmethod
     def load(cls, path: Path) -> MicroBenchmarkFile:
@@ -74,13 +103,32 @@ class MicroBenchmarkFile:
             data = json.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise DataError(f"{path}: cannot read the micro-benchmark file ({exc})") from None
-        if not isinstance(data, dict) or data.get("format") != FORMAT:
+        found = data.get("format") if isinstance(data, dict) else None
+        if isinstance(found, str) and found.startswith("mdad-microbenchmark/") and (
+                found != FORMAT):
+            raise DataError(f"{path}: written by another version of mdad (format {found}, "
+                            f"this version reads {FORMAT}); select again with `mdad select`")
+        if found != FORMAT:
             raise DataError(f"{path}: not a micro-benchmark file written by `mdad select` "
                             f"(format {FORMAT})")
         try:
             return cls(**data)
         except TypeError as exc:
             raise DataError(f"{path}: malformed micro-benchmark file ({exc})") from None
+
+    def reference_scores(self) -> np.ndarray:
+        """The reference models' scores on the items, shape (n_models, size)."""
+        rows = [np.frombuffer(a.encode("ascii"), dtype=np.uint8) - ord("0")
+                if isinstance(a, str) else np.asarray(a) for a in self.reference_answers]
+        return np.asarray(rows, dtype=np.float64).reshape(len(rows), len(self.items))
+
+    def mdad_at(self, size: int) -> tuple[bool, float | None]:
+        """(known, value) of the MDAD for `size` items: known False when the file's curve
+        does not cover that size; value None when not reached."""
+        curve = dict(zip(self.mdad_curve_sizes, self.mdad_curve, strict=True))
+        if size not in curve:
+            return False, None
+        return True, curve[size]
 
     def to_microbenchmark(self) -> MicroBenchmark:
         """The estimator, with `items` as positions 0..size-1 of a model's scores."""
@@ -142,18 +190,21 @@ def _estimator_json(micro: MicroBenchmark) -> dict[str, Any]:
 
 def select_microbenchmark(dataset: Dataset, method: str, size: int, *, seed: int = 0,
                           pool: list[str] | None = None, threshold: float = 0.8,
-                          run_mdad: float | None = None) -> MicroBenchmarkFile:
+                          run_dir: Path | None = None, allow_other_version: bool = False,
+                          metric: str | None = None) -> MicroBenchmarkFile:
     """Choose `size` items of `dataset` (or of the item ids in `pool`) with `method`,
     using every model of the dataset as a source.
 
-    `run_mdad` is the method's MDAD at this size from a finished study (see
-    `mdad plan --run`); without it, random methods get their analytic MDAD and other
-    methods uniform random sampling's, marked as such.
+    `run_dir` is a finished study of the method (see `mdad plan --run`) whose seen
+    split's MDAD curve is interpolated; without it, random methods get their analytic
+    MDAD and other methods uniform random sampling's, marked as such. `metric` is the
+    metric the data was read with (default the dataset's own).
 
     Raises
     ------
     ConfigError
-        For an unknown method, a size outside 1..pool size, or an unknown pool item.
+        For an unknown method, a size outside 1..pool size (or the study's sizes), or
+        an unknown pool item.
     """
     matrix = _pool_matrix(dataset.matrix, pool)
     selector = get_method(method)
@@ -164,40 +215,80 @@ def select_microbenchmark(dataset: Dataset, method: str, size: int, *, seed: int
                           f"from a pool of {matrix.n_items} items")
     if matrix.n_models < max(selector.min_sources, 1):
         raise ConfigError(f"method {method} needs at least {selector.min_sources} models")
+    curve = _mdad_curve(dataset, matrix, method, size, threshold, run_dir, allow_other_version)
     micro = selector.select(full_pool, size, rng=np.random.default_rng(seed))
     order = np.asarray(micro.items)
     ids = [str(matrix.item_ids[i]) for i in order]
     spec = dataset.spec
     lm_eval_items = _lm_eval_ids(ids, spec.lm_eval_task if spec else None)
-    structure = pair_structure(matrix.correctness, matrix.subtask_codes)
-    if run_mdad is not None:
-        mdad, how = run_mdad, "interpolated"
-    else:
-        stratified = ANALYTIC_METHODS.get(method, False)
-        mdad = analytic_mdad(structure, size, threshold=threshold, stratified=stratified)
-        how = "analytic" if method in ANALYTIC_METHODS else "random-analytic"
     error_sd = None if method == "random" else _cross_validated_error(
         matrix, selector, size, seed)
-    estimator = _estimator_json(micro)
+    mdad, max_gap, pairs, how, sizes, values = curve
     return MicroBenchmarkFile(
         dataset=dataset.name, sha256=matrix.sha256 or "", mdad_version=__version__,
         method=method, size=size, seed=seed, items=ids, lm_eval_items=lm_eval_items,
-        lm_eval_metric=spec.lm_eval_metric if spec else "acc", estimator=estimator,
-        pool_size=matrix.n_items, reference_models=[str(m) for m in matrix.model_names],
-        reference_accuracy=[float(a) for a in matrix.accuracy()], mdad=float(mdad),
-        mdad_how=how, threshold=threshold, error_sd=error_sd, notes=list(micro.notes))
+        lm_eval_tasks=lm_eval_tasks(lm_eval_items),
+        lm_eval_metric=metric or (spec.lm_eval_metric if spec else "acc"),
+        estimator=_estimator_json(micro), pool_size=matrix.n_items,
+        reference_models=[str(m) for m in matrix.model_names],
+        reference_accuracy=[float(a) for a in matrix.accuracy()],
+        reference_answers=_answers_json(matrix.scores()[:, order]),
+        mdad=mdad, mdad_reached=mdad is not None, max_gap=max_gap, mdad_pairs=pairs,
+        mdad_how=how, mdad_curve_sizes=sizes, mdad_curve=values, threshold=threshold,
+        error_sd=error_sd, notes=list(micro.notes))
+
+
+def _mdad_curve(dataset: Dataset, matrix: ResponseMatrix, method: str, size: int,
+                threshold: float, run_dir: Path | None, allow_other_version: bool):
+    """(mdad, max_gap, pairs, how, curve sizes, curve values) of the file: the
+    analytic curve over 1..size, or the study's seen curve up to `size`."""
+    if run_dir is not None:
+        from mdad.practice.plan import interpolate, study_curve, study_mdad_curve
+
+        points = study_curve(Path(run_dir), method, threshold,
+                             None if allow_other_version else dataset.matrix.sha256)
+        _, point = interpolate(points, gap=None, size=size)
+        known = study_mdad_curve(points, size)
+        return (point.value, point.max_gap, point.pairs, "interpolated", list(known),
+                list(known.values()))
+    structure = pair_structure(matrix.correctness, matrix.subtask_codes)
+    stratified = ANALYTIC_METHODS.get(method, False)
+    result = analytic_mdad(structure, size, threshold=threshold, stratified=stratified)
+    sizes = np.arange(1, size + 1)
+    values = mdad_curve(structure, sizes, threshold=threshold, stratified=stratified)
+    how = "analytic" if method in ANALYTIC_METHODS else "random-analytic"
+    return result.value, result.max_gap, result.pairs, how, sizes.tolist(), values
+
+
+def _answers_json(scores: np.ndarray) -> list[Any]:
+    """Rows of `scores` (n_models, size) as 0/1 digit strings when binary, else floats."""
+    if np.isin(scores, (0.0, 1.0)).all():
+        digits = (scores.astype(np.uint8) + ord("0")).astype(np.uint8)
+        return [row.tobytes().decode("ascii") for row in digits]
+    return [[float(v) for v in row] for row in scores]
+
+
+def lm_eval_tasks(lm_eval_items: list[str] | None) -> list[str] | None:
+    """The tasks of ``task/doc_id`` items, sorted: what lm-eval's ``--tasks`` needs to run
+    exactly the selected items (a task left out of --samples would run in full)."""
+    if lm_eval_items is None:
+        return None
+    return sorted({item.rsplit("/", 1)[0] for item in lm_eval_items})
 
 
 def with_reference(bundle: MicroBenchmarkFile, dataset: Dataset, *,
                    allow_other_version: bool = False) -> tuple[MicroBenchmarkFile, str]:
-    """`bundle` compared with `dataset`'s models (accuracy on all items) instead of the
-    saved ones, and a warning when the data's version differs and that was allowed.
+    """`bundle` compared with `dataset`'s models (accuracy on all items, answers on the
+    micro-benchmark's items) instead of the saved ones, and a warning when the data's
+    version differs and that was allowed.
 
     Raises
     ------
     ConfigError
         When `dataset`'s sha256 differs from the file's and `allow_other_version` is
         False.
+    DataError
+        When `dataset` lacks some of the micro-benchmark's items.
     """
     sha = dataset.matrix.sha256 or ""
     warning = ""
@@ -207,8 +298,16 @@ def with_reference(bundle: MicroBenchmarkFile, dataset: Dataset, *,
         if not allow_other_version:
             raise ConfigError(f"{message}; select again, or pass --allow-other-data-version")
         warning = message + "; comparing with this data's models anyway"
+    column = {str(item): k for k, item in enumerate(dataset.matrix.item_ids)}
+    absent = [item for item in bundle.items if item not in column]
+    if absent:
+        raise DataError(f"{dataset.name} lacks {len(absent)} of the micro-benchmark's "
+                        f"{bundle.size} items (e.g. {absent[0]!r}); its models cannot be "
+                        "compared on them")
+    answers = dataset.matrix.scores()[:, [column[item] for item in bundle.items]]
     return replace(bundle, reference_models=[str(m) for m in dataset.matrix.model_names],
-                   reference_accuracy=[float(a) for a in dataset.matrix.accuracy()]), warning
+                   reference_accuracy=[float(a) for a in dataset.matrix.accuracy()],
+                   reference_answers=_answers_json(answers)), warning
 
 
 def _pool_matrix(matrix: ResponseMatrix, pool: list[str] | None) -> ResponseMatrix:

@@ -1,5 +1,22 @@
 """A new model's results on a saved micro-benchmark: its estimated full score, which
-models it is reliably above or below, and whether two models' gap is real."""
+models it is reliably above or below, and whether two models' gap is real.
+
+One rule decides "reliably above / below" for both `estimate` and `compare` (`RULE`):
+model A is reliably above model B when, on the items both answered, the estimated
+difference d = estimate(A) - estimate(B) (the micro-benchmark's own estimator applied
+to each model's answers) is at least the MDAD for that many items and its paired 95%
+interval excludes 0. `estimate` applies it to the new model's answers and each
+reference model's answers on the same items (stored in the file), through the very
+function `compare` uses, so every model it lists as above or below is the winner
+`compare` names for the same two answer files. An MDAD not reached makes no one
+reliably above or below.
+
+The paired interval is d +- 1.96 sqrt(V (N - n) / (N - 1)) with n items answered of a
+pool of N: V is the per-item (sandwich) variance of the weighted mean of the per-item
+differences for linear estimators (the plain mean gives var(a - b) / n), the variance
+of the per-anchor contributions for Anchor Points' predictor, and the delete-one
+jackknife over anchors for the IRT estimators. It never uses a stored error twice.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +25,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from scipy.special import logit
 from scipy.stats import binomtest
 
-from mdad.errors import DataError
+from mdad.errors import ConfigError, DataError
 from mdad.practice.bundle import MicroBenchmarkFile
 
 Z95 = 1.959963984540054
+CONFIDENCE = 0.95
+RULE = ("A is reliably above B when, on the items both answered, estimate(A) - "
+        "estimate(B) is at least the MDAD for that many items and its paired 95% "
+        "interval excludes 0")
+_TOLERANCE = 1e-9  # float noise around the MDAD's bin edges
 
 
 @dataclass(frozen=True)
@@ -33,17 +56,35 @@ class ItemScores:
     extra: int
 
 
-def read_results(path: Path, bundle: MicroBenchmarkFile, *, metric: str | None = None
-                 ) -> ItemScores:
+def check_metric(bundle: MicroBenchmarkFile, metric: str | None, *,
+                 allow_other: bool = False) -> None:
+    """Refuse a `metric` other than the one the micro-benchmark was built on.
+
+    Raises
+    ------
+    ConfigError
+        When `metric` differs from ``bundle.lm_eval_metric`` and `allow_other` is False.
+    """
+    if metric is not None and metric != bundle.lm_eval_metric and not allow_other:
+        raise ConfigError(f"--metric {metric}: the micro-benchmark was built on "
+                          f"{bundle.lm_eval_metric}; its MDAD and estimator hold for that "
+                          "metric only (pass --allow-other-metric to use it anyway)")
+
+
+def read_results(path: Path, bundle: MicroBenchmarkFile, *, metric: str | None = None,
+                 allow_other_metric: bool = False) -> ItemScores:
     """One model's per-item results: an lm-eval ``--log_samples`` folder or file, or a
     CSV with columns ``item_id`` and ``correct``.
 
     Raises
     ------
+    ConfigError
+        For a `metric` other than the micro-benchmark's, unless `allow_other_metric`.
     DataError
         For a file with several models, duplicated items, or no item of the
         micro-benchmark at all (results for another task or dataset).
     """
+    check_metric(bundle, metric, allow_other=allow_other_metric)
     path = Path(path)
     if path.suffix.lower() == ".csv":
         model, values = path.stem, _read_csv(path)
@@ -51,17 +92,19 @@ def read_results(path: Path, bundle: MicroBenchmarkFile, *, metric: str | None =
     else:
         from mdad.data.lm_eval import load_lm_eval_samples
 
-        matrix = load_lm_eval_samples(path, metric=metric or bundle.lm_eval_metric)
+        if bundle.lm_eval_items is None:
+            raise DataError(f"{path}: lm-eval results, but the micro-benchmark's dataset "
+                            f"{bundle.dataset} has no lm-eval task mapping; pass a CSV")
+        wanted = bundle.lm_eval_items
+        # only the micro-benchmark's tasks: results of another task say so by name
+        matrix = load_lm_eval_samples(path, metric=metric or bundle.lm_eval_metric,
+                                      tasks={item.rsplit("/", 1)[0] for item in wanted})
         if matrix.n_models != 1:
             raise DataError(f"{path}: holds results of {matrix.n_models} models; pass one "
                             "model's folder or file")
         model = str(matrix.model_names[0])
         values = {str(i): float(v) for i, v in zip(matrix.item_ids, matrix.correctness[0],
                                                   strict=True) if not np.isnan(v)}
-        if bundle.lm_eval_items is None:
-            raise DataError(f"{path}: lm-eval results, but the micro-benchmark's dataset "
-                            f"{bundle.dataset} has no lm-eval task mapping; pass a CSV")
-        wanted = bundle.lm_eval_items
     found = [item for item in wanted if item in values]
     if not found:
         example = next(iter(values), "none")
@@ -100,71 +143,275 @@ def _read_csv(path: Path) -> dict[str, float]:
 
 
 @dataclass(frozen=True)
+class Verdicts:
+    """The rule applied to one model against many, on the same items.
+
+    Attributes
+    ----------
+    difference, half : float arrays of shape (n_others,): estimate(model) -
+        estimate(other) and the half-width of its paired 95% interval.
+    reliable : bool array of shape (n_others,).
+    """
+
+    difference: np.ndarray
+    half: np.ndarray
+    reliable: np.ndarray
+
+
+@dataclass(frozen=True)
 class Estimate:
     """A model's estimated full-benchmark accuracy and where it stands.
 
     Attributes
     ----------
     accuracy, low, high : the estimate and its 95% interval (fractions).
-    above, below, too_close : reference models this model is reliably above, below
-        (the gap to their pool accuracy is at least the MDAD), or too close to call.
+    confidence : the interval's and the verdicts' confidence level (0.95).
+    items_used, size : items answered and used, of the micro-benchmark's size.
+    partial : True when fewer items were used than the micro-benchmark holds.
+    mdad : the MDAD for `items_used` items, or None when not reached (then no model
+        is reliably above or below; `max_gap` bounds it from below).
+    above, below, too_close : reference models this model is reliably above, below,
+        or too close to call (`RULE`: the same verdict `compare` gives).
+    interval_how : how the accuracy interval was computed.
     """
 
     model: str
     accuracy: float
     low: float
     high: float
+    confidence: float
     items_used: int
+    size: int
+    partial: bool
     missing: list[str]
     extra: int
-    mdad: float
+    mdad: float | None
+    mdad_reached: bool
+    max_gap: float | None
     mdad_how: str
     above: list[str]
     below: list[str]
     too_close: list[str]
+    rule: str
+    interval_how: str
 
 
-def estimate_score(bundle: MicroBenchmarkFile, results: ItemScores) -> Estimate:
-    """Estimate `results`' model's full accuracy from the micro-benchmark.
+def require_items(bundle: MicroBenchmarkFile, observed: np.ndarray, *, allow_partial: bool,
+                  who: str) -> None:
+    """Refuse results answering fewer items than the micro-benchmark holds, unless
+    `allow_partial`; refuse none at all, and a size the file has no MDAD for.
 
-    The 95% interval: for uniform random sampling, the normal interval of a mean of
-    n of N items drawn without replacement (finite population correction); for every
-    other method, +-1.96 times the cross-validated error stored in the file. Items
-    the results lack are left out (plain means and weights over the rest).
+    Raises
+    ------
+    DataError
+        With one line saying how many items are missing.
+    """
+    used = int(observed.sum())
+    if used == 0:
+        raise DataError(f"{who}: no item of the micro-benchmark was answered")
+    if used < bundle.size and not allow_partial:
+        raise DataError(f"{who}: {bundle.size - used} of the micro-benchmark's {bundle.size} "
+                        f"items are missing; run them, or pass --allow-partial to judge "
+                        f"from the {used} answered items only")
+    if used < bundle.size and not bundle.mdad_at(used)[0]:
+        raise DataError(f"{who}: the micro-benchmark has no MDAD for {used} items (its "
+                        f"curve covers {bundle.mdad_curve_sizes[0]}.."
+                        f"{bundle.mdad_curve_sizes[-1]} items); cannot judge from them")
+
+
+def estimate_score(bundle: MicroBenchmarkFile, results: ItemScores, *,
+                   allow_partial: bool = False) -> Estimate:
+    """Estimate `results`' model's full accuracy from the micro-benchmark, and apply
+    `RULE` against every reference model's answers on the same items.
+
+    The 95% interval: for uniform random sampling, the normal (Wilson) interval of a
+    mean of n of N items drawn without replacement (finite population correction);
+    for every other method, +-1.96 times the cross-validated error stored in the file,
+    scaled by sqrt(size / n) when only n items were answered. With `allow_partial`,
+    items the results lack are left out: linear estimators are re-weighted over the
+    rest, IRT estimators re-fitted on the answered anchors; Anchor Points' predictor
+    refuses.
+
+    Raises
+    ------
+    DataError
+        For missing items without `allow_partial`, or an estimator that cannot work
+        on the answered subset.
     """
     observed = ~np.isnan(results.scores)
-    value = float(_estimates(bundle, results.scores[None, :], observed)[0])
+    require_items(bundle, observed, allow_partial=allow_partial, who=results.model)
     used = int(observed.sum())
+    value = float(_estimates(bundle, np.nan_to_num(results.scores)[None, :], observed)[0])
     if bundle.error_sd is None:
         low, high = _wilson(value, used, bundle.pool_size)
+        how = "Wilson, finite population"
     else:
-        low = max(value - Z95 * bundle.error_sd, 0.0)
-        high = min(value + Z95 * bundle.error_sd, 1.0)
-    reference = np.asarray(bundle.reference_accuracy)
+        spread = bundle.error_sd * np.sqrt(bundle.size / used)
+        low, high = max(value - Z95 * spread, 0.0), min(value + Z95 * spread, 1.0)
+        how = ("cross-validated error" if used == bundle.size else
+               f"cross-validated error scaled by sqrt({bundle.size}/{used})")
+    _, mdad = bundle.mdad_at(used)
+    verdicts = verdicts_against(bundle, results.scores, bundle.reference_scores(), observed,
+                                mdad)
     names = np.asarray(bundle.reference_models)
-    gap = value - reference
+    ahead = verdicts.reliable & (verdicts.difference > 0)
+    behind = verdicts.reliable & (verdicts.difference < 0)
     return Estimate(
-        model=results.model, accuracy=value, low=low, high=high, items_used=used,
-        missing=results.missing, extra=results.extra, mdad=bundle.mdad,
-        mdad_how=bundle.mdad_how, above=names[gap >= bundle.mdad].tolist(),
-        below=names[-gap >= bundle.mdad].tolist(),
-        too_close=names[np.abs(gap) < bundle.mdad].tolist())
+        model=results.model, accuracy=value, low=low, high=high, confidence=CONFIDENCE,
+        items_used=used, size=bundle.size, partial=used < bundle.size,
+        missing=results.missing, extra=results.extra, mdad=mdad,
+        mdad_reached=mdad is not None, max_gap=bundle.max_gap, mdad_how=bundle.mdad_how,
+        above=names[ahead].tolist(), below=names[behind].tolist(),
+        too_close=names[~verdicts.reliable].tolist(), rule=RULE, interval_how=how)
+
+
+def verdicts_against(bundle: MicroBenchmarkFile, scores: np.ndarray, others: np.ndarray,
+                     observed: np.ndarray, mdad: float | None) -> Verdicts:
+    """`RULE` for the model with `scores` (size,) against each row of `others`
+    (n_others, size), on the `observed` items, one pair at a time through
+    `paired_difference` (the arithmetic `compare` does, so both always agree)."""
+    difference = np.empty(others.shape[0])
+    half = np.empty(others.shape[0])
+    for k, other in enumerate(others):
+        difference[k], half[k] = paired_difference(bundle, scores, other, observed)
+    return Verdicts(difference, half, is_reliable(difference, half, mdad))
+
+
+def is_reliable(difference: np.ndarray, half: np.ndarray, mdad: float | None) -> np.ndarray:
+    """`RULE`: |difference| >= mdad and the interval difference +- half excludes 0;
+    never when the MDAD is not reached (None). Shapes broadcast."""
+    difference, half = np.asarray(difference), np.asarray(half)
+    if mdad is None:
+        return np.zeros(np.broadcast(difference, half).shape, dtype=bool)
+    size = np.abs(difference)
+    return (size >= mdad - _TOLERANCE) & (size - half > _TOLERANCE)
+
+
+def paired_difference(bundle: MicroBenchmarkFile, first: np.ndarray, second: np.ndarray,
+                      observed: np.ndarray) -> tuple[float, float]:
+    """estimate(first) - estimate(second) on the `observed` items and the half-width of
+    its paired 95% interval (see the module docstring). `first`, `second`: (size,)
+    scores (values outside `observed` are ignored); equal answers on the observed items
+    give exactly (0, 0), whatever float noise the estimator would add.
+
+    Raises
+    ------
+    DataError
+        For an estimator that cannot work on a subset when some items are unobserved.
+    """
+    pair = np.nan_to_num(np.vstack([first, second]).astype(np.float64))
+    n = int(observed.sum())
+    if np.array_equal(pair[0, observed], pair[1, observed]):
+        _estimates(bundle, pair[:1], observed)  # the same refusals as any other pair
+        return 0.0, 0.0  # equal answers: exactly no difference, whatever the estimator
+    fpc = (bundle.pool_size - n) / max(bundle.pool_size - 1, 1)
+    kind = bundle.estimator["kind"]
+    if kind == "linear":
+        estimates = _estimates(bundle, pair, observed)
+        weights = _weights(bundle)[observed]
+        z = pair[0, observed] - pair[1, observed]
+        difference = float(estimates[0] - estimates[1])
+        variance = float(np.sum((weights * (z - difference)) ** 2)) / weights.sum() ** 2
+    elif kind == "predictor":
+        _refuse_subset(bundle, observed)
+        shares = _predictor_shares(bundle, pair)
+        contribution = shares[0] - shares[1]
+        difference = float(contribution.sum())
+        variance = float(np.sum((contribution - difference / n) ** 2))
+    else:
+        difference, variance = _irt_jackknife(bundle, pair, observed)
+    return difference, float(Z95 * np.sqrt(max(variance, 0.0) * max(fpc, 0.0)))
+
+
+def _weights(bundle: MicroBenchmarkFile) -> np.ndarray:
+    weights = bundle.estimator.get("weights")
+    return (np.ones(bundle.size) if weights is None
+            else np.asarray(weights, dtype=np.float64))
+
+
+def _refuse_subset(bundle: MicroBenchmarkFile, observed: np.ndarray) -> None:
+    if not observed.all():
+        raise DataError(f"{bundle.method}'s estimator predicts the other items from every "
+                        f"anchor and cannot work on a subset; the results lack "
+                        f"{int((~observed).sum())} of its {bundle.size} items")
+
+
+def _predictor_shares(bundle: MicroBenchmarkFile, scores: np.ndarray) -> np.ndarray:
+    """Anchor Points' predictor as a sum over anchors: share of the floaters predicted
+    correct through each anchor, shape (n_models, size); rows sum to the estimate."""
+    nearest = np.asarray(bundle.estimator["nearest"], dtype=np.int64)
+    slope = np.asarray(bundle.estimator["slope"], dtype=np.float64)
+    intercept = np.asarray(bundle.estimator["intercept"], dtype=np.float64)
+    from mdad.selection.anchor_points import _CLIP as clip  # the predictor's own clipping
+
+    anchors = logit(np.clip(scores, clip, 1 - clip))
+    correct = (anchors[:, nearest] * slope + intercept > 0).astype(np.float64)
+    one_hot = np.zeros((nearest.size, scores.shape[1]))
+    one_hot[np.arange(nearest.size), nearest] = 1.0
+    return correct @ one_hot / max(nearest.size, 1)
+
+
+def _irt_estimates(bundle: MicroBenchmarkFile, scores: np.ndarray,
+                   observed: np.ndarray) -> np.ndarray:
+    """p-IRT / gp-IRT of each row of `scores` (n_rows, size) fitted on its own
+    `observed` anchors (bool, same shape): unobserved anchors join the items the IRT
+    model predicts, and gp-IRT's anchor weights are renormalised over the observed."""
+    from mdad.irt.model import item_curve, map_ability
+
+    estimator = bundle.estimator
+    a = np.vstack([np.asarray(estimator["discrimination"], dtype=np.float64),
+                   np.asarray(estimator["others_discrimination"],
+                              dtype=np.float64).reshape(-1, len(estimator["discrimination"][0]))])
+    b = np.concatenate([np.asarray(estimator["difficulty"], dtype=np.float64),
+                        np.asarray(estimator["others_difficulty"], dtype=np.float64)])
+    size = scores.shape[1]
+    responses = np.where(observed, scores, np.nan)
+    padded = np.full((scores.shape[0], b.size), np.nan)
+    padded[:, :size] = responses
+    ability = map_ability(responses, a[:size], b[:size])  # others are all unobserved
+    predicted = item_curve(ability, a, b)
+    known = ~np.isnan(padded)
+    pirt = np.where(known, np.nan_to_num(padded), predicted).mean(axis=1)
+    weight = float(estimator.get("gp_weight") or 0.0)
+    if weight == 0.0:
+        return pirt
+    weights = np.where(observed, _weights(bundle), 0.0)
+    anchor = np.sum(weights * np.nan_to_num(responses), axis=1) / weights.sum(axis=1)
+    return weight * anchor + (1 - weight) * pirt
+
+
+def _irt_jackknife(bundle: MicroBenchmarkFile, pair: np.ndarray,
+                   observed: np.ndarray) -> tuple[float, float]:
+    """The IRT estimators' difference of the two rows of `pair` on the observed anchors,
+    and its delete-one jackknife variance over those anchors."""
+    kept = np.flatnonzero(observed)
+    masks = np.repeat(observed[None, :], kept.size + 1, axis=0)
+    masks[np.arange(1, kept.size + 1), kept] = False  # row k + 1 leaves anchor k out
+    rows = np.repeat(pair, kept.size + 1, axis=0)  # first model's rows, then the second's
+    estimates = _irt_estimates(bundle, rows, np.vstack([masks, masks]))
+    differences = estimates[: kept.size + 1] - estimates[kept.size + 1:]
+    if kept.size < 2:
+        return float(differences[0]), np.inf
+    left_out = differences[1:]
+    variance = (kept.size - 1) / kept.size * np.sum((left_out - left_out.mean()) ** 2)
+    return float(differences[0]), float(variance)
 
 
 def _estimates(bundle: MicroBenchmarkFile, scores: np.ndarray,
                observed: np.ndarray) -> np.ndarray:
     """The micro-benchmark's estimate for each row of `scores` (n_models, size) from the
-    `observed` items only: plain means and weights are taken over them; estimators
-    that need every item refuse."""
-    micro = bundle.to_microbenchmark()
-    if observed.all():
-        return micro.estimate(scores)
-    if bundle.estimator["kind"] != "linear":
-        raise DataError(f"{bundle.method}'s estimator needs every item; the results lack "
-                        f"{int((~observed).sum())} of them")
-    weights = (np.ones(observed.size) if micro.weights is None
-               else np.asarray(micro.weights, dtype=np.float64))[observed]
-    return scores[:, observed] @ weights / weights.sum()
+    `observed` items only: linear estimators re-weighted over them, IRT estimators
+    re-fitted on them, Anchor Points' predictor refuses a subset."""
+    kind = bundle.estimator["kind"]
+    if kind == "linear":
+        weights = _weights(bundle)[observed]
+        return scores[:, observed] @ weights / weights.sum()
+    if kind == "predictor":
+        _refuse_subset(bundle, observed)
+        return _predictor_shares(bundle, scores).sum(axis=1)
+    if kind == "irt":
+        return _irt_estimates(bundle, scores, np.broadcast_to(observed, scores.shape))
+    raise DataError(f"unknown estimator kind {kind!r} in the micro-benchmark file")
 
 
 def _wilson(value: float, n: int, pool: int) -> tuple[float, float]:
@@ -188,11 +435,15 @@ class Comparison:
 
     Attributes
     ----------
-    difference, low, high : estimate(A) - estimate(B) and its 95% interval.
+    difference, low, high : estimate(A) - estimate(B) and its paired 95% interval.
+    confidence : the interval's confidence level (0.95).
+    items_used, size, partial : items both answered, of the micro-benchmark's size.
     only_first, only_second : items right for A only, for B only (0/1 scores).
     p_value : the exact two-sided McNemar test of the discordant items.
-    verdict : "reliable" when |difference| >= the MDAD and the interval excludes 0,
-        else "too close to call".
+    mdad : the MDAD for `items_used` items, None when not reached.
+    verdict : "reliable" under `RULE`, else "too close to call".
+    winner : the reliably better model's name, or None when too close.
+    reason : why it is too close ("" when reliable).
     """
 
     first: str
@@ -200,38 +451,60 @@ class Comparison:
     difference: float
     low: float
     high: float
+    confidence: float
     items_used: int
+    size: int
+    partial: bool
     only_first: int
     only_second: int
     p_value: float
-    mdad: float
+    mdad: float | None
+    mdad_reached: bool
+    max_gap: float | None
     verdict: str
+    winner: str | None
+    reason: str
+    rule: str
 
 
-def compare_models(bundle: MicroBenchmarkFile, first: ItemScores,
-                   second: ItemScores) -> Comparison:
-    """The paired difference of two models on the items both have results for."""
+def compare_models(bundle: MicroBenchmarkFile, first: ItemScores, second: ItemScores, *,
+                   allow_partial: bool = False) -> Comparison:
+    """The paired difference of two models on the items both answered, judged by
+    `RULE`.
+
+    Raises
+    ------
+    DataError
+        When the two share fewer items than the micro-benchmark holds and
+        `allow_partial` is False, or share none.
+    """
     both = ~np.isnan(first.scores) & ~np.isnan(second.scores)
-    if not both.any():
-        raise DataError("the two results share no item of the micro-benchmark")
+    require_items(bundle, both, allow_partial=allow_partial,
+                  who=f"{first.model} and {second.model}")
+    difference, half = paired_difference(bundle, first.scores, second.scores, both)
     a, b = first.scores[both], second.scores[both]
-    estimates = _estimates(bundle, np.vstack([np.where(both, first.scores, 0.0),
-                                              np.where(both, second.scores, 0.0)]), both)
-    difference = float(estimates[0] - estimates[1])
     only_first = int(np.sum((a > 0.5) & (b <= 0.5)))
     only_second = int(np.sum((b > 0.5) & (a <= 0.5)))
     n = int(both.sum())
-    if bundle.error_sd is None:
-        per_item = a - b
-        fpc = (bundle.pool_size - n) / max(bundle.pool_size - 1, 1)
-        half = Z95 * np.sqrt(per_item.var() / n * fpc)
-    else:
-        half = Z95 * np.sqrt(2.0) * bundle.error_sd
     discordant = only_first + only_second
     p_value = 1.0 if discordant == 0 else float(
         binomtest(only_first, discordant, 0.5).pvalue)
-    low, high = difference - half, difference + half
-    reliable = abs(difference) >= bundle.mdad and (low > 0 or high < 0)
-    return Comparison(first.model, second.model, difference, low, high, n, only_first,
-                      only_second, p_value, bundle.mdad,
-                      "reliable" if reliable else "too close to call")
+    _, mdad = bundle.mdad_at(n)
+    reliable = bool(is_reliable(difference, half, mdad))
+    winner = (first.model if difference > 0 else second.model) if reliable else None
+    return Comparison(first.model, second.model, difference, difference - half,
+                      difference + half, CONFIDENCE, n, bundle.size, n < bundle.size,
+                      only_first, only_second, p_value, mdad, mdad is not None,
+                      bundle.max_gap, "reliable" if reliable else "too close to call",
+                      winner, _reason(difference, half, mdad), RULE)
+
+
+def _reason(difference: float, half: float, mdad: float | None) -> str:
+    """Why a difference is too close to call ('' when it is reliable)."""
+    if mdad is None:
+        return "the MDAD is not reached at this size, so no gap is reliable"
+    if abs(difference) < mdad - _TOLERANCE:
+        return "the difference is below the MDAD"
+    if abs(difference) - half <= _TOLERANCE:
+        return "the paired 95% interval includes 0"
+    return ""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -9,26 +10,61 @@ import pandas as pd
 
 from mdad.data.registry import Dataset
 from mdad.errors import ConfigError, DataError
-from mdad.practice.planner import ANALYTIC_METHODS, Plan, analytic_mdad, pair_structure
+from mdad.practice.planner import (
+    AGAINST,
+    ANALYTIC_METHODS,
+    Plan,
+    analytic_mdad,
+    at_most,
+    pair_structure,
+)
 from mdad.practice.planner import size_for_gap as analytic_size_for_gap
 
+# The split of a study that stands for each reference (see `plan`).
+STUDY_SPLIT = {"full": "seen", "universe": "unseen"}
+# An mdad.csv written before censoring existed wrote this for "not reached".
+_OLD_NOT_REACHED = 0.5
 
-def plan(dataset: Dataset, *, gap: float | None = None, size: int | None = None,
+
+@dataclass(frozen=True)
+class StudyPoint:
+    """A study's MDAD at one size (censored: `value` None when not reached).
+
+    Attributes
+    ----------
+    size : micro-benchmark size.
+    value : MDAD fraction, or None when not reached.
+    max_gap, pairs : the largest |gap| and the pair count of its group, None when the
+        study's mdad.csv predates those columns.
+    """
+
+    size: int
+    value: float | None
+    max_gap: float | None
+    pairs: int | None
+
+
+def plan(dataset: Dataset, *, gap: float | None = None, size: int | str | None = None,
          method: str = "random", run_dir: Path | None = None,
          target_models: list[str] | None = None, threshold: float = 0.8,
-         allow_other_version: bool = False) -> Plan:
+         allow_other_version: bool = False, against: str = "full") -> Plan:
     """Answer one planning question for `dataset`'s models and items.
 
     Exactly one of `gap` (a fraction: the smallest size whose MDAD is at most it) and
-    `size` (that size's MDAD) is given. Random methods are computed analytically from
-    every pair of the dataset's models over all its items; any other method needs a
-    finished study (`run_dir`, its mdad.csv) whose MDAD curve is interpolated.
+    `size` (that size's MDAD; ``"all"`` for the largest size the method can build, the
+    whole benchmark for random) is given. Random methods are computed analytically
+    from every pair of the dataset's models over all its items, measured `against`
+    the full benchmark (finite population correction) or the task's universe of items
+    (none). Any other method needs a finished study (`run_dir`, its mdad.csv) whose
+    MDAD curve on the seen split (``against="full"``) or the unseen split
+    (``"universe"``) is interpolated. An MDAD that is not reached is None, never a
+    number.
 
     Raises
     ------
     ConfigError
         For both or neither of gap and size, a gap outside (0, 1), a size outside
-        the pool, an unknown target model, or a method with no study to read.
+        the pool, an unknown target model or reference, or a method with no study.
     """
     if (gap is None) == (size is None):
         raise ConfigError("give exactly one of --gap and --size")
@@ -36,40 +72,67 @@ def plan(dataset: Dataset, *, gap: float | None = None, size: int | None = None,
         raise ConfigError(f"--gap must be in (0, 1) (a fraction: 0.02 is 2 points); got {gap}")
     if not 0.0 < threshold < 1.0:
         raise ConfigError(f"--threshold must be in (0, 1); got {threshold}")
+    if against not in AGAINST:
+        raise ConfigError(f"--against must be full or universe; got {against!r}")
     matrix = dataset.matrix
-    limit = _largest_size(matrix, method)
-    if size is not None and not 1 <= size <= limit:
-        raise ConfigError(f"--size {size} is outside 1..{limit}, the sizes {method} can "
-                          f"build from the {matrix.n_items} items of {dataset.name}")
+    limit = largest_size(matrix, method)
+    size = _parse_size(size, limit, method, dataset.name)
     if method in ANALYTIC_METHODS and run_dir is None:
-        structure = pair_structure(matrix.correctness, matrix.subtask_codes)
-        stratified = ANALYTIC_METHODS[method]
-        if gap is not None:
-            size, mdad = analytic_size_for_gap(structure, gap, threshold=threshold,
-                                               stratified=stratified, max_size=limit)
-            if mdad > gap:
-                size = None
-        else:
-            mdad = analytic_mdad(structure, size, threshold=threshold, stratified=stratified)
-        how = "analytic"
+        answer = _analytic_plan(dataset, gap, size, method, threshold, against, limit)
     else:
         if run_dir is None:
             raise ConfigError(f"method {method} has no analytic MDAD; pass --run RUN_DIR, a "
                               f"finished `mdad run --methods {method}` on this dataset")
-        curve = _study_curve(Path(run_dir), method, threshold,
-                             None if allow_other_version else matrix.sha256)
-        size, mdad = _interpolate(curve, gap=gap, size=size)
-        how = "interpolated"
-    settled = None
+        split = STUDY_SPLIT[against]
+        curve = study_curve(Path(run_dir), method, threshold,
+                            None if allow_other_version else matrix.sha256, split=split)
+        found, point = interpolate(curve, gap=gap, size=size)
+        answer = Plan(method, found, point.value, point.value is not None, point.max_gap,
+                      point.pairs, gap, threshold, "interpolated", against, split=split)
     if target_models is not None:
         index = matrix.model_index(target_models, what="--target-models: model")
         accuracy = matrix.accuracy()[index]
         i, j = np.triu_indices(index.size, k=1)
-        settled = float(np.mean(np.abs(accuracy[i] - accuracy[j]) >= mdad))
-    return Plan(method, size, float(mdad), gap, threshold, how, settled)
+        settled = (0.0 if answer.mdad is None
+                   else float(np.mean(np.abs(accuracy[i] - accuracy[j]) >= answer.mdad)))
+        answer = replace(answer, settled_share=settled)
+    return answer
 
 
-def _largest_size(matrix, method: str) -> int:
+def _parse_size(size: int | str | None, limit: int, method: str, name: str) -> int | None:
+    """`size` as an int: ``"all"`` is `limit`; outside 1..limit is refused."""
+    if size is None:
+        return None
+    if isinstance(size, str):
+        if size.strip().lower() == "all":
+            return limit
+        try:
+            size = int(size)
+        except ValueError:
+            raise ConfigError(f"--size takes a whole number or 'all'; got {size!r}") from None
+    if not 1 <= size <= limit:
+        raise ConfigError(f"--size {size} is outside 1..{limit}, the sizes {method} can "
+                          f"build from the items of {name}")
+    return size
+
+
+def _analytic_plan(dataset: Dataset, gap: float | None, size: int | None, method: str,
+                   threshold: float, against: str, limit: int) -> Plan:
+    matrix = dataset.matrix
+    structure = pair_structure(matrix.correctness, matrix.subtask_codes)
+    options = {"threshold": threshold, "stratified": ANALYTIC_METHODS[method],
+               "against": against}
+    if gap is not None:
+        size, result = analytic_size_for_gap(structure, gap, max_size=limit, **options)
+        if not at_most(result.value, gap):
+            size = None
+    else:
+        result = analytic_mdad(structure, size, **options)
+    return Plan(method, size, result.value, result.reached, result.max_gap, result.pairs,
+                gap, threshold, "analytic", against, differing_pairs=result.differing)
+
+
+def largest_size(matrix, method: str) -> int:
     """The largest micro-benchmark `method` can build from all of `matrix`'s items."""
     from mdad.selection import SeenPool, get_method
 
@@ -78,10 +141,15 @@ def _largest_size(matrix, method: str) -> int:
     return int(get_method(method).max_size(SeenPool(empty, empty, codes)))
 
 
-def _study_curve(run_dir: Path, method: str, threshold: float,
-                 sha256: str | None) -> pd.DataFrame:
-    """The method's seen-split MDAD by size at the study's largest source count; the
-    study's data must have `sha256` unless it is None."""
+def study_curve(run_dir: Path, method: str, threshold: float, sha256: str | None, *,
+                split: str = "seen") -> list[StudyPoint]:
+    """The method's MDAD by size (ascending) on `split` at the study's largest source
+    count; the study's data must have `sha256` unless it is None.
+
+    Reads mdad.csv with or without the censoring columns (`reached`, `max_gap`,
+    `pairs`): without `reached`, an old folder's 0.5 (its "not reached") and an empty
+    value are not reached.
+    """
     from mdad.report.run_data import load_run
 
     run = load_run(run_dir)
@@ -93,32 +161,83 @@ def _study_curve(run_dir: Path, method: str, threshold: float,
     if abs(run.threshold - threshold) > 1e-12:
         raise ConfigError(f"--run {run_dir} used threshold {run.threshold}; pass --threshold "
                           f"{run.threshold} or rerun the study")
-    table = run.mdad[(run.mdad.method == method) & (run.mdad.split == "seen")
+    table = run.mdad[(run.mdad.method == method) & (run.mdad.split == split)
                      & (run.mdad.sources == run.main_sources)].sort_values("size")
     if table.empty:
-        raise DataError(f"--run {run_dir} has no results for method {method}; it ran "
-                        f"{', '.join(run.methods)}")
-    return table
+        raise DataError(f"--run {run_dir} has no {split}-split results for method {method}; "
+                        f"it ran {', '.join(run.methods)}")
+    return [_study_point(row) for row in table.to_dict("records")]
 
 
-def _interpolate(curve: pd.DataFrame, *, gap: float | None,
-                 size: int | None) -> tuple[int | None, float]:
+def _study_point(row: dict) -> StudyPoint:
+    value = pd.to_numeric(pd.Series([row.get("mdad")]), errors="coerce").iloc[0]
+    if "reached" in row:
+        reached = str(row["reached"]).strip().lower() in ("true", "1", "1.0")
+    else:
+        reached = bool(np.isfinite(value)) and abs(value - _OLD_NOT_REACHED) > 1e-12
+    reached = reached and bool(np.isfinite(value))
+
+    def optional(key: str) -> float | None:
+        number = pd.to_numeric(pd.Series([row.get(key)]), errors="coerce").iloc[0]
+        return float(number) if np.isfinite(number) else None
+
+    pairs = optional("pairs")
+    return StudyPoint(int(row["size"]), float(value) if reached else None,
+                      optional("max_gap"), None if pairs is None else int(pairs))
+
+
+def interpolate(curve: list[StudyPoint], *, gap: float | None,
+                size: int | None) -> tuple[int | None, StudyPoint]:
     """Linear interpolation of MDAD in log(size) between the study's sizes; sizes
-    outside the study's range are refused rather than extrapolated."""
-    sizes = curve["size"].to_numpy(dtype=float)
-    values = curve.mdad.to_numpy(dtype=float)
+    outside the study's range are refused rather than extrapolated, and never through
+    an unreached point: a size next to an unreached study size is unreached.
+
+    With `size`: that size and its point. With `gap`: the first size whose MDAD is at
+    most `gap` (the study size itself when its smaller neighbour is unreached), or
+    None and the largest size's point when none is.
+    """
+    sizes = np.array([p.size for p in curve], dtype=float)
     if size is not None:
         if not sizes[0] <= size <= sizes[-1]:
             raise ConfigError(f"--size {size} is outside the study's sizes "
                               f"{int(sizes[0])}..{int(sizes[-1])}; run the study with it")
-        return size, float(np.interp(np.log(size), np.log(sizes), values))
-    # the first size whose (interpolated) MDAD reaches the gap
-    for k in range(sizes.size):
-        if values[k] <= gap + 1e-12:
-            if k == 0:
-                return int(sizes[0]), float(values[0])
-            low, high = np.log(sizes[k - 1]), np.log(sizes[k])
-            share = (values[k - 1] - gap) / (values[k - 1] - values[k])
-            needed = int(np.ceil(np.exp(low + share * (high - low)) - 1e-9))
-            return needed, float(gap)
-    return None, float(values[-1])
+        return size, _point_at(curve, size)
+    for k, point in enumerate(curve):
+        if not at_most(point.value, gap):
+            continue
+        before = curve[k - 1] if k else None
+        if before is None or before.value is None:
+            return point.size, point
+        low, high = np.log(before.size), np.log(point.size)
+        share = (before.value - gap) / (before.value - point.value)
+        needed = int(np.ceil(np.exp(low + share * (high - low)) - 1e-9))
+        return needed, StudyPoint(needed, float(gap), _least(before.max_gap, point.max_gap),
+                                  _least(before.pairs, point.pairs))
+    return None, curve[-1]
+
+
+def _least(a, b):
+    known = [v for v in (a, b) if v is not None]
+    return min(known) if known else None
+
+
+def _point_at(curve: list[StudyPoint], size: int) -> StudyPoint:
+    """The (interpolated) point at `size`, within the curve's range."""
+    for point in curve:
+        if point.size == size:
+            return point
+    k = next(i for i, p in enumerate(curve) if p.size > size)
+    before, after = curve[k - 1], curve[k]
+    if before.value is None or after.value is None:
+        censored = after if after.value is None else before
+        return StudyPoint(size, None, censored.max_gap, _least(before.pairs, after.pairs))
+    value = float(np.interp(np.log(size), np.log([before.size, after.size]),
+                            [before.value, after.value]))
+    return StudyPoint(size, value, _least(before.max_gap, after.max_gap),
+                      _least(before.pairs, after.pairs))
+
+
+def study_mdad_curve(curve: list[StudyPoint], top: int) -> dict[int, float | None]:
+    """The study's MDAD at every size from its smallest to min(its largest, top)."""
+    first, last = curve[0].size, min(curve[-1].size, top)
+    return {n: _point_at(curve, n).value for n in range(first, last + 1)}

@@ -17,7 +17,15 @@ from the multivariate hypergeometric law, for checking; the approximation is exa
 in the limit of large n and N - n, and tests bound its error on real data.
 
 MDAD then follows the paper's rule on the pairs' probabilities: the first 0.5-point
-bin of |true gap| whose mean probability reaches the threshold.
+bin of |true gap| whose mean probability reaches the threshold. When no bin does, the
+MDAD is censored: not reached within the observed gaps (larger than the largest gap
+between the pairs), never a number.
+
+Two references (`AGAINST`): "full" ranks pairs as the whole pool does (finite
+population correction over its N items, above); "universe" treats the pool as a sample
+of its task, each item of the micro-benchmark drawn with replacement from an infinite
+population with the pair's per-item probabilities p_a, p_b (no correction), so that
+even the whole pool (n = N) has an MDAD: the gap the benchmark itself resolves.
 """
 
 from __future__ import annotations
@@ -29,11 +37,12 @@ from scipy.special import ndtr
 from scipy.stats import hypergeom
 
 from mdad.errors import ConfigError
-from mdad.metrics.mdad import NOT_REACHED
 from mdad.metrics.pairs import bin_edges, gap_bins
 
 # Methods with an analytic MDAD, and whether they are subtask-stratified.
 ANALYTIC_METHODS = {"random": False, "subtask-equal": True}
+# What an MDAD is measured against: the whole pool, or the task the pool samples.
+AGAINST = ("full", "universe")
 
 
 @dataclass(frozen=True, eq=False)
@@ -93,14 +102,16 @@ def allocation(subtask_sizes: np.ndarray, size: int, stratified: bool) -> np.nda
 
 
 def agreement_probability(structure: PairStructure, size: int, *,
-                          stratified: bool = False) -> np.ndarray:
+                          stratified: bool = False, against: str = "full") -> np.ndarray:
     """P(the micro-benchmark ranks the pair as the pool does), shape (n_pairs,).
 
     Uniform sampling is one stratum; subtask-equal sampling draws size / k items from
     each subtask (a fractional share when k does not divide the size), each stratum
-    with its own finite population correction, and weighs every item equally in the
-    plain mean. Pairs with no gap get 0 (any ranking of equal models is arbitrary).
+    with its own finite population correction (none with ``against="universe"``),
+    and weighs every item equally in the plain mean. Pairs with no gap get 0 (any
+    ranking of equal models is arbitrary).
     """
+    _check_against(against)
     sizes = structure.subtask_sizes.astype(np.float64)
     if not stratified:
         sizes = np.array([sizes.sum()])
@@ -111,7 +122,10 @@ def agreement_probability(structure: PairStructure, size: int, *,
         b = structure.only_second.astype(np.float64)
     draws = allocation(sizes, size, stratified)
     p_a, p_b = a / sizes, b / sizes
-    correction = np.where(sizes > 1, (sizes - draws) / np.maximum(sizes - 1, 1), 0.0)
+    if against == "universe":
+        correction = np.ones_like(sizes)
+    else:
+        correction = np.where(sizes > 1, (sizes - draws) / np.maximum(sizes - 1, 1), 0.0)
     mean = (draws * (p_a - p_b)).sum(axis=1)
     variance = (draws * (p_a + p_b - (p_a - p_b) ** 2) * correction).sum(axis=1)
     sign = np.sign(structure.gap)
@@ -140,18 +154,71 @@ def exact_agreement(a: int, b: int, n_items: int, size: int) -> float:
     return float(np.sum(p_x[possible] * p_less))
 
 
+def _check_against(against: str) -> None:
+    if against not in AGAINST:
+        raise ConfigError(f"--against must be full or universe; got {against!r}")
+
+
+@dataclass(frozen=True)
+class AnalyticMdad:
+    """An analytic MDAD, censored when not reached.
+
+    Attributes
+    ----------
+    value : the MDAD in accuracy fractions, or None when no gap bin reaches the
+        threshold (not reached within the observed gaps: it exceeds `max_gap`).
+    max_gap : the largest |gap| between the pairs (0.0 with no pair).
+    pairs : how many model pairs it is computed from.
+    differing : how many of them have a nonzero gap; with none, MDAD cannot be
+        measured at all.
+    """
+
+    value: float | None
+    max_gap: float
+    pairs: int
+    differing: int
+
+    @property
+    def reached(self) -> bool:
+        return self.value is not None
+
+
 def analytic_mdad(structure: PairStructure, size: int, *, threshold: float = 0.8,
-                  stratified: bool = False) -> float:
+                  stratified: bool = False, against: str = "full") -> AnalyticMdad:
     """The paper's first-crossing MDAD (fraction) of `size`-item random micro-benchmarks
-    over the pairs of `structure`, from their agreement probabilities."""
-    probability = agreement_probability(structure, size, stratified=stratified)
+    over the pairs of `structure`, from their agreement probabilities.
+
+    Not reached (value None) when no non-empty bin's mean probability reaches
+    `threshold`, which is always the case when no pair differs (every probability
+    is 0) or there is no pair.
+    """
+    gaps = np.abs(structure.gap)
+    max_gap = float(gaps.max()) if gaps.size else 0.0
+    differing = int(np.count_nonzero(gaps))
+    if gaps.size == 0:
+        return AnalyticMdad(None, max_gap, 0, 0)
+    probability = agreement_probability(structure, size, stratified=stratified,
+                                        against=against)
     bins = gap_bins(structure.gap)
     counts = np.bincount(bins)
     sums = np.bincount(bins, weights=probability)
     nonempty = counts > 0
     mean = np.where(nonempty, sums / np.maximum(counts, 1), 0.0)
     reached = np.flatnonzero(nonempty & (mean >= threshold))
-    return float(bin_edges(reached[0])) if reached.size else NOT_REACHED
+    value = float(bin_edges(reached[0])) if reached.size else None
+    return AnalyticMdad(value, max_gap, int(gaps.size), differing)
+
+
+def mdad_curve(structure: PairStructure, sizes: np.ndarray, *, threshold: float = 0.8,
+               stratified: bool = False, against: str = "full") -> list[float | None]:
+    """`analytic_mdad`'s value at each of `sizes` (None where not reached)."""
+    return [analytic_mdad(structure, int(n), threshold=threshold, stratified=stratified,
+                          against=against).value for n in np.asarray(sizes).ravel()]
+
+
+def at_most(value: float | None, gap: float) -> bool:
+    """A (possibly censored) MDAD is at most `gap`: never when not reached."""
+    return value is not None and value <= gap + 1e-12
 
 
 @dataclass(frozen=True)
@@ -162,39 +229,59 @@ class Plan:
     ----------
     method : the selection method the answer is for.
     size : items in the micro-benchmark (None when no size reaches `gap`).
-    mdad : its MDAD in accuracy fractions.
+    mdad : its MDAD in accuracy fractions; None when not reached within the observed
+        gaps (it is then larger than `max_gap`), never a number.
+    reached : whether `mdad` was reached.
+    max_gap : the largest |gap| between the pairs the MDAD is computed from (None when
+        a study's mdad.csv does not say).
+    pairs : how many model pairs the MDAD is computed from (None when a study's
+        mdad.csv does not say).
     gap : the gap asked for (None when a size was given).
     threshold : the agreement probability that defines MDAD.
     how : "analytic" or "interpolated".
-    settled_share : share of the given target models' comparisons with |gap| >= mdad.
+    against : what the MDAD is measured against: "full" (the whole benchmark, finite
+        population correction) or "universe" (the task the benchmark samples); a
+        study stands for them by its seen and unseen split (`split`).
+    settled_share : share of the given target models' comparisons with |gap| >= mdad
+        (0.0 when the MDAD is not reached).
+    differing_pairs : pairs with a nonzero gap (analytic only): 0 means MDAD cannot be
+        measured on this data.
+    split : the study split read ("seen" or "unseen") when interpolated, else None.
     """
 
     method: str
     size: int | None
-    mdad: float
+    mdad: float | None
+    reached: bool
+    max_gap: float | None
+    pairs: int | None
     gap: float | None
     threshold: float
     how: str
+    against: str
     settled_share: float | None = None
+    differing_pairs: int | None = None
+    split: str | None = None
 
 
 def size_for_gap(structure: PairStructure, gap: float, *, threshold: float = 0.8,
-                 stratified: bool = False, max_size: int | None = None) -> tuple[int, float]:
+                 stratified: bool = False, max_size: int | None = None,
+                 against: str = "full") -> tuple[int, AnalyticMdad]:
     """The smallest size whose analytic MDAD is at most `gap`, and that MDAD; the
-    largest size (with its MDAD) when none is. A bisection: MDAD falls with size."""
+    largest size (with its MDAD, possibly not reached) when none is. A bisection:
+    MDAD falls with size, and an unreached MDAD is above every gap."""
     if not 0.0 < gap < 1.0:
         raise ConfigError(f"--gap must be in (0, 1) (a fraction: 0.02 is 2 points); got {gap}")
     top = max_size or int(structure.subtask_sizes.sum())
-    low, high = 1, top
-    best = analytic_mdad(structure, top, threshold=threshold, stratified=stratified)
-    if best > gap + 1e-12:
+    options = {"threshold": threshold, "stratified": stratified, "against": against}
+    best = analytic_mdad(structure, top, **options)
+    if not at_most(best.value, gap):
         return top, best
+    low, high = 1, top
     while low < high:
         middle = (low + high) // 2
-        if analytic_mdad(structure, middle, threshold=threshold,
-                         stratified=stratified) <= gap + 1e-12:
+        if at_most(analytic_mdad(structure, middle, **options).value, gap):
             high = middle
         else:
             low = middle + 1
-    return low, analytic_mdad(structure, low, threshold=threshold, stratified=stratified)
-
+    return low, analytic_mdad(structure, low, **options)

@@ -1,0 +1,44 @@
+"""Files the commands write: checked before any work, never replaced without --force,
+written whole or not at all."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from mdad.errors import ConfigError
+
+
+def check_new_file(path: Path, *, option: str, force: bool = False) -> None:
+    """Refuse, before any work, a file that exists (unless `force`), is a folder, or
+    cannot be written where it is asked for."""
+    path = Path(path)
+    if path.is_dir():
+        raise ConfigError(f"{option} {path} is a folder; give a file name, e.g. "
+                          f"{path / 'microbenchmark.json'}")
+    if path.exists() and not force:
+        raise ConfigError(f"{option} {path} already exists; choose another name, or pass "
+                          "--force to replace it")
+    if not path.parent.is_dir():
+        raise ConfigError(f"{option} {path}: the folder {path.parent} does not exist; "
+                          "create it first")
+    try:
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}."):
+            pass
+    except OSError as exc:
+        raise ConfigError(f"{option} {path}: cannot write there ({exc.strerror}); choose a "
+                          "folder you can write to") from None
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write `text` to `path` through a temporary file renamed into place."""
+    path = Path(path)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,441 @@
+"""Issue 11 for plan, select, estimate and compare: a censored MDAD is never a number,
+plan says what it is measured against, estimate and compare never judge from items
+they did not see, and both follow one rule for "reliably above / below"."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from shared import GPQA_CSV, shared_data
+from test_cli import assert_ok, assert_user_error, flat, mdad_cli
+
+from mdad.data import MissingPolicy, ResponseMatrix, load_dataset
+from mdad.data.missing import MissingReport
+from mdad.data.registry import Dataset
+from mdad.errors import DataError
+from mdad.practice import (
+    RULE,
+    ItemScores,
+    MicroBenchmarkFile,
+    analytic_mdad,
+    compare_models,
+    estimate_score,
+    pair_structure,
+    plan,
+    select_microbenchmark,
+    size_for_gap,
+)
+from mdad.practice.estimate import _estimates
+from mdad.practice.plan import StudyPoint, _study_point, interpolate, study_mdad_curve
+
+INTEL, LLAMA = "Intel__neural-chat-7b-v3-3", "meta-llama__Llama-2-13b-chat-hf"
+
+
+# --- hand-made data ---------------------------------------------------------------
+
+def irt_matrix(n_models: int = 40, n_items: int = 60, seed: int = 0,
+               item_ids: list[str] | None = None) -> ResponseMatrix:
+    """A small 1-D IRT-like 0/1 matrix with two subtasks."""
+    rng = np.random.default_rng(seed)
+    ability = rng.normal(size=n_models)
+    difficulty = rng.normal(size=n_items)
+    p = 1 / (1 + np.exp(-(ability[:, None] - difficulty[None, :])))
+    correctness = (rng.random((n_models, n_items)) < p).astype(np.uint8)
+    ids = item_ids or [f"q{j}" for j in range(n_items)]
+    return ResponseMatrix(correctness, np.array([f"m{i}" for i in range(n_models)]),
+                          np.array(ids), subtasks=np.repeat(["s0", "s1"], n_items // 2),
+                          source="hand-made", sha256="a" * 64)
+
+
+def as_dataset(matrix: ResponseMatrix, name: str = "tiny") -> Dataset:
+    return Dataset(name, matrix, Path(name),
+                   MissingReport(MissingPolicy.DROP_ITEMS, 0, (), (), {}), None)
+
+
+def write_csv(path: Path, correctness: np.ndarray, *, empty: tuple[int, int] | None = None
+              ) -> Path:
+    """Items as rows: item_id, then one column per model m0, m1, ..."""
+    n_models, n_items = correctness.shape
+    lines = ["item_id," + ",".join(f"m{i}" for i in range(n_models))]
+    for j in range(n_items):
+        cells = [str(int(correctness[i, j])) for i in range(n_models)]
+        if empty is not None and empty[1] == j:
+            cells[empty[0]] = ""
+        lines.append(f"q{j}," + ",".join(cells))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def answers(bundle: MicroBenchmarkFile, row: np.ndarray, name: str,
+            answered: np.ndarray | None = None) -> ItemScores:
+    scores = np.asarray(row, dtype=np.float64).copy()
+    missing = []
+    if answered is not None:
+        scores[~answered] = np.nan
+        missing = [item for item, seen in zip(bundle.items, answered, strict=True) if not seen]
+    return ItemScores(name, scores, missing, 0)
+
+
+def results_csv(path: Path, bundle: MicroBenchmarkFile, row: np.ndarray,
+                keep: int | None = None) -> Path:
+    items = bundle.items[:keep] if keep is not None else bundle.items
+    lines = ["item_id,correct", *(f"{i},{int(s)}" for i, s in zip(items, row, strict=False))]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def assert_consistent(bundle: MicroBenchmarkFile, new: ItemScores) -> dict[str, int]:
+    """Every above/below of estimate is the winner compare names; every too-close has no
+    winner. Returns how many of each were seen."""
+    estimate = estimate_score(bundle, new, allow_partial=True)
+    references = bundle.reference_scores()
+    seen = {"above": 0, "below": 0, "too_close": 0}
+    above, below = set(estimate.above), set(estimate.below)
+    for name, row in zip(bundle.reference_models, references, strict=True):
+        comparison = compare_models(bundle, new, ItemScores(name, row, [], 0),
+                                    allow_partial=True)
+        if name in above:
+            assert comparison.winner == new.model, (new.model, name, comparison)
+            seen["above"] += 1
+        elif name in below:
+            assert comparison.winner == name, (new.model, name, comparison)
+            seen["below"] += 1
+        else:
+            assert comparison.winner is None, (new.model, name, comparison)
+            seen["too_close"] += 1
+    return seen
+
+
+@pytest.fixture(scope="module")
+def gpqa_data():
+    shared_data(GPQA_CSV)
+    return load_dataset("gpqa")
+
+
+@pytest.fixture(scope="module")
+def gpqa_random_100(gpqa_data):
+    return select_microbenchmark(gpqa_data, "random", 100, seed=1)
+
+
+# --- 1 and 3: censored MDAD in plan -----------------------------------------------
+
+def test_analytic_mdad_is_censored_not_a_number():
+    matrix = irt_matrix()
+    structure = pair_structure(matrix.correctness, matrix.subtask_codes)
+    result = analytic_mdad(structure, 1)
+    assert result.value is None and not result.reached
+    assert result.max_gap == pytest.approx(np.abs(structure.gap).max())
+    assert result.pairs == 40 * 39 // 2 and result.differing <= result.pairs
+    assert analytic_mdad(structure, 60, against="full").reached  # the whole pool: exact
+
+
+@pytest.mark.parametrize("kind", ["identical", "all-correct", "all-wrong"])
+def test_degenerate_data_says_no_pair_differs(kind: str, tmp_path: Path):
+    rng = np.random.default_rng(0)
+    row = rng.integers(0, 2, 30)
+    values = {"identical": np.tile(row, (5, 1)), "all-correct": np.ones((5, 30)),
+              "all-wrong": np.zeros((5, 30))}[kind]
+    matrix = ResponseMatrix(values, np.array([f"m{i}" for i in range(5)]),
+                            np.array([f"q{j}" for j in range(30)]))
+    answer = plan(as_dataset(matrix), size=10)
+    assert answer.mdad is None and not answer.reached
+    assert answer.differing_pairs == 0 and answer.pairs == 10
+    path = write_csv(tmp_path / "flat.csv", values)
+    proc = mdad_cli("plan", path, "--size", "10", "--json", cwd=tmp_path)
+    assert_ok(proc)
+    assert json.loads(proc.stdout)["mdad"] is None
+    assert "no pair of models differs (all 10 pairs have the same accuracy): MDAD cannot be " \
+           "measured" in flat(proc.stderr)
+
+
+def test_few_differing_pairs_are_named(tmp_path: Path):
+    values = np.zeros((4, 30), dtype=int)
+    values[0, :3] = 1  # only model 0 differs from the others: 3 of 6 pairs
+    proc = mdad_cli("plan", write_csv(tmp_path / "few.csv", values), "--size", "10",
+                    cwd=tmp_path)
+    assert_ok(proc)
+    assert "only 3 of 6 pairs of models differ" in flat(proc.stderr)
+
+
+@pytest.mark.slow
+def test_plan_not_reached_is_null_and_says_so(gpqa_data, tmp_path: Path):
+    answer = plan(gpqa_data, size=2)
+    assert answer.mdad is None and not answer.reached and answer.pairs == 420 * 419 // 2
+    assert answer.max_gap == pytest.approx(0.24553571428571427)
+    proc = mdad_cli("plan", "gpqa", "--size", "2", "--json", cwd=tmp_path)
+    assert_ok(proc)
+    assert json.loads(proc.stdout)["mdad"] is None and '"mdad": null' in proc.stdout
+    proc = mdad_cli("plan", "gpqa", "--size", "2", cwd=tmp_path)
+    assert ("MDAD not reached within the observed gaps (> 24.6 points, the largest gap "
+            "between the dataset's models)") in flat(proc.stdout)
+    assert "from 87990 model pairs" in flat(proc.stdout)
+
+
+def test_size_for_gap_treats_unreached_as_above_every_gap():
+    matrix = irt_matrix()
+    structure = pair_structure(matrix.correctness, matrix.subtask_codes)
+    size, result = size_for_gap(structure, 0.0001, against="universe")
+    assert size == 60 and not (result.reached and result.value <= 0.0001)
+    size, result = size_for_gap(structure, 0.2)
+    assert result.reached and result.value <= 0.2
+    assert not (analytic_mdad(structure, size - 1).value or 1.0) <= 0.2
+
+
+# --- 6: what plan measures against -------------------------------------------------
+
+@pytest.mark.slow
+def test_plan_against_full_and_universe(gpqa_data, tmp_path: Path):
+    full, universe = plan(gpqa_data, size=100), plan(gpqa_data, size=100, against="universe")
+    assert (full.against, universe.against) == ("full", "universe")
+    assert full.mdad == pytest.approx(0.05)  # the documented number stays
+    assert universe.mdad > full.mdad  # no finite population correction
+    whole = plan(gpqa_data, size="all", against="universe")
+    assert whole.size == 448 and whole.reached and 0 < whole.mdad < universe.mdad
+    proc = mdad_cli("plan", "gpqa", "--size", "all", "--against", "universe", "--json",
+                    cwd=tmp_path)
+    assert_ok(proc)
+    answer = json.loads(proc.stdout)
+    assert answer["against"] == "universe" and answer["size"] == 448
+    assert answer["mdad"] == pytest.approx(whole.mdad)
+    proc = mdad_cli("plan", "gpqa", "--size", "100", cwd=tmp_path)
+    assert "Measured against the full benchmark" in flat(proc.stdout)
+    assert_user_error(mdad_cli("plan", "gpqa", "--size", "10", "--against", "moon",
+                               cwd=tmp_path), r"--against must be full or universe")
+
+
+def test_study_rows_old_and_new_and_no_interpolation_through_unreached():
+    old = _study_point({"size": 10, "mdad": 0.5})
+    assert old.value is None and old.pairs is None  # an old folder's 0.5 was "not reached"
+    new = _study_point({"size": 10, "mdad": float("nan"), "reached": False, "max_gap": 0.2,
+                        "pairs": 1225})
+    assert new.value is None and new.max_gap == 0.2 and new.pairs == 1225
+    assert _study_point({"size": 25, "mdad": 0.06, "reached": "true"}).value == 0.06
+    curve = [StudyPoint(10, None, 0.2, 100), StudyPoint(25, 0.08, 0.2, 100),
+             StudyPoint(50, 0.05, 0.2, 100)]
+    assert interpolate(curve, gap=None, size=20)[1].value is None
+    assert interpolate(curve, gap=None, size=25)[1].value == 0.08
+    assert 0.05 < interpolate(curve, gap=None, size=30)[1].value < 0.08
+    assert interpolate(curve, gap=0.1, size=None)[0] == 25  # not through size 10
+    assert interpolate(curve, gap=0.01, size=None)[0] is None
+    known = study_mdad_curve(curve, 40)
+    assert list(known) == list(range(10, 41)) and known[15] is None and known[40] is not None
+
+
+# --- the file -----------------------------------------------------------------------
+
+def test_file_format_2_and_old_files_refused(tmp_path: Path):
+    bundle = select_microbenchmark(as_dataset(irt_matrix()), "random", 10, seed=0)
+    path = tmp_path / "mb.json"
+    bundle.save(path)
+    loaded = MicroBenchmarkFile.load(path)
+    assert loaded.format == "mdad-microbenchmark/2"
+    assert loaded.mdad_curve_sizes == list(range(1, 11)) and len(loaded.mdad_curve) == 10
+    assert loaded.reference_scores().shape == (40, 10)
+    data = json.loads(path.read_text())
+    data["format"] = "mdad-microbenchmark/1"
+    path.write_text(json.dumps(data))
+    with pytest.raises(DataError, match=r"format mdad-microbenchmark/1.*select again"):
+        MicroBenchmarkFile.load(path)
+
+
+def test_select_records_the_tasks_for_lm_eval(tmp_path: Path):
+    ids = [f"task_{'a' if j < 50 else 'b'}/{j}" for j in range(60)]
+    matrix = irt_matrix(item_ids=ids)
+    bundle = select_microbenchmark(as_dataset(matrix), "random", 5, seed=3)
+    tasks = sorted({item.split("/")[0] for item in bundle.items})
+    assert bundle.lm_eval_tasks == tasks and set(tasks) <= {"task_a", "task_b"}
+
+
+def test_select_prints_the_tasks_and_writes_them(gpqa_data, tmp_path: Path):
+    out = tmp_path / "mb.json"
+    proc = mdad_cli("select", "gpqa", "--method", "random", "--size", "10", "--out", out,
+                    "--format", "lm-eval", cwd=tmp_path)
+    assert_ok(proc)
+    assert "--tasks leaderboard_gpqa_main" in flat(proc.stdout)
+    assert MicroBenchmarkFile.load(out).lm_eval_tasks == ["leaderboard_gpqa_main"]
+    assert MicroBenchmarkFile.load(out).lm_eval_metric == "acc_norm"
+
+
+@pytest.mark.slow
+def test_select_plan_and_estimate_print_the_drop_notice(tmp_path: Path):
+    values = irt_matrix().correctness
+    path = write_csv(tmp_path / "holes.csv", values, empty=(3, 7))
+    out = tmp_path / "mb.json"
+    for args in (("plan", path, "--size", "10"),
+                 ("select", path, "--method", "random", "--size", "10", "--out", out)):
+        proc = mdad_cli(*args, cwd=tmp_path)
+        assert_ok(proc)
+        assert "note: dropped 1 items that lack a result" in flat(proc.stderr), args
+    bundle = MicroBenchmarkFile.load(out)
+    row = values[0, [int(i[1:]) for i in bundle.items]]
+    proc = mdad_cli("estimate", out, results_csv(tmp_path / "m0.csv", bundle, row),
+                    "--dataset", path, cwd=tmp_path)
+    assert_ok(proc)
+    assert "note: dropped 1 items that lack a result" in flat(proc.stderr)
+
+
+# --- 4: never judge from items not seen --------------------------------------------
+
+@pytest.mark.slow
+def test_one_of_twenty_items_is_refused_unless_partial(tmp_path: Path):
+    matrix = irt_matrix()
+    bundle = select_microbenchmark(as_dataset(matrix), "random", 20, seed=0)
+    out = tmp_path / "mb.json"
+    bundle.save(out)
+    row = matrix.correctness[0, [int(i[1:]) for i in bundle.items]]
+    one = results_csv(tmp_path / "one.csv", bundle, row, keep=1)
+    assert_user_error(mdad_cli("estimate", out, one, cwd=tmp_path),
+                      r"one: 19 of the micro-benchmark's 20 items are missing; run them, or "
+                      r"pass --allow-partial")
+    proc = mdad_cli("estimate", out, one, "--allow-partial", "--json", cwd=tmp_path)
+    assert_ok(proc)
+    answer = json.loads(proc.stdout)
+    assert answer["partial"] and answer["items_used"] == 1 and answer["size"] == 20
+    assert answer["mdad"] == bundle.mdad_curve[0]  # the MDAD of 1 item: not reached
+    assert answer["mdad"] is None and not answer["above"] and not answer["below"]
+    assert answer["accuracy"] == row[0] and answer["confidence"] == 0.95
+    # the interval is one item's: Wilson with n = 1, about 0-79 points when right
+    assert answer["high"] - answer["low"] > 0.6
+    proc = mdad_cli("estimate", out, one, "--allow-partial", cwd=tmp_path)
+    text = flat(proc.stdout)
+    assert "PARTIAL: 1 of the 20 items answered" in text
+    assert "no model is reliably above or below: the MDAD is not reached" in text
+    two = results_csv(tmp_path / "two.csv", bundle, matrix.correctness[1, [
+        int(i[1:]) for i in bundle.items]])
+    assert_user_error(mdad_cli("compare", out, one, two, cwd=tmp_path),
+                      r"19 of the micro-benchmark's 20 items are missing")
+    proc = mdad_cli("compare", out, one, two, "--allow-partial", "--json", cwd=tmp_path)
+    assert_ok(proc)
+    answer = json.loads(proc.stdout)
+    assert answer["items_used"] == 1 and answer["partial"] and answer["winner"] is None
+    assert "not reached" in answer["reason"]
+
+
+def test_partial_linear_estimate_is_reweighted_over_answered_items():
+    matrix = irt_matrix()
+    bundle = select_microbenchmark(as_dataset(matrix), "subtask-equal", 20, seed=0)
+    row = matrix.correctness[5, [int(i[1:]) for i in bundle.items]].astype(float)
+    answered = np.arange(20) < 13
+    estimate = estimate_score(bundle, answers(bundle, row, "x", answered),
+                              allow_partial=True)
+    weights = (np.ones(20) if bundle.estimator["weights"] is None
+               else np.asarray(bundle.estimator["weights"]))[answered]
+    assert estimate.accuracy == pytest.approx(row[answered] @ weights / weights.sum())
+    assert estimate.mdad == bundle.mdad_curve[12] and estimate.items_used == 13
+    with pytest.raises(DataError, match="7 of the micro-benchmark's 20 items are missing"):
+        estimate_score(bundle, answers(bundle, row, "x", answered))
+
+
+# --- 5: one rule ---------------------------------------------------------------------
+
+def test_compare_a_model_with_itself(gpqa_data, gpqa_random_100, tmp_path: Path):
+    out = tmp_path / "mb.json"
+    gpqa_random_100.save(out)
+    model = list(gpqa_data.matrix.model_names).index(INTEL)
+    column = {str(i): k for k, i in enumerate(gpqa_data.matrix.item_ids)}
+    row = gpqa_data.matrix.correctness[model, [column[i] for i in gpqa_random_100.items]]
+    path = results_csv(tmp_path / f"{INTEL}.csv", gpqa_random_100, row)
+    proc = mdad_cli("compare", out, path, path, "--json", cwd=tmp_path)
+    assert_ok(proc)
+    answer = json.loads(proc.stdout)
+    assert (answer["difference"], answer["low"], answer["high"]) == (0.0, 0.0, 0.0)
+    assert answer["verdict"] == "too close to call" and answer["winner"] is None
+    assert answer["confidence"] == 0.95 and answer["rule"] == RULE
+    text = flat(mdad_cli("compare", out, path, path, cwd=tmp_path).stdout)
+    assert "paired 95% interval 0.0 to 0.0" in text and "95% confidence" in text
+
+
+def test_intel_and_llama_get_one_verdict(gpqa_data, gpqa_random_100, tmp_path: Path):
+    """The issue's case: estimate called Intel (29.0) reliably above Llama-2-13b-chat
+    (23.0) while compare said too close. Both now say the same."""
+    bundle = gpqa_random_100
+    out = tmp_path / "mb.json"
+    bundle.save(out)
+    column = {str(i): k for k, i in enumerate(gpqa_data.matrix.item_ids)}
+    names = list(gpqa_data.matrix.model_names)
+    paths = []
+    for name in (INTEL, LLAMA):
+        row = gpqa_data.matrix.correctness[names.index(name), [column[i] for i in bundle.items]]
+        paths.append(results_csv(tmp_path / f"{name}.csv", bundle, row))
+    estimate = json.loads(mdad_cli("estimate", out, paths[0], "--json", cwd=tmp_path).stdout)
+    compare = json.loads(mdad_cli("compare", out, *paths, "--json", cwd=tmp_path).stdout)
+    assert estimate["accuracy"] == pytest.approx(0.29)
+    assert (LLAMA in estimate["above"]) == (compare["winner"] == INTEL)
+    assert LLAMA in estimate["too_close"] and compare["winner"] is None
+
+
+@pytest.mark.slow
+def test_estimate_and_compare_agree_on_every_gpqa_pair(gpqa_data, gpqa_random_100):
+    """Every reference model estimate lists as above or below is the winner compare
+    names for the same two answer vectors, for 40 new models against all 420."""
+    bundle = gpqa_random_100
+    references = bundle.reference_scores()
+    totals = {"above": 0, "below": 0, "too_close": 0}
+    for model in np.linspace(0, len(references) - 1, 40).astype(int):
+        seen = assert_consistent(bundle, answers(bundle, references[model],
+                                                 f"new-{model}"))
+        totals = {k: totals[k] + seen[k] for k in totals}
+    assert totals["above"] > 100 and totals["below"] > 100  # both verdicts exercised
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["anchor-points", "anchor-points-predictor",
+                                    "tinybenchmarks-pirt", "tinybenchmarks-gpirt"])
+def test_estimate_and_compare_agree_for_every_estimator(method: str):
+    matrix = irt_matrix(n_models=30, n_items=60)
+    bundle = select_microbenchmark(as_dataset(matrix), method, 20, seed=0)
+    references = bundle.reference_scores()
+    # the estimate on all items is the method's own estimator, exactly
+    assert np.allclose(_estimates(bundle, references, np.ones(20, dtype=bool)),
+                       bundle.to_microbenchmark().estimate(references), atol=1e-12)
+    for model in (0, 7, 19):
+        name = bundle.reference_models[model]
+        estimate = estimate_score(bundle, answers(bundle, references[model], name))
+        assert name in estimate.too_close  # never above or below itself
+        assert_consistent(bundle, answers(bundle, references[model], f"new-{model}"))
+        itself = compare_models(bundle, answers(bundle, references[model], "a"),
+                                answers(bundle, references[model], "b"))
+        assert (itself.difference, itself.low, itself.high, itself.winner) == (0, 0, 0, None)
+    partial = np.arange(20) < 15
+    if method == "anchor-points-predictor":
+        with pytest.raises(DataError, match="cannot work on a subset"):
+            estimate_score(bundle, answers(bundle, references[0], "x", partial),
+                           allow_partial=True)
+    else:
+        seen = assert_consistent(bundle, answers(bundle, references[3], "x", partial))
+        assert sum(seen.values()) == 30
+
+
+def test_a_reference_model_is_never_below_itself_on_a_partial_file(gpqa_data,
+                                                                 gpqa_random_100):
+    """The issue's Phi-3.5 case: with 12 of 50 items it was 'reliably below' itself."""
+    bundle = gpqa_random_100
+    model = bundle.reference_models.index("microsoft__Phi-3.5-mini-instruct")
+    answered = np.arange(bundle.size) < 12
+    estimate = estimate_score(bundle, answers(bundle, bundle.reference_scores()[model],
+                                              "microsoft__Phi-3.5-mini-instruct", answered),
+                              allow_partial=True)
+    assert "microsoft__Phi-3.5-mini-instruct" in estimate.too_close
+    assert estimate.partial and estimate.items_used == 12
+
+
+# --- 7: the metric ---------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_another_metric_is_refused_unless_allowed(gpqa_random_100, tmp_path: Path):
+    out = tmp_path / "mb.json"
+    gpqa_random_100.save(out)
+    path = results_csv(tmp_path / "m.csv", gpqa_random_100, np.ones(100))
+    for command in (("estimate", out, path), ("compare", out, path, path)):
+        assert_user_error(mdad_cli(*command, "--metric", "acc", cwd=tmp_path),
+                          r"--metric acc: the micro-benchmark was built on acc_norm; .*"
+                          r"--allow-other-metric")
+        assert_ok(mdad_cli(*command, "--metric", "acc", "--allow-other-metric",
+                           cwd=tmp_path))
+        assert_ok(mdad_cli(*command, "--metric", "acc_norm", cwd=tmp_path))
+    assert_user_error(mdad_cli("select", "gpqa", "--method", "random", "--size", "5",
+                               "--metric", "acc", "--out", tmp_path / "x.json",
+                               cwd=tmp_path), r"the gpqa data holds acc_norm scores only")
