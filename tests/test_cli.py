@@ -579,8 +579,8 @@ def _bad_jsonl(tmp: Path):
 def _too_many_models(tmp: Path):
     gpqa_path()
     return (["gpqa", "--targets", "400", "--sources", "300"],
-            r"gpqa_main\.csv has 420 models, fewer than 400 targets \+ 300 sources; with 400 "
-            r"targets use --sources 20 or less \(or --targets 120 with 300 sources\)")
+            r"gpqa_main\.csv has 420 models, fewer than 400 targets \+ 300 sources; use "
+            r"--sources 20 or less with 400 targets, or --targets 120 or less with 300 sources")
 
 
 @bad_input("too many sources")

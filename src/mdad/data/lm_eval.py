@@ -276,8 +276,9 @@ def _read_task(path: Path, metric: str) -> _TaskScores:
     rows: list[int] = []
     key = first_filter = None
     repeats = 0  # records after the first pass
-    with open(path, encoding="utf-8") as handle:
-        for n, line in enumerate(handle, 1):
+    with open(path, "rb") as handle:
+        for n, raw in enumerate(handle, 1):
+            line = _decode(raw, path, n)
             if not line.strip():
                 continue
             record, doc = _parse(line, path, n)
@@ -313,6 +314,16 @@ def _read_task(path: Path, metric: str) -> _TaskScores:
     if rows:
         confidence[rows] = _gold_softmax(flat, counts, gold)
     return _TaskScores(doc_ids, np.asarray(scores, dtype=np.float64), confidence)
+
+
+def _decode(raw: bytes, path: Path, line: int) -> str:
+    """One line as UTF-8 text, as the harness writes it."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        kind = " (gzip-compressed?)" if raw.startswith(b"\x1f\x8b") else ""
+        raise DataError(f"{path}: line {line} is not UTF-8 text{kind}; pass the .jsonl files "
+                        "lm-eval wrote, uncompressed") from None
 
 
 def _no_such_task(path: Path, wanted: list[str], present: list[str]) -> DataError:

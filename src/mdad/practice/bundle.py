@@ -14,6 +14,7 @@ from mdad import __version__
 from mdad.data.matrix import ResponseMatrix
 from mdad.data.registry import Dataset
 from mdad.errors import ConfigError, DataError
+from mdad.practice.bundle_format import validate
 from mdad.practice.planner import (
     ANALYTIC_METHODS,
     analytic_mdad,
@@ -101,8 +102,10 @@ class MicroBenchmarkFile:
     def load(cls, path: Path) -> MicroBenchmarkFile:
         try:
             data = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise DataError(f"{path}: cannot read the micro-benchmark file ({exc})") from None
+        except (OSError, ValueError, RecursionError) as exc:
+            reason = "nested too deeply" if isinstance(exc, RecursionError) else exc
+            raise DataError(f"{path}: cannot read the micro-benchmark file ({reason})"
+                            ) from None
         found = data.get("format") if isinstance(data, dict) else None
         if isinstance(found, str) and found.startswith("mdad-microbenchmark/") and (
                 found != FORMAT):
@@ -111,10 +114,8 @@ class MicroBenchmarkFile:
         if found != FORMAT:
             raise DataError(f"{path}: not a micro-benchmark file written by `mdad select` "
                             f"(format {FORMAT})")
-        try:
-            return cls(**data)
-        except TypeError as exc:
-            raise DataError(f"{path}: malformed micro-benchmark file ({exc})") from None
+        validate(data, path)
+        return cls(**data)
 
     def reference_scores(self) -> np.ndarray:
         """The reference models' scores on the items, shape (n_models, size)."""

@@ -1,0 +1,140 @@
+"""The micro-benchmark file's format, checked field by field when a file is read: a
+hand-edited or damaged file gives one line naming the field, never a traceback or a
+nonsense estimate."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from mdad.errors import DataError
+
+FIELDS = ("dataset", "sha256", "mdad_version", "method", "size", "seed", "items",
+          "lm_eval_items", "lm_eval_tasks", "lm_eval_metric", "estimator", "pool_size",
+          "reference_models", "reference_accuracy", "reference_answers", "mdad",
+          "mdad_reached", "max_gap", "mdad_pairs", "mdad_how", "mdad_curve_sizes",
+          "mdad_curve", "threshold", "error_sd", "format", "notes")
+
+
+def _number(value: Any) -> bool:
+    return (isinstance(value, int | float) and not isinstance(value, bool)
+            and math.isfinite(value))
+
+
+def _fraction(value: Any) -> bool:
+    return _number(value) and 0.0 <= value <= 1.0
+
+
+def _integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _numbers(value: Any, length: int | None = None,
+             check: Callable[[Any], bool] = _number) -> bool:
+    return (isinstance(value, list) and all(check(v) for v in value)
+            and (length is None or len(value) == length))
+
+
+def _matrix(value: Any, rows: int | None = None) -> bool:
+    return (isinstance(value, list) and (rows is None or len(value) == rows)
+            and all(_numbers(row) for row in value)
+            and len({len(row) for row in value}) <= 1)
+
+
+def _answers(value: Any, size: int) -> bool:
+    if isinstance(value, str):
+        return len(value) == size and set(value) <= {"0", "1"}
+    return _numbers(value, size, _fraction)
+
+
+def validate(data: dict[str, Any], path: object) -> None:
+    """Raise a one-line `DataError` naming the first field of `data` that does not
+    have the format `mdad select` writes."""
+    def need(ok: bool, name: str, what: str) -> None:
+        if not ok:
+            shown = repr(data.get(name))
+            shown = shown if len(shown) <= 40 else shown[:37] + "..."
+            raise DataError(f"{path}: field {name!r} must be {what} (found {shown}); the "
+                            "file was edited or damaged: select again with `mdad select`")
+
+    unknown = sorted(set(data) - set(FIELDS))
+    need(not unknown, unknown[0] if unknown else "", "absent (not a field of the format)")
+    for name in FIELDS:
+        need(name in data or name == "notes", name, "present")
+    for name in ("dataset", "sha256", "mdad_version", "method", "lm_eval_metric", "mdad_how"):
+        need(isinstance(data[name], str), name, "text")
+    size = data["size"]
+    need(_integer(size) and size >= 1, "size", "a whole number of at least 1")
+    need(_integer(data["seed"]), "seed", "a whole number")
+    need(_integer(data["pool_size"]) and data["pool_size"] >= size, "pool_size",
+         "a whole number of at least `size`")
+    items = data["items"]
+    need(_strings(items) and len(items) == size and len(set(items)) == size, "items",
+         "a list of `size` distinct item ids")
+    need(data["lm_eval_items"] is None or (_strings(data["lm_eval_items"])
+                                           and len(data["lm_eval_items"]) == size),
+         "lm_eval_items", "null or a list of `size` task/doc_id ids")
+    need(data["lm_eval_tasks"] is None or _strings(data["lm_eval_tasks"]), "lm_eval_tasks",
+         "null or a list of task names")
+    models = data["reference_models"]
+    need(_strings(models) and len(models) >= 1, "reference_models", "a list of model names")
+    need(_numbers(data["reference_accuracy"], len(models), _fraction), "reference_accuracy",
+         "one accuracy in [0, 1] per reference model")
+    answers = data["reference_answers"]
+    need(isinstance(answers, list) and len(answers) == len(models)
+         and all(_answers(a, size) for a in answers), "reference_answers",
+         "one row of `size` scores in [0, 1] per reference model")
+    reached = data["mdad_reached"]
+    need(isinstance(reached, bool), "mdad_reached", "true or false")
+    need(_fraction(data["mdad"]) if reached else data["mdad"] is None, "mdad",
+         "an accuracy gap in [0, 1] when reached, else null")
+    need(data["max_gap"] is None or _fraction(data["max_gap"]), "max_gap",
+         "null or a gap in [0, 1]")
+    need(data["mdad_pairs"] is None or (_integer(data["mdad_pairs"])
+                                        and data["mdad_pairs"] >= 0), "mdad_pairs",
+         "null or a count of pairs")
+    sizes, curve = data["mdad_curve_sizes"], data["mdad_curve"]
+    need(_numbers(sizes, None, lambda v: _integer(v) and v >= 1), "mdad_curve_sizes",
+         "a list of sizes")
+    need(isinstance(curve, list) and len(curve) == len(sizes)
+         and all(v is None or _fraction(v) for v in curve), "mdad_curve",
+         "one MDAD in [0, 1] or null per size of mdad_curve_sizes")
+    need(_number(data["threshold"]) and 0.0 < data["threshold"] < 1.0, "threshold",
+         "a probability in (0, 1)")
+    need(data["error_sd"] is None or (_number(data["error_sd"]) and data["error_sd"] >= 0),
+         "error_sd", "null or a non-negative error")
+    need(_strings(data.get("notes", [])), "notes", "a list of text")
+    _validate_estimator(data["estimator"], size, need)
+
+
+def _validate_estimator(estimator: Any, size: int, need) -> None:
+    need(isinstance(estimator, dict) and estimator.get("kind") in ("linear", "predictor",
+                                                                   "irt"),
+         "estimator", "an object whose kind is linear, predictor or irt")
+    weights = estimator.get("weights")
+    need(weights is None or (_numbers(weights, size, lambda v: _number(v) and v >= 0)
+                             and sum(weights) > 0), "estimator",
+         "an object whose weights are null or `size` non-negative numbers, not all 0")
+    kind = estimator["kind"]
+    if kind == "linear":
+        need(isinstance(estimator.get("confidence"), bool), "estimator",
+             "a linear estimator with confidence true or false")
+    elif kind == "predictor":
+        nearest = estimator.get("nearest")
+        need(isinstance(nearest, list) and all(_integer(v) and 0 <= v < size for v in nearest)
+             and _numbers(estimator.get("slope"), len(nearest))
+             and _numbers(estimator.get("intercept"), len(nearest)), "estimator",
+             "a predictor with one anchor, slope and intercept per predicted item")
+    else:
+        need(_matrix(estimator.get("discrimination"), size)
+             and _numbers(estimator.get("difficulty"), size)
+             and _matrix(estimator.get("others_discrimination"))
+             and _numbers(estimator.get("others_difficulty"),
+                          len(estimator.get("others_discrimination") or []))
+             and _fraction(estimator.get("gp_weight")), "estimator",
+             "an IRT estimator with parameters for every item and gp_weight in [0, 1]")
