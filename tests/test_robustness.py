@@ -16,6 +16,7 @@ import pytest
 from shared import GPQA_CSV, shared_data
 from test_cli import FAST, MDAD, assert_ok, assert_user_error, flat, mdad_cli
 
+from mdad.practice.bundle import MicroBenchmarkFile
 from mdad.study.checkpoint import LOCK, progress_dir
 
 SLOW_RUN = ("run", "gpqa", "--methods", "random,tinybenchmarks", "--runs", "400",
@@ -242,3 +243,56 @@ def test_select_never_overwrites_without_force(tmp_path: Path) -> None:
 def test_select_unwritable_out_is_one_line(out: str, pattern: str, tmp_path: Path) -> None:
     assert_user_error(mdad_cli("select", "gpqa", "--method", "random", "--size", "10",
                                "--out", out, cwd=tmp_path), pattern)
+
+
+# ----------------------------------------------------------------- messages that help
+
+
+@pytest.mark.parametrize(("text", "pattern"), [
+    ("item_id;m1;m2\nq1;1;0\nq2;0;1\n", r"separated by semicolons; save it comma-separated"),
+    ("item_id,m1,m2\nq1,True,False\nq2,False,True\n", r"written as true/false; write them "
+                                                       r"as 1 and 0"),
+])
+def test_csv_messages_say_what_is_wrong(text: str, pattern: str, tmp_path: Path) -> None:
+    (tmp_path / "data.csv").write_text(text)
+    assert_user_error(mdad_cli("data", "info", "data.csv", cwd=tmp_path), pattern)
+
+
+def test_empty_pool_says_item_ids(tmp_path: Path) -> None:
+    shared_data(GPQA_CSV)
+    (tmp_path / "pool.txt").write_text("# nothing\n\n")
+    assert_user_error(mdad_cli("select", "gpqa", "--method", "random", "--size", "5",
+                               "--pool", "pool.txt", "--out", "mb.json", cwd=tmp_path),
+                      r"--pool pool.txt: the file lists no item ids")
+
+
+def test_another_benchmark_is_refused_whatever_the_flag(tmp_path: Path) -> None:
+    shared_data(GPQA_CSV)
+    assert_ok(mdad_cli("select", "gpqa", "--method", "random", "--size", "10", "--out",
+                       "mb.json", cwd=tmp_path))
+    (tmp_path / "answers.csv").write_text("item_id,correct\n0,1\n")
+    assert_user_error(mdad_cli("estimate", "mb.json", "answers.csv", "--dataset",
+                               "mmlu-pro-29", "--allow-other-data-version", cwd=tmp_path),
+                      r"--dataset mmlu-pro-29 is another benchmark than the "
+                      r"micro-benchmark's \(gpqa\)")
+
+
+def test_estimate_prints_model_names_literally(tmp_path: Path) -> None:
+    shared_data(GPQA_CSV)
+    assert_ok(mdad_cli("select", "gpqa", "--method", "random", "--size", "10", "--out",
+                       "mb.json", cwd=tmp_path))
+    items = MicroBenchmarkFile.load(tmp_path / "mb.json").items
+    rows = "".join(f"{item},1\n" for item in items)
+    (tmp_path / "[bold]x.csv").write_text("item_id,correct\n" + rows)
+    proc = mdad_cli("estimate", "mb.json", "[bold]x.csv", cwd=tmp_path)
+    assert_ok(proc)
+    assert "[bold]x: estimated accuracy" in flat(proc.stdout)
+
+
+def test_report_where_figures_is_a_file_is_one_line(tmp_path: Path) -> None:
+    shared_data(GPQA_CSV)
+    out = tmp_path / "run"
+    assert_ok(mdad_cli("run", "gpqa", *FAST, "--methods", "random", "--sizes", "10,25",
+                       "--out", out, cwd=tmp_path))
+    (out / "figures").write_text("in the way")
+    assert_user_error(mdad_cli("report", out, cwd=tmp_path), r"figures")

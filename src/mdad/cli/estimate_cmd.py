@@ -46,11 +46,13 @@ def estimate(
 ) -> None:
     """Estimate a model's full-benchmark accuracy and where it stands."""
     from mdad.practice import MicroBenchmarkFile, estimate_score, read_results, with_reference
+    from mdad.practice.bundle import check_same_benchmark
     from mdad.practice.estimate import check_metric
 
     bundle = MicroBenchmarkFile.load(microbenchmark)
     check_metric(bundle, metric, allow_other=allow_other_metric)
     if dataset is not None:
+        check_same_benchmark(bundle, dataset)
         data = load_practice_data(dataset, metric=bundle.lm_eval_metric)
         bundle, warning = with_reference(bundle, data, allow_other_version=other_version)
         if warning:

@@ -55,7 +55,8 @@ def select(
     if output_format == "lm-eval":
         check_new_file(samples_path, option="--out (its samples file)", force=force)
     data = load_practice_data(dataset, missing=missing, metric=metric)
-    pool_ids = read_name_list(pool, option="--pool") if pool is not None else None
+    pool_ids = (read_name_list(pool, option="--pool", what="item ids") if pool is not None
+                else None)
     bundle = select_microbenchmark(data, method, size, seed=seed, pool=pool_ids,
                                    run_dir=run, allow_other_version=other_version,
                                    metric=data_metric(data, metric))

@@ -23,8 +23,10 @@ def files_sha256(paths: list[Path], root: Path) -> str:
     return digest.hexdigest()
 
 
-def read_name_list(path: str | Path, *, option: str) -> tuple[str, ...]:
-    """Names from a text file, one per line; blank lines and '#' comments are skipped."""
+def read_name_list(path: str | Path, *, option: str, what: str = "models"
+                   ) -> tuple[str, ...]:
+    """Names from a text file, one per line; blank lines and '#' comments are skipped.
+    `what` is what the names are ("models", "item ids"), for the error message."""
     from mdad.errors import DataError
 
     path = Path(path)
@@ -36,5 +38,6 @@ def read_name_list(path: str | Path, *, option: str) -> tuple[str, ...]:
         raise DataError(f"{option} {path}: cannot read it as text ({exc})") from None
     names = tuple(s for line in lines if (s := line.split("#", 1)[0].strip()))
     if not names:
-        raise DataError(f"{option} {path}: the file names no models (one name per line)")
+        raise DataError(f"{option} {path}: the file lists no {what} (one per line; blank "
+                        "lines and # comments are skipped)")
     return names

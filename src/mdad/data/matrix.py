@@ -115,10 +115,11 @@ class ResponseMatrix:
         item_ids = _as_labels(self.item_ids, "item_ids", n_items, src)
         if (dup := _first_duplicate(model_names)) is not None:
             raise DataError(
-                f"{src}: model name {dup!r} appears more than once; names must be unique"
+                f"{src}: model name {str(dup)!r} appears more than once; names must be unique"
             )
         if (dup := _first_duplicate(item_ids)) is not None:
-            raise DataError(f"{src}: item id {dup!r} appears more than once; ids must be unique")
+            raise DataError(f"{src}: item id {str(dup)!r} appears more than once; ids must be "
+                            "unique")
         empty_models = ~observed.any(axis=1)
         if empty_models.any():
             raise DataError(
@@ -256,10 +257,10 @@ class ResponseMatrix:
         unknown = [n for n in names if n not in lookup]
         if unknown:
             raise DataError(
-                f"{what} {unknown[0]!r} is not in {self.source} "
+                f"{what} {str(unknown[0])!r} is not in {self.source} "
                 f"({len(unknown)} of {len(names)} names unknown); check the spelling"
             )
         if len(set(names)) != len(names):
             dup = next(n for n in names if names.count(n) > 1)
-            raise DataError(f"{what} {dup!r} is listed more than once")
+            raise DataError(f"{what} {str(dup)!r} is listed more than once")
         return np.array([lookup[n] for n in names], dtype=np.int64)

@@ -102,7 +102,7 @@ def _gold_labels(path: Path, n_items: int, n_options: int) -> np.ndarray:
     bad = ~np.isfinite(labels) | (labels != np.round(labels)) | (labels < 0) | (labels >= n_options)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise DataError(f"{path}: label of item {i} is {labels[i]!r}; labels must be option "
+        raise DataError(f"{path}: label of item {i} is {labels[i].item()!r}; labels must be option "
                         f"indices 0..{n_options - 1}")
     return labels.astype(np.int64)
 

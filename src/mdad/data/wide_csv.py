@@ -75,7 +75,7 @@ def _check_scores(values: np.ndarray, text: np.ndarray, cells: np.ndarray, path:
     if bad.any():
         r, c = divmod(int(np.flatnonzero(bad)[0]), cells.shape[1])
         raise DataError(
-            f"{path}: line {int(line_of_row[r])}, column {col_names[c]!r}: {cells[r, c]!r} is "
+            f"{path}: line {int(line_of_row[r])}, column {col_names[c]!r}: {str(cells[r, c])!r} is "
             "not a score in [0, 1] or empty; mark a missing result with an empty cell"
         )
     return values.astype(np.float32)
@@ -146,8 +146,7 @@ def load_wide_csv(
     # A column without a single number (and some text) is metadata, such as `src`.
     is_model = ~(text.any(axis=0) & np.isnan(values).all(axis=0))
     if not is_model.any():
-        raise DataError(f"{path}: no model columns with scores; is the file models-as-rows? "
-                        "try --orientation models-as-rows")
+        raise DataError(f"{path}: no model columns with scores; {_why_no_scores(header, cells)}")
     model_names = [header[j] for j, keep in zip(candidates, is_model, strict=True) if keep]
     scores = _check_scores(values[:, is_model], text[:, is_model], cells[:, is_model], path,
                            model_names, lines)
@@ -156,6 +155,19 @@ def load_wide_csv(
     subtasks = body[:, header.index(sub_col)].astype(str) if sub_col is not None else None
     return ResponseMatrix(scores.T, model_names, item_ids, subtasks,
                           source=str(path), sha256=file_sha256(path))
+
+
+def _why_no_scores(header: list[str], cells: np.ndarray) -> str:
+    """The likeliest reason a file has no score column, and its fix."""
+    joined = " ".join(header)
+    for separator, name in ((";", "semicolons"), ("\t", "tabs"), ("|", "bars")):
+        if len(header) <= 2 and separator in joined:
+            return (f"its columns seem separated by {name}; save it comma-separated "
+                    "(mdad reads standard CSV)")
+    words = {str(v).strip().lower() for v in cells.ravel()} - {"", "na", "nan"}
+    if words and words <= {"true", "false", "yes", "no"}:
+        return "its scores are written as true/false; write them as 1 and 0"
+    return "is the file models-as-rows? try --orientation models-as-rows"
 
 
 def _models_as_rows(path: Path, header: list[str], body: np.ndarray,

@@ -277,6 +277,23 @@ def lm_eval_tasks(lm_eval_items: list[str] | None) -> list[str] | None:
     return sorted({item.rsplit("/", 1)[0] for item in lm_eval_items})
 
 
+def check_same_benchmark(bundle: MicroBenchmarkFile, name: str) -> None:
+    """Refuse a named dataset that is another benchmark than the bundle's: another
+    version of the same data may be allowed, another benchmark never.
+
+    Raises
+    ------
+    ConfigError
+        When both are named datasets and the names differ.
+    """
+    from mdad.data.registry import DATASETS
+
+    if {bundle.dataset, name} <= set(DATASETS) and bundle.dataset != name:
+        raise ConfigError(f"--dataset {name} is another benchmark than the "
+                          f"micro-benchmark's ({bundle.dataset}); compare with "
+                          f"--dataset {bundle.dataset}, or select from {name}")
+
+
 def with_reference(bundle: MicroBenchmarkFile, dataset: Dataset, *,
                    allow_other_version: bool = False) -> tuple[MicroBenchmarkFile, str]:
     """`bundle` compared with `dataset`'s models (accuracy on all items, answers on the
@@ -291,6 +308,7 @@ def with_reference(bundle: MicroBenchmarkFile, dataset: Dataset, *,
     DataError
         When `dataset` lacks some of the micro-benchmark's items.
     """
+    check_same_benchmark(bundle, dataset.name)
     sha = dataset.matrix.sha256 or ""
     warning = ""
     if sha != bundle.sha256:
