@@ -61,10 +61,11 @@ def group_alive(group: int) -> bool:
 
 
 @pytest.mark.slow
-def test_sigkill_leaves_no_process_behind(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", ["local", "dask"])
+def test_sigkill_leaves_no_process_behind(backend: str, tmp_path: Path) -> None:
     shared_data(GPQA_CSV)
     out = tmp_path / "run"
-    process = start((*SLOW_RUN, "--workers", "2"), out, tmp_path)
+    process = start((*SLOW_RUN, "--workers", "2", "--backend", backend), out, tmp_path)
     wait_for_work(out)
     os.kill(process.pid, signal.SIGKILL)
     process.wait()
