@@ -297,3 +297,37 @@ def test_report_where_figures_is_a_file_is_one_line(tmp_path: Path) -> None:
                        "--out", out, cwd=tmp_path))
     (out / "figures").write_text("in the way")
     assert_user_error(mdad_cli("report", out, cwd=tmp_path), r"figures")
+
+
+def test_a_full_disk_is_one_line_and_resumable(tmp_path: Path, monkeypatch) -> None:
+    """The real `run` command in this process, with saving a run failing as on a full
+    disk after the first: one line naming the file and how to go on, and the saved run
+    is kept for --resume."""
+    import errno
+
+    from typer.testing import CliRunner
+
+    from mdad.cli.app import app
+    from mdad.study.checkpoint import RunCheckpoint
+
+    shared_data(GPQA_CSV)
+    original = RunCheckpoint.save
+    saved: list[int] = []
+
+    def save(self, study, out) -> None:
+        if saved:
+            raise OSError(errno.ENOSPC, "No space left on device", str(self.folder / "x.npz"))
+        original(self, study, out)
+        saved.append(out.run)
+
+    monkeypatch.setattr(RunCheckpoint, "save", save)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["run", "gpqa", "--methods", "random", "--sizes", "10",
+                                      "--runs", "3", "--workers", "1", "--out", "run"])
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    line = flat(result.output)
+    assert "No space left on device; 1 finished runs" in line
+    assert "continue with: mdad run --resume run" in line
+    monkeypatch.setattr(RunCheckpoint, "save", original)
+    assert_ok(mdad_cli("run", "--resume", "run", cwd=tmp_path))

@@ -201,11 +201,15 @@ def run(
         raise ConfigError(f"--out {out_dir} has an interrupted run ({checkpoint.folder}); "
                           f"continue it with --resume {out_dir}, or remove that folder")
     checkpoint.lock()
-    remove_stale_staging(out_dir)
-    checkpoint.start({"params": _to_json(params), "sha256": data.matrix.sha256})
-    if checkpoint.request()["sha256"] != data.matrix.sha256:
-        raise ConfigError(f"--resume {out_dir}: the data changed since the run started "
-                          "(sha256 differs); start a new run")
+    try:
+        remove_stale_staging(out_dir)
+        checkpoint.start({"params": _to_json(params), "sha256": data.matrix.sha256})
+        if checkpoint.request()["sha256"] != data.matrix.sha256:
+            raise ConfigError(f"--resume {out_dir}: the data changed since the run started "
+                              "(sha256 differs); start a new run")
+    except BaseException:
+        checkpoint.unlock()
+        raise
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         outcome = _execute(data, plan, studies if per_subtask else None,
@@ -232,6 +236,7 @@ def run(
         raise
     finally:
         signal.signal(signal.SIGTERM, previous)
+        checkpoint.unlock()
     tables, frame, notices, method_seconds, started, cells_done = outcome
     notices = (*notices, *thin_data_notices(tables.mdad))
     for notice in notices:

@@ -57,6 +57,12 @@ class RunCheckpoint:
         os.pwrite(descriptor, f"{os.getpid()}\n".encode("ascii"), 0)
         self._lock = descriptor
 
+    def unlock(self) -> None:
+        """Let another process take the folder (e.g. a later --resume)."""
+        if self._lock is not None:
+            os.close(self._lock)  # closing the descriptor releases the lock
+            self._lock = None
+
     def _path(self, study: int, run: int) -> Path:
         return self.folder / f"study{study:03d}-run{run:05d}.npz"
 
