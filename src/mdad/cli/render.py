@@ -84,13 +84,13 @@ def load_notices(data, metric: str | None = None) -> list[str]:
 
 
 def info_table(info: DataInfo) -> Table:
-    table = Table(show_header=False, title=info.source, title_justify="left")
+    table = Table(show_header=False, title=literal(info.source), title_justify="left")
     table.add_column(style="bold", no_wrap=True)
     table.add_column()
     subtasks = ", ".join(f"{name} ({n})" for name, n in info.subtask_sizes.items())
     table.add_row("models", str(info.n_models))
     table.add_row("items", str(info.n_items))
-    table.add_row("subtasks", f"{len(info.subtask_sizes)}: {subtasks}")
+    table.add_row("subtasks", literal(f"{len(info.subtask_sizes)}: {subtasks}"))
     table.add_row("accuracy", f"{points(info.min_accuracy)} to {points(info.max_accuracy)} "
                   f"(mean {points(info.mean_accuracy)}), in points")
     table.add_row("scores", "0/1" if info.is_binary else "partial credit in [0, 1]")
