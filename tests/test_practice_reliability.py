@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from shared import GPQA_CSV, shared_data
 from test_cli import assert_ok, assert_user_error, flat, mdad_cli
@@ -30,6 +31,7 @@ from mdad.practice import (
 )
 from mdad.practice.estimate import _estimates
 from mdad.practice.plan import StudyPoint, _study_point, interpolate, study_mdad_curve
+from mdad.report.run_data import censor_legacy
 
 INTEL, LLAMA = "Intel__neural-chat-7b-v3-3", "meta-llama__Llama-2-13b-chat-hf"
 
@@ -207,7 +209,8 @@ def test_plan_against_full_and_universe(gpqa_data, tmp_path: Path):
 
 
 def test_study_rows_old_and_new_and_no_interpolation_through_unreached():
-    old = _study_point({"size": 10, "mdad": 0.5})
+    legacy = censor_legacy(pd.DataFrame([{"size": 10, "mdad": 0.5}]))  # as load_run reads
+    old = _study_point(legacy.to_dict("records")[0])
     assert old.value is None and old.pairs is None  # an old folder's 0.5 was "not reached"
     new = _study_point({"size": 10, "mdad": float("nan"), "reached": False, "max_gap": 0.2,
                         "pairs": 1225})

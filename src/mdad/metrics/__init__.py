@@ -3,7 +3,6 @@
 from mdad.metrics.mdad import (
     MIN_CROSSING_PAIRS,
     MIN_GROUP_PAIRS,
-    NOT_REACHED,
     MdadEstimator,
     MdadResult,
     first_crossing_mdad,
@@ -15,7 +14,6 @@ from mdad.metrics.pairs import N_BINS, PairCounts, agreement, bin_edges, gap_bin
 __all__ = [
     "MIN_CROSSING_PAIRS",
     "MIN_GROUP_PAIRS",
-    "NOT_REACHED",
     "N_BINS",
     "MdadEstimator",
     "MdadResult",

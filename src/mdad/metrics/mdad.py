@@ -9,7 +9,6 @@ import numpy as np
 
 from mdad.metrics.pairs import bin_edges, gap_bins
 
-NOT_REACHED = 0.5  # the reference code's stand-in for "never reached"; never reported
 CONFIDENCE = 0.95
 # Quantile levels written as the reference code writes them (0.025000000000000022).
 QUANTILES = ((1 - CONFIDENCE) / 2, 1 - (1 - CONFIDENCE) / 2)

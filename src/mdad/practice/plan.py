@@ -23,7 +23,6 @@ from mdad.practice.planner import size_for_gap as analytic_size_for_gap
 # The split of a study that stands for each reference (see `plan`).
 STUDY_SPLIT = {"full": "seen", "universe": "unseen"}
 # An mdad.csv written before censoring existed wrote this for "not reached".
-_OLD_NOT_REACHED = 0.5
 
 
 @dataclass(frozen=True)
@@ -146,9 +145,8 @@ def study_curve(run_dir: Path, method: str, threshold: float, sha256: str | None
     """The method's MDAD by size (ascending) on `split` at the study's largest source
     count; the study's data must have `sha256` unless it is None.
 
-    Reads mdad.csv with or without the censoring columns (`reached`, `max_gap`,
-    `pairs`): without `reached`, an old folder's 0.5 (its "not reached") and an empty
-    value are not reached.
+    Reads mdad.csv with or without the censoring columns (`max_gap`, `pairs`);
+    `load_run` reads an old folder's 0.5 (its "not reached") as censored.
     """
     from mdad.report.run_data import load_run
 
@@ -171,11 +169,9 @@ def study_curve(run_dir: Path, method: str, threshold: float, sha256: str | None
 
 def _study_point(row: dict) -> StudyPoint:
     value = pd.to_numeric(pd.Series([row.get("mdad")]), errors="coerce").iloc[0]
-    if "reached" in row:
-        reached = str(row["reached"]).strip().lower() in ("true", "1", "1.0")
-    else:
-        reached = bool(np.isfinite(value)) and abs(value - _OLD_NOT_REACHED) > 1e-12
-    reached = reached and bool(np.isfinite(value))
+    # `load_run` gives every folder a `reached` column (old ones' 0.5 read as censored)
+    reached = str(row["reached"]).strip().lower() in ("true", "1", "1.0") and bool(
+        np.isfinite(value))
 
     def optional(key: str) -> float | None:
         number = pd.to_numeric(pd.Series([row.get(key)]), errors="coerce").iloc[0]

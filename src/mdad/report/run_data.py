@@ -92,16 +92,16 @@ def load_run(path: Path) -> RunData:
     if "subtask" in mdad.columns:
         mdad = mdad[mdad.subtask == POOLED].reset_index(drop=True)
         summary = summary[summary.subtask == POOLED].reset_index(drop=True)
-    return RunData(path, config, _censor_legacy(mdad), summary, results)
+    return RunData(path, config, censor_legacy(mdad), summary, results)
 
 
-def _censor_legacy(mdad: pd.DataFrame) -> pd.DataFrame:
+def censor_legacy(mdad: pd.DataFrame) -> pd.DataFrame:
     """mdad.csv of mdad 0.1 wrote "never reached" as 0.5: read it as censored."""
     if "reached" in mdad.columns:
         return mdad
     mdad = mdad.copy()
     mdad["reached"] = mdad.mdad < LEGACY_NOT_REACHED
-    for column in ("mdad", "mdad_low", "mdad_high"):
+    for column in {"mdad", "mdad_low", "mdad_high"} & set(mdad.columns):
         mdad.loc[mdad[column] >= LEGACY_NOT_REACHED, column] = np.nan
     mdad["max_gap"] = np.nan
     return mdad
