@@ -587,8 +587,8 @@ def _too_many_models(tmp: Path):
 def _too_many_sources(tmp: Path):
     gpqa_path()
     return (["gpqa", "--sources", "400"],
-            r"gpqa_main\.csv has 420 models, fewer than 50 targets \+ 400 sources; with 50 "
-            r"targets use --sources 370 or less")
+            r"gpqa_main\.csv has 420 models, fewer than 50 targets \+ 400 sources; use "
+            r"--sources 370 or less with 50 targets, or --targets 20 or less with 400 sources")
 
 
 @bad_input("size above the seen pool")

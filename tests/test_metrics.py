@@ -236,7 +236,8 @@ def _isotonic_crossing(pairs, agreeing, threshold):
     if valid.size == 0:
         return np.nan
     fitted = isotonic_regression(agreeing[valid] / pairs[valid], weights=pairs[valid]).x
-    above = np.flatnonzero(fitted >= threshold)
+    # a block mean of exactly the threshold reaches it (scipy may return 0.4999...)
+    above = np.flatnonzero(fitted >= threshold - 1e-9)
     if above.size == 0:
         return np.nan
     k = int(above[0])

@@ -53,7 +53,8 @@ def load_practice_data(dataset: str, *, missing: MissingPolicy = MissingPolicy.D
     own = data.spec.lm_eval_metric if data.spec and data.spec.relative_path else None
     if metric is not None and own is not None and metric != own:
         raise ConfigError(f"--metric {metric}: the {data.name} data holds {own} scores only")
-    for message in load_notices(data, metric):
+    # a named dataset's metric is checked above; --metric can only be ignored elsewhere
+    for message in load_notices(data, metric if data.spec is None else None):
         note(message)
     return data
 
