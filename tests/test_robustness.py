@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -295,8 +296,12 @@ def test_report_where_figures_is_a_file_is_one_line(tmp_path: Path) -> None:
     out = tmp_path / "run"
     assert_ok(mdad_cli("run", "gpqa", *FAST, "--methods", "random", "--sizes", "10,25",
                        "--out", out, cwd=tmp_path))
+    assert_ok(mdad_cli("report", out, cwd=tmp_path))
+    assert_user_error(mdad_cli("report", out, cwd=tmp_path),
+                      r"already has report.html and figures; pass --force")
+    shutil.rmtree(out / "figures")
     (out / "figures").write_text("in the way")
-    assert_user_error(mdad_cli("report", out, cwd=tmp_path), r"figures")
+    assert_user_error(mdad_cli("report", out, "--force", cwd=tmp_path), r"figures")
 
 
 def test_a_full_disk_is_one_line_and_resumable(tmp_path: Path, monkeypatch) -> None:
