@@ -16,7 +16,7 @@ from test_cli import MDAD, assert_ok, assert_user_error, mdad_cli
 from mdad.data import load_dataset
 from mdad.study import StudyConfig, plan_study, run_study
 from mdad.study.checkpoint import RunCheckpoint, progress_dir
-from mdad.study.runner import CellOutput, Job, _init_worker, _worker_run, compute_run
+from mdad.study.runner import CellOutput, Job, _set_worker_studies, _worker_run, compute_run
 
 ARGS = ("run", "gpqa", "--methods", "random,tinybenchmarks", "--runs", "10", "--workers", "1",
         "--resamples", "50")
@@ -105,7 +105,7 @@ def test_worker_processes_save_every_cell(tmp_path: Path) -> None:
                                                sizes=(10, 25), n_runs=2))
     checkpoint = RunCheckpoint(tmp_path / "progress")
     checkpoint.start({"params": {}})
-    _init_worker([(data.matrix, plan)])
+    _set_worker_studies([(data.matrix, plan)])  # what a worker holds (no signal setup)
     _, out = _worker_run(Job(0, 1), checkpoint.folder)
     cells = checkpoint.load_cells(0, 1)
     assert len(cells) == 4

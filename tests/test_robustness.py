@@ -39,7 +39,12 @@ def start(args: tuple[str, ...], out: Path, cwd: Path) -> subprocess.Popen[str]:
     """`mdad` in a session of its own, so that its whole process group can be checked."""
     return subprocess.Popen([str(MDAD), *args, "--out", str(out)], cwd=cwd, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=_default_signals)
+
+
+def _default_signals() -> None:
+    """Ctrl-C as in a terminal, whatever this test process ignores."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def wait_for_work(out: Path, timeout: float = 120.0) -> None:

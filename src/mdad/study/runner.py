@@ -368,10 +368,15 @@ _WORKER_STUDIES: list[tuple[ResponseMatrix, StudyPlan]] = []
 
 
 def _init_worker(studies: list[tuple[ResponseMatrix, StudyPlan]]) -> None:
-    # Ctrl-C is the parent's to handle (it prints how to resume); a worker whose parent
-    # died, however, exits at once instead of waiting on its pipe forever.
+    """A worker process's start: it takes the studies and leaves Ctrl-C to the parent
+    (which prints how to resume); if the parent dies, it exits at once instead of
+    waiting on its pipe forever."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     exit_with_parent()
+    _set_worker_studies(studies)
+
+
+def _set_worker_studies(studies: list[tuple[ResponseMatrix, StudyPlan]]) -> None:
     _WORKER_STUDIES[:] = studies
 
 
