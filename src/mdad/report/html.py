@@ -97,10 +97,10 @@ def write_report(run_dir: Path) -> Path:
     file first, so an interrupted report leaves the previous one intact.
     """
     run = load_run(run_dir)
-    specs = all_figures(run)
     run_dir = Path(run_dir)
-    staging = Path(tempfile.mkdtemp(prefix=".figures.", dir=run_dir))
+    staging = Path(tempfile.mkdtemp(prefix=".figures.", dir=run_dir))  # writable? before work
     try:
+        specs = all_figures(run)
         images = {}
         for spec in specs:
             buffer = io.BytesIO()
