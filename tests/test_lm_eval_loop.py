@@ -23,7 +23,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
@@ -149,7 +148,6 @@ class Loop:
     newcomer: Path  # the new model's folder (two runs)
     info_stdout: str
     estimate: dict
-    seconds: dict[str, float]
 
 
 @pytest.fixture(scope="module")
@@ -157,21 +155,17 @@ def loop(tmp_path_factory) -> Loop:
     require_lm_eval()
     work = tmp_path_factory.mktemp("lm_eval_loop")
     write_benchmark(work / "tasks")
-    out, seconds = work / "out", {}
+    out = work / "out"
 
-    start = time.perf_counter()
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         jobs = [pool.submit(lm_eval, work, name, ability, seed, [GROUP], out)
                 for name, (ability, seed) in MODELS.items()]
         for job in jobs:
             job.result()
-    seconds["lm-eval, 20 models"] = time.perf_counter() - start
 
-    start = time.perf_counter()
     run = work / "study"
     mdad(work, "run", str(out), "--metric", "acc", "--runs", RUNS, "--sizes", SIZES,
          "--targets", TARGETS, "--sources", SOURCES, "--resamples", "100", "--out", str(run))
-    seconds["mdad run"] = time.perf_counter() - start
 
     microbenchmark = work / "mb.json"
     selected = mdad(work, "select", str(out), "--method", "random", "--size", str(SIZE),
@@ -181,7 +175,6 @@ def loop(tmp_path_factory) -> Loop:
 
     # The new model on the micro-benchmark, then a re-run of every other selected item
     # of each task (after a change: another seed) into the same output folder.
-    start = time.perf_counter()
     new_out = work / "new"
     lm_eval(work, NEWCOMER, NEWCOMER_ABILITY, NEWCOMER_SEED, list(samples), new_out,
             "--samples", str(samples_path))
@@ -190,13 +183,12 @@ def loop(tmp_path_factory) -> Loop:
     rerun_path.write_text(json.dumps(rerun), encoding="utf-8")
     lm_eval(work, NEWCOMER, NEWCOMER_ABILITY, RERUN_SEED, list(rerun), new_out,
             "--samples", str(rerun_path))
-    seconds["lm-eval --samples, twice"] = time.perf_counter() - start
 
     newcomer = new_out / NEWCOMER
     info = mdad(work, "data", "info", str(newcomer))
     estimate = mdad(work, "estimate", str(microbenchmark), str(newcomer), "--json")
     return Loop(work, out, run, microbenchmark, samples, rerun, selected.stdout, newcomer,
-                info.stdout, json.loads(estimate.stdout), seconds)
+                info.stdout, json.loads(estimate.stdout))
 
 
 # --- lm-eval's output, as mdad reads it ---------------------------------------------------
@@ -324,8 +316,3 @@ def test_estimate_is_the_mean_of_the_real_answers(loop):
     assert estimate["accuracy"] == pytest.approx(np.mean([answers[i] for i in selected]),
                                                  abs=1e-12)
     assert estimate["low"] <= estimate["accuracy"] <= estimate["high"]
-
-
-def test_run_time(loop):
-    """Not a check: the timings, shown with ``pytest -rP``."""
-    print({k: round(v, 1) for k, v in loop.seconds.items()})
