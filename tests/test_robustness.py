@@ -217,7 +217,7 @@ def test_resume_from_elsewhere_refuses_extras_and_cleans_staging(tmp_path: Path)
                           r"being computed by process 424242")
     finally:
         os.close(lock)
-    stale = tmp_path / f".{out.name}.abcd1234"  # left by a kill during the final write
+    stale = tmp_path / f".{out.name}.mdad-staging-abcd1234"  # a kill in the final write
     stale.mkdir()
     (stale / "mdad.csv").write_text("partial")
     elsewhere = tmp_path / "elsewhere"

@@ -217,6 +217,7 @@ def run(
                            checkpoint, dask_scheduler, err)
     except BaseException as exc:
         # SIGKILL cannot be caught: then the folder stays and --out refuses, naming --resume.
+        checkpoint.unlock()
         runs_saved, cells_saved = checkpoint.finished()
         if runs_saved == cells_saved == 0:
             shutil.rmtree(checkpoint.folder, ignore_errors=True)
@@ -236,7 +237,6 @@ def run(
         raise
     finally:
         signal.signal(signal.SIGTERM, previous)
-        checkpoint.unlock()
     tables, frame, notices, method_seconds, started, cells_done = outcome
     notices = (*notices, *thin_data_notices(tables.mdad))
     for notice in notices:
@@ -252,6 +252,7 @@ def run(
     }
     write_run_dir(out_dir, frame, tables, config_json)
     shutil.rmtree(checkpoint.folder, ignore_errors=True)
+    checkpoint.unlock()  # only now: the folder is written and the checkpoint gone
     title = (f"{data.name}: {data.matrix.n_models} models x {data.matrix.n_items} items, "
              f"{runs} runs, {plan.n_targets} targets (MDAD and error in accuracy points)")
     console = Console()

@@ -20,6 +20,8 @@ from mdad.study.config import StudyPlan
 from mdad.study.design import seen_pool_size
 from mdad.study.evaluate import StudyTables
 
+STAGING = "mdad-staging-"  # marks the folders mdad writes a run into before renaming
+
 
 def check_out_dir(out_dir: Path) -> Path:
     """Refuse, before any work, an output folder that already holds something or that
@@ -49,7 +51,7 @@ def _probe_writable(out_dir: Path) -> None:
     existing ancestor: what the final write will need."""
     existing = next(p for p in (out_dir.parent, *out_dir.parent.parents) if p.exists())
     try:
-        probe = tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=existing)
+        probe = tempfile.mkdtemp(prefix=f".{out_dir.name}.{STAGING}", dir=existing)
         os.rmdir(probe)
     except OSError as exc:
         raise ConfigError(f"--out {out_dir}: cannot write there ({exc.strerror}); choose a "
@@ -60,10 +62,9 @@ def _probe_writable(out_dir: Path) -> None:
 def remove_stale_staging(out_dir: Path) -> None:
     """Remove staging folders (`.<name>.*`) that an interrupted final write left beside
     `out_dir`; only the process that owns the run (holds its lock) may call this."""
-    staging = re.compile(rf"\.{re.escape(Path(out_dir).name)}\.[a-z0-9_]{{8}}")
+    staging = re.compile(rf"\.{re.escape(Path(out_dir).name)}\.{STAGING}[a-z0-9_]{{8}}")
     for path in Path(out_dir).parent.iterdir():
-        # ".<name>.progress" fits the pattern too: it is the run's checkpoint
-        if staging.fullmatch(path.name) and path.suffix != ".progress" and path.is_dir():
+        if staging.fullmatch(path.name) and path.is_dir():
             shutil.rmtree(path, ignore_errors=True)
 
 
@@ -121,7 +122,7 @@ def write_run_dir(out_dir: Path, results: pd.DataFrame, tables: StudyTables,
     parent = out_dir.parent
     try:
         parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=parent))
+        staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.{STAGING}", dir=parent))
         umask = os.umask(0)
         os.umask(umask)
         staging.chmod(0o777 & ~umask)  # mkdtemp makes it private; a run folder is not
