@@ -15,6 +15,7 @@ QUANTILES = ((1 - CONFIDENCE) / 2, 1 - (1 - CONFIDENCE) / 2)
 # Below these counts an MDAD rests on too few pairs to be trusted without a warning.
 MIN_CROSSING_PAIRS = 30
 MIN_GROUP_PAIRS = 1000
+UNREACHED = 1e6  # stands for an infinite MDAD in bootstrap quantiles
 
 
 class MdadEstimator(StrEnum):
@@ -226,9 +227,11 @@ def smooth_mdad(
         point, crossing = float(points[0]), int(crossings_pairs[0])
         counts = rng.multinomial(n_runs, np.full(n_runs, 1.0 / n_runs), size=n_resamples)
         crossings, _ = monotone_crossings(counts @ run_pairs, counts @ run_agreeing, threshold)
-        with np.errstate(invalid="ignore"):  # inf - inf between unreached resamples
-            low, high = np.quantile(np.where(np.isnan(crossings), np.inf, crossings),
-                                    QUANTILES)
+        # an unreached resample is far above any gap (a finite stand-in: numpy's
+        # interpolation with inf gives NaN even at weight 0); ends past 1 are unbounded
+        low, high = np.quantile(np.where(np.isnan(crossings), UNREACHED, crossings),
+                                QUANTILES)
+        low, high = (np.inf if end > 1.0 else end for end in (low, high))
     return MdadResult(
         mdad=point,
         low=float(low) if np.isfinite(low) else float("nan"),
