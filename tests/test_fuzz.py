@@ -153,3 +153,13 @@ def test_lm_eval_samples_reader(tmp_path: Path, lines, junk) -> None:
             load_lm_eval_samples(folder, metric=metric)
         except MdadError:
             pass
+
+
+def test_irt_parameters_of_another_width_are_refused(bundles, tmp_path: Path) -> None:
+    data = copy.deepcopy(bundles["tinybenchmarks-pirt"])
+    data["estimator"]["others_discrimination"] = [
+        row[:-1] for row in data["estimator"]["others_discrimination"]]
+    path = tmp_path / "mb.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(MdadError, match=r"'estimator' must be an IRT estimator"):
+        MicroBenchmarkFile.load(path)

@@ -46,6 +46,12 @@ def _matrix(value: Any, rows: int | None = None) -> bool:
             and len({len(row) for row in value}) <= 1)
 
 
+def _same_width(anchors: list, others: list) -> bool:
+    """IRT parameters of one dimension count, at least 1, for anchors and other items."""
+    width = len(anchors[0]) if anchors else 0
+    return width >= 1 and all(len(row) == width for row in others)
+
+
 def _answers(value: Any, size: int) -> bool:
     if isinstance(value, str):
         return len(value) == size and set(value) <= {"0", "1"}
@@ -136,5 +142,7 @@ def _validate_estimator(estimator: Any, size: int, need) -> None:
              and _matrix(estimator.get("others_discrimination"))
              and _numbers(estimator.get("others_difficulty"),
                           len(estimator.get("others_discrimination") or []))
-             and _fraction(estimator.get("gp_weight")), "estimator",
+             and _fraction(estimator.get("gp_weight"))
+             and _same_width(estimator["discrimination"], estimator["others_discrimination"]),
+             "estimator",
              "an IRT estimator with parameters for every item and gp_weight in [0, 1]")

@@ -146,7 +146,7 @@ class RunCheckpoint:
                 return RunOutput(run, data["estimates"],
                                  RunAccuracies(data["seen"], data["unseen"], data["full"]),
                                  data["targets"], data["method_seconds"], notes)
-        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+        except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile):
             path.unlink(missing_ok=True)  # truncated or corrupt: the run is recomputed
             return None
 
