@@ -1,8 +1,21 @@
-"""Errors a user can cause. Each carries a one-line message that names the culprit and the fix."""
+"""Errors a user can cause. Each carries a one-line message that names the culprit and the fix.
+
+The library names parameters in Python terms (``n_runs must be >= 1; got 0``) and lists
+them in `parameters`; the CLI rewrites those names as its own options (``--runs``).
+"""
+
+from __future__ import annotations
 
 
 class MdadError(Exception):
-    """Base class of every error the CLI reports as one line with exit code 2."""
+    """Base class of every error the CLI reports as one line with exit code 2.
+
+    `parameters` are the Python parameter names the message mentions, in its words.
+    """
+
+    def __init__(self, message: str, *, parameters: tuple[str, ...] | str = ()) -> None:
+        super().__init__(message)
+        self.parameters = (parameters,) if isinstance(parameters, str) else tuple(parameters)
 
 
 class DataError(MdadError):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 import sys
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
@@ -45,13 +46,39 @@ def user_errors(command: Callable[P, R]) -> Callable[P, R]:
         try:
             return command(*args, **kwargs)
         except MdadError as exc:
-            raise fail(str(exc)) from None
+            raise fail(as_options(str(exc), exc.parameters)) from None
         except OSError as exc:  # a file the command could not read or write
             where = f"{exc.filename}: " if exc.filename else ""
             raise fail(f"{where}{exc.strerror or exc}; check the path, its permissions and "
                        "the free space") from None
 
     return wrapper
+
+
+# Python parameter names whose option is not simply --name-with-dashes.
+OPTION_NAMES = {
+    "n_runs": "--runs",
+    "n_targets": "--targets",
+    "n_resamples": "--resamples",
+    "n_models": "--models",
+    "n_workers": "--workers",
+    "run_dir": "--run",
+    "study_dir": "--run",
+}
+
+
+def option_name(parameter: str) -> str:
+    """The CLI option of a library parameter: n_runs -> --runs, data_seed -> --data-seed."""
+    return OPTION_NAMES.get(parameter, "--" + parameter.replace("_", "-"))
+
+
+def as_options(message: str, parameters: tuple[str, ...]) -> str:
+    """`message` with each of `parameters`, where it stands as a word, named as its CLI
+    option."""
+    for parameter in parameters:
+        message = re.sub(rf"(?<![\w-]){re.escape(parameter)}(?![\w-])",
+                         lambda _: option_name(parameter), message)
+    return message
 
 
 def parse_int_list(text: str, option: str) -> tuple[int, ...]:

@@ -1,6 +1,7 @@
 """Pairwise agreement, MDAD and its intervals, Kendall tau."""
 
 from mdad.metrics.mdad import (
+    DEFAULT_THRESHOLD,
     MIN_CROSSING_PAIRS,
     MIN_GROUP_PAIRS,
     MdadEstimator,
@@ -12,6 +13,7 @@ from mdad.metrics.mdad import (
 from mdad.metrics.pairs import N_BINS, PairCounts, agreement, bin_edges, gap_bins, pair_counts
 
 __all__ = [
+    "DEFAULT_THRESHOLD",
     "MIN_CROSSING_PAIRS",
     "MIN_GROUP_PAIRS",
     "N_BINS",

@@ -9,6 +9,8 @@ import numpy as np
 
 from mdad.metrics.pairs import bin_edges, gap_bins
 
+# The agreement probability that defines MDAD, the paper's 80%.
+DEFAULT_THRESHOLD = 0.8
 CONFIDENCE = 0.95
 # Quantile levels written as the reference code writes them (0.025000000000000022).
 QUANTILES = ((1 - CONFIDENCE) / 2, 1 - (1 - CONFIDENCE) / 2)
@@ -75,7 +77,7 @@ def first_crossing_mdad(
     pairs: np.ndarray,
     agreeing: np.ndarray,
     *,
-    threshold: float = 0.8,
+    threshold: float = DEFAULT_THRESHOLD,
     n_resamples: int = 1000,
     rng: np.random.Generator,
     max_gap: float | None = None,
@@ -193,7 +195,7 @@ def smooth_mdad(
     run_pairs: np.ndarray,
     run_agreeing: np.ndarray,
     *,
-    threshold: float = 0.8,
+    threshold: float = DEFAULT_THRESHOLD,
     n_resamples: int = 1000,
     rng: np.random.Generator,
     max_gap: float | None = None,
