@@ -1,7 +1,12 @@
 """ResponseMatrix validation, the wide CSV loader on the real files, missing-data
-policies and the dataset registry."""
+policies, the named datasets and the registry of loaders."""
 
 from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -9,15 +14,20 @@ import pytest
 from shared import GPQA_CSV, shared_data
 
 from mdad.data import (
+    LOADERS,
     MissingPolicy,
     ResponseMatrix,
     data_search_path,
+    dataset_options,
     describe,
+    find_loader,
     load_dataset,
     load_wide_csv,
+    read_dataset,
+    read_results,
     resolve_missing,
 )
-from mdad.errors import DataError
+from mdad.errors import ConfigError, DataError
 
 
 def test_matrix_holds_and_protects_its_data():
@@ -112,11 +122,18 @@ def test_missing_policies_on_mmlu_pro(mmlu_pro):
     assert len(report.dropped_items) == 1706
     assert "dropped 1706 items" in report.describe()
     assert "DeepSeek-Coder-V2_5shots (1681)" in report.describe()
+    assert "set missing to drop-models" in report.describe()
+    assert report.parameters == ("missing",)
     models, report = resolve_missing(mmlu_pro, "drop-models")
     assert (models.n_models, models.n_items) == (26, 12032)
     assert len(report.dropped_models) == 3
-    with pytest.raises(DataError, match=r"1713 cells are missing .*choose --missing"):
+    with pytest.raises(DataError, match=r"1713 cells lack a result .*set missing to "
+                                        r"drop-items or drop-models") as info:
         resolve_missing(mmlu_pro, "error")
+    assert info.value.parameters == ("missing",)
+    with pytest.raises(ConfigError, match=r"missing must be one of drop-items, drop-models, "
+                                          r"error; got 'drop'"):
+        resolve_missing(mmlu_pro, "drop")
 
 
 def test_both_orientations_read_the_same_matrix(gpqa, tmp_path):
@@ -155,7 +172,201 @@ def test_search_path_and_not_found_message(monkeypatch, tmp_path):
     with pytest.raises(DataError, match=r"'nope' is neither a known dataset \(gpqa, mmlu-pro"):
         load_dataset("nope")
     gpqa_copy.unlink()
-    monkeypatch.setattr("mdad.data.registry.Path.cwd", lambda: tmp_path)
-    monkeypatch.setattr("mdad.data.registry.__file__", str(tmp_path / "a" / "b" / "c" / "r.py"))
+    monkeypatch.setattr("mdad.data.datasets.Path.cwd", lambda: tmp_path)
+    monkeypatch.setattr("mdad.data.datasets.__file__", str(tmp_path / "a" / "b" / "c" / "r.py"))
     with pytest.raises(DataError, match=r"not found under .*set MDAD_DATA"):
         load_dataset("gpqa")
+
+
+def test_wide_csv_option_errors_name_the_parameter(tmp_path):
+    path = tmp_path / "small.csv"
+    path.write_text("item_id,m1,m2\nq1,1,0\nq2,0,1\n")
+    with pytest.raises(DataError, match=r"no column 'qid' for item_column") as info:
+        load_wide_csv(path, item_column="qid")
+    assert info.value.parameters == ("item_column",)
+    with pytest.raises(ConfigError, match=r"orientation must be one of auto, items-as-rows, "
+                                          r"models-as-rows; got 'sideways'"):
+        load_wide_csv(path, orientation="sideways")
+    path.write_text("item_id,m1\nq1,yes\nq2,no\n")
+    with pytest.raises(DataError, match=r"write them as 1 and 0$") as info:
+        load_wide_csv(path)
+    assert info.value.parameters == ()
+    path.write_text("q1,q2,q3\nx,y,z\n")
+    with pytest.raises(DataError, match=r"set orientation to models-as-rows") as info:
+        load_wide_csv(path, orientation="items-as-rows")
+    assert info.value.parameters == ("orientation",)
+
+
+# --------------------------------------------------------------- the registry of loaders
+
+
+def small_csv(directory: Path) -> Path:
+    path = directory / "small.csv"
+    path.write_text("item_id,m1,m2\nq1,1,0\nq2,0,1\nq3,1,1\n")
+    return path
+
+
+def small_paper_arrays(directory: Path) -> Path:
+    directory.mkdir()
+    np.save(directory / "bench_models-by-correctness_combined.npy",
+            np.array([[1, 0, 1], [0, 0, 1]]))
+    (directory / "bench_subtask-idx-ranges.json").write_text(json.dumps([[0, 3]]))
+    return directory
+
+
+def small_lm_eval(directory: Path) -> Path:
+    model = directory / "org__model"
+    model.mkdir(parents=True)
+    records = [{"doc_id": k, "acc": float(k % 2), "acc_norm": 1.0} for k in range(3)]
+    (model / "samples_task_2024-01-01T00-00-00.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in records))
+    return directory
+
+
+def test_loaders_have_distinct_names_and_say_what_they_read():
+    names = [loader.name for loader in LOADERS]
+    assert names == ["synthetic", "wide-csv", "paper-arrays", "lm-eval"]
+    assert all(loader.reads for loader in LOADERS)
+
+
+def test_each_path_goes_to_the_loader_that_recognises_it(tmp_path):
+    csv_file = small_csv(tmp_path)
+    upper = tmp_path / "SCORES.TXT"
+    upper.write_text(csv_file.read_text())
+    arrays = small_paper_arrays(tmp_path / "paper")
+    samples = small_lm_eval(tmp_path / "lm")
+    expected = {
+        csv_file: "wide-csv",
+        upper: "wide-csv",
+        arrays: "paper-arrays",
+        arrays / "bench_models-by-correctness_combined.npy": "paper-arrays",
+        arrays / "bench_subtask-idx-ranges.json": None,  # no known format
+        samples: "lm-eval",
+        samples / "org__model": "lm-eval",
+        next((samples / "org__model").iterdir()): "lm-eval",
+        tmp_path / "empty_folder": "lm-eval",  # any other folder is lm-eval output
+        "synthetic:gpqa": "synthetic",
+        "synthetic:helm": "synthetic",  # its loader names the known shapes
+    }
+    (tmp_path / "empty_folder").mkdir()
+    for source, name in expected.items():
+        if name is None:
+            with pytest.raises(DataError, match=r"unknown results format; expected a "
+                                                r"synthetic:<shape> name, a \.csv file, the "
+                                                r"paper's \.npy arrays or lm-eval --log_samples"):
+                find_loader(source)
+        else:
+            assert find_loader(source).name == name, source
+    # the paper's arrays win over lm-eval in a folder that holds both
+    (arrays / "samples_task_2024-01-01T00-00-00.jsonl").write_text("")
+    assert find_loader(arrays).name == "paper-arrays"
+    for absent in (tmp_path / "absent.csv", tmp_path / "absent.jsonl", tmp_path / "absent"):
+        with pytest.raises(DataError, match=r"absent[.a-z]*: no such file or folder"):
+            find_loader(absent)
+
+
+def test_read_results_reads_with_the_recognising_loader(tmp_path):
+    csv_file = small_csv(tmp_path)
+    assert np.array_equal(read_results(csv_file).correctness, load_wide_csv(csv_file).correctness)
+    arrays = read_results(small_paper_arrays(tmp_path / "paper"))
+    assert arrays.model_names.tolist() == ["model_0000", "model_0001"]
+    samples = read_results(small_lm_eval(tmp_path / "lm"), metric="acc_norm", tasks=["task"])
+    assert samples.correctness.tolist() == [[1, 1, 1]]
+    assert read_results(tmp_path / "lm").correctness.tolist() == [[0, 1, 0]]  # acc
+
+
+@pytest.mark.parametrize(("make", "options", "message", "parameters"), [
+    (small_csv, {"metric": "acc"},
+     r"metric is not an option of the wide-csv loader, which reads .*small\.csv; it accepts "
+     r"orientation, item_column, subtask_column, meta_columns$",
+     ("metric",)),
+    (small_csv, {"orientation": None, "models": 10, "data_seed": 1},
+     r"models, data_seed are not options of the wide-csv loader",
+     ("models", "data_seed")),
+    (lambda d: small_paper_arrays(d / "paper"), {"orientation": "items-as-rows"},
+     r"orientation is not an option of the paper-arrays loader, which reads .*paper; "
+     r"it takes no options$", ("orientation",)),
+    (lambda d: small_lm_eval(d / "lm"), {"subtask_column": "task"},
+     r"subtask_column is not an option of the lm-eval loader, which reads .*lm; it accepts "
+     r"metric, tasks$", ("subtask_column",)),
+    (lambda d: "synthetic:gpqa", {"models": 10},
+     r"models is not an option of the synthetic loader, which reads synthetic:gpqa; it "
+     r"accepts n_models, data_seed$", ("models",)),
+])
+def test_an_option_the_loader_does_not_take_is_refused(tmp_path, make, options, message,
+                                                       parameters):
+    source = make(tmp_path)
+    for read in (read_results, load_dataset):
+        with pytest.raises(ConfigError, match=message) as info:
+            read(source, **options)
+        assert info.value.parameters == parameters
+
+
+def test_options_left_at_none_are_not_given(tmp_path):
+    csv_file = small_csv(tmp_path)
+    matrix = read_results(csv_file, metric=None, orientation=None, n_models=None)
+    assert matrix.n_models == 2
+    assert load_dataset(csv_file, metric=None, orientation=None).name == "small"
+
+
+def test_a_named_dataset_takes_its_own_metric_only():
+    shared_data(GPQA_CSV)
+    assert load_dataset("gpqa", metric="acc_norm").matrix.n_models == 420
+    with pytest.raises(ConfigError, match=r"^metric acc: the gpqa data holds acc_norm scores "
+                                          r"only; drop metric or set it to acc_norm$") as info:
+        load_dataset("gpqa", metric="acc")
+    assert info.value.parameters == ("metric",)
+    # its read options are the wide CSV's; another option is refused like on any CSV
+    with pytest.raises(ConfigError, match=r"tasks is not an option of the wide-csv loader"):
+        read_dataset("gpqa", tasks=["x"])
+    raw = read_dataset("gpqa", orientation=None)  # None leaves the spec's option in place
+    assert (raw.name, raw.spec.name, raw.matrix.subtask_names) == ("gpqa", "gpqa",
+                                                                   ("gpqa_main",))
+
+
+def test_dataset_options_are_what_load_dataset_accepts(tmp_path):
+    csv_options = ("orientation", "item_column", "subtask_column", "meta_columns")
+    assert dataset_options(small_csv(tmp_path)) == csv_options
+    assert dataset_options(small_lm_eval(tmp_path / "lm")) == ("metric", "tasks")
+    assert dataset_options(small_paper_arrays(tmp_path / "paper")) == ()
+    assert dataset_options("synthetic:gpqa") == ("n_models", "data_seed")
+    shared_data(GPQA_CSV)
+    assert dataset_options("gpqa") == (*csv_options, "metric")
+    with pytest.raises(DataError, match=r"'nope' is neither a known dataset"):
+        dataset_options("nope")
+
+
+def test_an_unknown_name_is_neither_a_dataset_nor_a_path(tmp_path):
+    with pytest.raises(DataError, match=r"^'nope' is neither a known dataset \(gpqa, "
+                                        r"mmlu-pro-29\) nor an existing file or folder$"):
+        read_dataset("nope")
+    odd = tmp_path / "scores.parquet"
+    odd.write_bytes(b"PAR1")
+    with pytest.raises(DataError, match=r"scores\.parquet: unknown results format"):
+        load_dataset(odd)
+
+
+def run_python(statement: str) -> list[str]:
+    """The modules a fresh interpreter has loaded after `statement`."""
+    probe = f"import sys, json\n{statement}\nprint(json.dumps(sorted(sys.modules)))"
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=True, timeout=120)
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+def test_synthetic_imports_neither_the_registry_nor_the_loaders():
+    loaded = set(run_python("import mdad.data.synthetic"))
+    assert "mdad.data.synthetic" in loaded
+    assert not loaded & {"mdad.data.registry", "mdad.data.datasets", "mdad.data.wide_csv",
+                         "mdad.data.lm_eval", "mdad.data.paper_arrays",
+                         "mdad.data.synthetic_loader"}
+
+
+@pytest.mark.parametrize("statement", [
+    "import mdad.data",
+    "from mdad.data import load_dataset, read_results, LOADERS",
+])
+def test_loading_the_registry_loads_no_heavy_library(statement):
+    top = {name.split(".")[0] for name in run_python(statement)}
+    assert "mdad" in top
+    assert not top & {"pandas", "scipy", "pyarrow", "lm_eval", "sklearn", "matplotlib"}

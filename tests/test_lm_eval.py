@@ -140,9 +140,10 @@ def test_real_confidence_nan_exactly_for_gsm8k(pythia):
 def test_real_missing_metric_names_the_fields():
     path = pythia_file("mmlu")
     pattern = (rf"{re.escape(path.name)}: line 1: no 'acc_norm' field; the records of task "
-               r"metabench_mmlu_secondary have \['acc'\]; choose one of them with --metric")
-    with pytest.raises(DataError, match=pattern):
+               r"metabench_mmlu_secondary have \['acc'\]; choose one of them as metric")
+    with pytest.raises(DataError, match=pattern) as info:
         load_lm_eval_samples(path, metric="acc_norm")
+    assert info.value.parameters == ("metric",)
 
 
 def test_real_single_file_and_model_dir():

@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 from shared import GPQA_CSV, MMLU_PRO_CSV, shared_data
 
-from mdad.data import load_dataset
+from mdad.data import load_dataset, read_results
 from mdad.data.synthetic import synthetic_matrix
+from mdad.data.synthetic_loader import NamedRealData
 from mdad.errors import ConfigError
 from mdad.study import StudyConfig, evaluate, plan_study, run_study
 
@@ -21,7 +22,7 @@ SIZES = (10, 25, 50, 100, 200)
 def test_shapes_follow_the_real_benchmarks(shape, n_items, n_subtasks):
     shared_data(GPQA_CSV)
     shared_data(MMLU_PRO_CSV)
-    matrix = synthetic_matrix(shape, n_models=12, seed=1)
+    matrix = read_results(f"synthetic:{shape}", n_models=12, data_seed=1)
     assert matrix.n_items == n_items and matrix.n_models == 12
     assert len(matrix.subtask_names) == n_subtasks
     sizes = dict(zip(*np.unique(matrix.subtasks, return_counts=True), strict=True))
@@ -38,20 +39,46 @@ def test_shapes_follow_the_real_benchmarks(shape, n_items, n_subtasks):
 
 def test_same_seed_same_leaderboard_other_seed_other():
     shared_data(GPQA_CSV)
-    first = synthetic_matrix("gpqa", n_models=50, seed=3)
-    again = synthetic_matrix("gpqa", n_models=50, seed=3)
-    other = synthetic_matrix("gpqa", n_models=50, seed=4)
+    first = load_dataset("synthetic:gpqa", n_models=50, data_seed=3).matrix
+    again = load_dataset("synthetic:gpqa", n_models=50, data_seed=3).matrix
+    other = load_dataset("synthetic:gpqa", n_models=50, data_seed=4).matrix
     assert np.array_equal(first.correctness, again.correctness)
     assert np.array_equal(first.confidence, again.confidence)
     assert not np.array_equal(first.correctness, other.correctness)
 
 
-def test_model_count_limits_and_unknown_shape():
-    with pytest.raises(ConfigError, match=r"--models must be between 2 and 5000; got 5001"):
-        synthetic_matrix("gpqa", n_models=5001)
+def test_model_count_limits_seed_and_unknown_shape():
+    with pytest.raises(ConfigError, match=r"^n_models must be between 2 and 5000; got 5001$"
+                       ) as info:
+        load_dataset("synthetic:gpqa", n_models=5001)
+    assert info.value.parameters == ("n_models",)
+    with pytest.raises(ConfigError, match=r"^data_seed must be a non-negative integer; got -1$"
+                       ) as info:
+        load_dataset("synthetic:gpqa", data_seed=-1)
+    assert info.value.parameters == ("data_seed",)
     with pytest.raises(ConfigError, match=r"unknown synthetic dataset synthetic:helm; "
                                           r"choose from: synthetic:gpqa"):
-        synthetic_matrix("helm")
+        load_dataset("synthetic:helm")
+
+
+def test_the_pure_module_calibrates_on_the_real_data_it_is_given():
+    """`synthetic_matrix` reads nothing itself: the loader's `NamedRealData` hands it the
+    named datasets, as the registry reads them."""
+    shared_data(GPQA_CSV)
+    given = []
+
+    def read_named(name):
+        given.append(name)
+        return load_dataset(name).matrix
+
+    direct = synthetic_matrix("mmlu", NamedRealData(read_named), n_models=20, data_seed=5)
+    loaded = load_dataset("synthetic:mmlu", n_models=20, data_seed=5)
+    assert np.array_equal(direct.correctness, loaded.matrix.correctness)
+    assert np.array_equal(direct.confidence, loaded.matrix.confidence)
+    assert given in ([], ["gpqa"])  # [] when this process calibrated on GPQA before
+    assert (loaded.name, str(loaded.path), loaded.spec.sizes) == ("synthetic:mmlu",
+                                                                  "synthetic:mmlu", None)
+    assert load_dataset("synthetic:gpqa", n_models=2).spec.sizes == (10, 25, 50, 100, 200)
 
 
 def test_synthetic_gpqa_matches_the_real_one_within_study_noise():

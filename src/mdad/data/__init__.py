@@ -1,33 +1,93 @@
-"""Loading per-item evaluation results into a `ResponseMatrix`."""
+"""Loading per-item evaluation results into a `ResponseMatrix`.
 
-from mdad.data.info import DataInfo, describe
-from mdad.data.matrix import ResponseMatrix
-from mdad.data.missing import MissingPolicy, MissingReport, resolve_missing
-from mdad.data.registry import (
-    DATASETS,
-    Dataset,
-    DatasetSpec,
-    data_search_path,
-    load_dataset,
-    locate,
-    read_results,
-)
-from mdad.data.wide_csv import Orientation, load_wide_csv
+`load_dataset` and `read_results` read any dataset name or results path through the
+registry of loaders (`mdad.data.registry.LOADERS`); `mdad.data.loader.Loader` says what
+a loader is.
+
+Each name loads its module on first use (PEP 562), so that importing one module of this
+package (e.g. `mdad.data.synthetic`) does not import the others.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+# public name -> the module that defines it
+_EXPORTS = {
+    "DATASETS": "mdad.data.datasets",
+    "DatasetSpec": "mdad.data.datasets",
+    "data_search_path": "mdad.data.datasets",
+    "locate": "mdad.data.datasets",
+    "DataInfo": "mdad.data.info",
+    "describe": "mdad.data.info",
+    "Loader": "mdad.data.loader",
+    "ResponseMatrix": "mdad.data.matrix",
+    "MissingPolicy": "mdad.data.missing",
+    "MissingReport": "mdad.data.missing",
+    "resolve_missing": "mdad.data.missing",
+    "LOADERS": "mdad.data.registry",
+    "Dataset": "mdad.data.registry",
+    "RawDataset": "mdad.data.registry",
+    "dataset_options": "mdad.data.registry",
+    "find_loader": "mdad.data.registry",
+    "load_dataset": "mdad.data.registry",
+    "read_dataset": "mdad.data.registry",
+    "read_results": "mdad.data.registry",
+    "Orientation": "mdad.data.wide_csv",
+    "load_wide_csv": "mdad.data.wide_csv",
+}
 
 __all__ = [
     "DATASETS",
+    "LOADERS",
     "DataInfo",
     "Dataset",
     "DatasetSpec",
+    "Loader",
     "MissingPolicy",
     "MissingReport",
     "Orientation",
+    "RawDataset",
     "ResponseMatrix",
     "data_search_path",
+    "dataset_options",
     "describe",
+    "find_loader",
     "load_dataset",
     "load_wide_csv",
     "locate",
+    "read_dataset",
     "read_results",
     "resolve_missing",
 ]
+
+if TYPE_CHECKING:
+    from mdad.data.datasets import DATASETS, DatasetSpec, data_search_path, locate
+    from mdad.data.info import DataInfo, describe
+    from mdad.data.loader import Loader
+    from mdad.data.matrix import ResponseMatrix
+    from mdad.data.missing import MissingPolicy, MissingReport, resolve_missing
+    from mdad.data.registry import (
+        LOADERS,
+        Dataset,
+        RawDataset,
+        dataset_options,
+        find_loader,
+        load_dataset,
+        read_dataset,
+        read_results,
+    )
+    from mdad.data.wide_csv import Orientation, load_wide_csv
+
+
+def __getattr__(name: str) -> object:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from mdad.data.files import files_sha256
+from mdad.data.loader import FileLoader
 from mdad.data.matrix import ResponseMatrix
 from mdad.errors import DataError
 
@@ -243,8 +244,8 @@ def _missing_metric(record: dict[str, Any], metric: str, path: Path, n: int) -> 
     present = metrics if isinstance(metrics, list) else [
         k for k in record if k not in _NON_METRIC_FIELDS]
     return DataError(f"{path}: line {n}: no {metric!r} field; the records of task "
-                     f"{task_of(path)} have {present}; choose one of them with --metric, or "
-                     "pass the results of the task you meant")
+                     f"{task_of(path)} have {present}; choose one of them as metric, or "
+                     "pass the results of the task you meant", parameters=("metric",))
 
 
 def _check_repeat(record: dict[str, Any], doc: str, expected: str, first_filter: Any,
@@ -426,3 +427,22 @@ def load_lm_eval_samples(path: str | Path, *, metric: str = "acc",
         None if np.isnan(confidence).all() else confidence,
         source=str(path), sha256=files_sha256(used, root),
     )
+
+
+def is_lm_eval_output(path: Path) -> bool:
+    """Any folder (the paper's arrays are recognised first), or a ``.jsonl`` file."""
+    return path.is_dir() or path.suffix == ".jsonl"
+
+
+def _load(path: Path, *, metric: str | None = None,
+          tasks: Collection[str] | None = None) -> ResponseMatrix:
+    return load_lm_eval_samples(path, metric=metric or "acc", tasks=tasks)
+
+
+LOADER = FileLoader(
+    name="lm-eval",
+    reads="lm-eval --log_samples output (a folder or a .jsonl file)",
+    options=("metric", "tasks"),
+    recognise=is_lm_eval_output,
+    read=_load,
+)

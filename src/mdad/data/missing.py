@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import ClassVar
 
 import numpy as np
 
 from mdad.data.matrix import ResponseMatrix
-from mdad.errors import DataError
+from mdad.errors import ConfigError, DataError
 
 
 class MissingPolicy(StrEnum):
@@ -24,7 +25,10 @@ class MissingReport:
     """What a policy removed, so that nothing is dropped silently.
 
     ``missing_by_model`` maps each model that had missing cells to their count.
+    `describe` names the policy by its `load_dataset` parameter, listed in `parameters`.
     """
+
+    parameters: ClassVar[tuple[str, ...]] = ("missing",)
 
     policy: MissingPolicy
     n_missing: int
@@ -40,25 +44,25 @@ class MissingReport:
         if self.policy is MissingPolicy.DROP_ITEMS:
             return (
                 f"dropped {len(self.dropped_items)} items that lack a result for at least one "
-                f"model ({self.n_missing} missing cells: {culprits}); "
-                "use --missing drop-models to keep them and drop those models instead"
+                f"model ({self.n_missing} cells without a result: {culprits}); "
+                "set missing to drop-models to keep them and drop those models instead"
             )
         return (
-            f"dropped {len(self.dropped_models)} models with missing results "
-            f"({self.n_missing} missing cells: {culprits}); "
-            "use --missing drop-items to keep them and drop the items instead"
+            f"dropped {len(self.dropped_models)} models that lack results "
+            f"({self.n_missing} cells without a result: {culprits}); "
+            "set missing to drop-items to keep them and drop the items instead"
         )
 
 
 def resolve_missing(
-    matrix: ResponseMatrix, policy: MissingPolicy | str = MissingPolicy.DROP_ITEMS
+    matrix: ResponseMatrix, missing: MissingPolicy | str = MissingPolicy.DROP_ITEMS
 ) -> tuple[ResponseMatrix, MissingReport]:
     """Return a matrix without missing cells, and a report of what was removed.
 
     Parameters
     ----------
     matrix : ResponseMatrix
-    policy : MissingPolicy or str
+    missing : MissingPolicy or str
         ``drop-items`` (default; every model is kept, items any model lacks are
         dropped), ``drop-models`` (every item is kept, models with a gap are dropped)
         or ``error``.
@@ -67,10 +71,16 @@ def resolve_missing(
     ------
     DataError
         With ``error`` when any cell is missing, or when the policy would leave no data.
+    ConfigError
+        For an unknown policy.
     """
-    policy = MissingPolicy(policy)
-    missing = matrix.missing
-    per_model = missing.sum(axis=1)
+    try:
+        policy = MissingPolicy(missing)
+    except ValueError:
+        raise ConfigError(f"missing must be one of {', '.join(MissingPolicy)}; got "
+                          f"{missing!r}", parameters=("missing",)) from None
+    gaps = matrix.missing
+    per_model = gaps.sum(axis=1)
     report_counts = {
         str(name): int(n) for name, n in zip(matrix.model_names, per_model, strict=True) if n
     }
@@ -80,15 +90,16 @@ def resolve_missing(
     if policy is MissingPolicy.ERROR:
         model = next(iter(report_counts))
         raise DataError(
-            f"{matrix.source}: {n_missing} cells are missing (model {model} lacks "
-            f"{report_counts[model]} items); choose --missing drop-items or drop-models"
+            f"{matrix.source}: {n_missing} cells lack a result (model {model} lacks "
+            f"{report_counts[model]} items); set missing to drop-items or drop-models",
+            parameters=("missing",),
         )
     if policy is MissingPolicy.DROP_ITEMS:
-        keep = ~missing.any(axis=0)
+        keep = ~gaps.any(axis=0)
         if not keep.any():
             raise DataError(
                 f"{matrix.source}: every item lacks a result for some model; "
-                "use --missing drop-models"
+                "set missing to drop-models", parameters=("missing",)
             )
         dropped = tuple(matrix.item_ids[~keep].tolist())
         return matrix.take(items=np.flatnonzero(keep)), MissingReport(
@@ -97,7 +108,8 @@ def resolve_missing(
     keep = per_model == 0
     if not keep.any():
         raise DataError(
-            f"{matrix.source}: every model lacks some items; use --missing drop-items"
+            f"{matrix.source}: every model lacks some items; set missing to drop-items",
+            parameters=("missing",),
         )
     dropped = tuple(matrix.model_names[~keep].tolist())
     return matrix.take(models=np.flatnonzero(keep)), MissingReport(

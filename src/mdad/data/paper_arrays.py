@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from mdad.data.files import files_sha256
+from mdad.data.loader import FileLoader
 from mdad.data.matrix import ResponseMatrix
 from mdad.errors import DataError
 
@@ -189,3 +190,17 @@ def load_paper_arrays(path: str | Path) -> ResponseMatrix:
         correctness, models, [str(i) for i in range(n_items)],
         subtasks, gold, source=str(path), sha256=files_sha256(used, directory),
     )
+
+
+def holds_paper_arrays(path: Path) -> bool:
+    """A ``.npy`` file, or a folder with a ``<bench>_models-by-correctness_combined.npy``."""
+    return path.suffix == ".npy" or (path.is_dir() and any(path.glob(f"*{CORRECTNESS}")))
+
+
+LOADER = FileLoader(
+    name="paper-arrays",
+    reads="the paper's .npy arrays",
+    options=(),
+    recognise=holds_paper_arrays,
+    read=load_paper_arrays,
+)

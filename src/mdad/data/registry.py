@@ -1,141 +1,185 @@
-"""Named datasets, the data search path, and loading any results path."""
+"""The registry of loaders, and reading any results path or dataset name through it.
+
+`LOADERS` lists every reader (`mdad.data.loader.Loader`) in recognition order; the
+first that recognises a path or name reads it, and options it does not accept are
+refused. A new loader is one module that defines it and one line in `LOADERS`.
+"""
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mdad.data import lm_eval, paper_arrays, wide_csv
+from mdad.data.datasets import (
+    DATASETS,
+    DatasetSpec,
+    data_search_path,
+    find_dataset_file,
+    locate,
+)
+from mdad.data.loader import Loader
 from mdad.data.matrix import ResponseMatrix
 from mdad.data.missing import MissingPolicy, MissingReport, resolve_missing
-from mdad.data.wide_csv import load_wide_csv
-from mdad.errors import DataError
+from mdad.data.synthetic_loader import SyntheticLoader
+from mdad.errors import ConfigError, DataError
 
 
-@dataclass(frozen=True)
-class DatasetSpec:
-    """A dataset known by name: where its file lives under a data root, how to read it,
-    and the study defaults that fit its size (the paper's grid for GPQA)."""
-
-    name: str
-    relative_path: str
-    description: str
-    read_options: dict[str, Any] = field(default_factory=dict)
-    sizes: tuple[int, ...] | None = None
-    n_sources: int | None = None
-    n_targets: int | None = None
-    # The lm-evaluation-harness task whose doc_id is the item id, and its metric.
-    lm_eval_task: str | None = None
-    lm_eval_metric: str = "acc"
+def _read_named(name: str) -> ResponseMatrix:
+    """A named dataset's matrix as its spec reads it: what synthetic data calibrate on."""
+    return read_dataset(name).matrix
 
 
-DATASETS: dict[str, DatasetSpec] = {
-    spec.name: spec
-    for spec in (
-        DatasetSpec(
-            "gpqa",
-            "open-llm-leaderboard-v2/gpqa_main.csv",
-            "GPQA main (448 items) x 420 Open LLM Leaderboard v2 models, acc_norm",
-            {"orientation": "items-as-rows", "subtask_column": "subset"},
-            sizes=(10, 25, 50, 100, 200),
-            lm_eval_task="leaderboard_gpqa_main",
-            lm_eval_metric="acc_norm",
-        ),
-        DatasetSpec(
-            "mmlu-pro-29",
-            "mmlu-pro-tiger-lab/mmlu_pro_29_models.csv",
-            "MMLU-Pro (12,032 items, 14 categories) x 29 models, 5-shot CoT (TIGER-Lab)",
-            {"orientation": "items-as-rows", "item_column": "question_id",
-             "subtask_column": "category"},
-            n_sources=19,
-            n_targets=10,
-        ),
-    )
-}
+# In recognition order: names first; the paper's arrays before lm-eval, which takes any
+# other folder.
+LOADERS: tuple[Loader, ...] = (
+    SyntheticLoader(read_named=_read_named),
+    wide_csv.LOADER,
+    paper_arrays.LOADER,
+    lm_eval.LOADER,
+)
 
 
-def data_search_path() -> list[Path]:
-    """Folders searched for named datasets, in order.
+def find_loader(source: str | Path) -> Loader:
+    """The first loader in `LOADERS` that recognises `source` (a path or a name).
 
-    ``MDAD_DATA`` (several folders separated by ``os.pathsep``), then ``../shared/data``
-    beside the source checkout and beside the working directory, then the user cache
-    folder (``$XDG_CACHE_HOME/mdad`` or ``~/.cache/mdad``).
+    Raises
+    ------
+    DataError
+        When `source` does not exist, or no loader reads what it is.
     """
-    roots: list[Path] = []
-    if env := os.environ.get("MDAD_DATA"):
-        roots.extend(Path(p).expanduser() for p in env.split(os.pathsep) if p)
-    checkout = Path(__file__).resolve().parents[3]
-    roots.append(checkout.parent / "shared" / "data")
-    roots.append(Path.cwd().parent / "shared" / "data")
-    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "mdad"
-    roots.append(cache)
-    unique: list[Path] = []
-    for root in roots:
-        if root not in unique:
-            unique.append(root)
-    return unique
+    for loader in LOADERS:
+        if loader.recognises(source):
+            return loader
+    path = Path(source)
+    if not path.exists():
+        raise DataError(f"{path}: no such file or folder")
+    formats = [loader.reads for loader in LOADERS]
+    raise DataError(f"{path}: unknown results format; expected "
+                    f"{', '.join(formats[:-1])} or {formats[-1]}")
 
 
-def find_dataset_file(spec: DatasetSpec) -> Path:
-    """The first existing copy of a named dataset's file on the search path."""
-    roots = data_search_path()
-    for root in roots:
-        candidate = root / spec.relative_path
-        if candidate.is_file():
-            return candidate
-    looked = ", ".join(str(r) for r in roots)
-    raise DataError(
-        f"dataset {spec.name!r}: {spec.relative_path} not found under {looked}; "
-        "set MDAD_DATA to the folder that holds it, or pass the file's path instead"
-    )
+def accepted_options(loader: Loader, source: str | Path, options: dict[str, Any]
+                     ) -> dict[str, Any]:
+    """`options` without those left at None (not given), all of them `loader`'s own.
+
+    Raises
+    ------
+    ConfigError
+        Naming every option `loader` does not accept, and those it does.
+    """
+    given = {key: value for key, value in options.items() if value is not None}
+    unknown = [key for key in given if key not in loader.options]
+    if unknown:
+        verb = "is not an option" if len(unknown) == 1 else "are not options"
+        accepts = (f"it accepts {', '.join(loader.options)}" if loader.options
+                   else "it takes no options")
+        # only the refused options are named as the caller's: the accepted ones are the
+        # loader's keywords, which a command line may not offer
+        raise ConfigError(f"{', '.join(unknown)} {verb} of the {loader.name} loader, which "
+                          f"reads {source}; {accepts}", parameters=tuple(unknown))
+    return given
 
 
 def read_results(path: str | Path, **options: Any) -> ResponseMatrix:
-    """Read a results file or folder, choosing the reader by what it is.
+    """Read a results file or folder (or a ``synthetic:<shape>`` name) with the loader
+    that recognises it.
 
     A ``.csv`` file is a wide CSV; a folder with ``*_models-by-correctness_combined.npy``
     (or such a ``.npy`` file) holds the paper's cached arrays; any other folder, or a
-    ``.jsonl`` file, is lm-evaluation-harness ``--log_samples`` output.
-    Keyword options go to the reader that accepts them (``orientation``,
-    ``item_column``, ``subtask_column`` for CSV; ``metric`` for lm-eval samples).
+    ``.jsonl`` file, is lm-evaluation-harness ``--log_samples`` output. Keyword options
+    go to that loader (``orientation``, ``item_column``, ``subtask_column``,
+    ``meta_columns`` for CSV; ``metric``, ``tasks`` for lm-eval; ``n_models``,
+    ``data_seed`` for synthetic); options set to None count as not given.
+
+    Raises
+    ------
+    DataError
+        When `path` does not exist or is of no known format, or the loader's own.
+    ConfigError
+        For an option the loader does not accept.
     """
     path = Path(path)
-    if not path.exists():
-        raise DataError(f"{path}: no such file or folder")
-    csv_keys = ("orientation", "item_column", "subtask_column", "meta_columns")
-    if path.is_file() and path.suffix.lower() in (".csv", ".txt"):
-        return load_wide_csv(path, **{k: v for k, v in options.items()
-                                      if k in csv_keys and v is not None})
-    if path.suffix == ".npy" or (
-        path.is_dir() and any(path.glob("*_models-by-correctness_combined.npy"))
-    ):
-        from mdad.data.paper_arrays import load_paper_arrays
-
-        return load_paper_arrays(path)
-    if path.is_dir() or path.suffix == ".jsonl":
-        from mdad.data.lm_eval import load_lm_eval_samples
-
-        metric = options.get("metric") or "acc"
-        return load_lm_eval_samples(path, metric=metric)
-    raise DataError(
-        f"{path}: unknown results format; expected a .csv file, a .jsonl file, "
-        "an lm-eval --log_samples folder or the paper's .npy arrays"
-    )
+    loader = find_loader(path)
+    return loader.load(path, **accepted_options(loader, path, options))
 
 
-def locate(name_or_path: str | Path) -> tuple[Path, DatasetSpec | None]:
-    """The file behind a dataset name or path, and its spec when it is a named one."""
+@dataclass(frozen=True)
+class RawDataset:
+    """A dataset as read, before any missing-data policy: its name, matrix, file (or
+    name, for a synthetic one) and spec when it is a named or synthetic one."""
+
+    name: str
+    matrix: ResponseMatrix
+    path: Path
+    spec: DatasetSpec | None = None
+
+
+def read_dataset(name_or_path: str | Path, **options: Any) -> RawDataset:
+    """Read a named dataset (``gpqa``, ``mmlu-pro-29``), ``synthetic:<shape>`` or a
+    results path, before any missing-data policy.
+
+    A named dataset is read with its spec's `read_options`, which `options` override.
+    Its file has one metric's scores (`DatasetSpec.lm_eval_metric`): a `metric` option
+    may only repeat it. Options set to None count as not given.
+
+    Raises
+    ------
+    DataError
+        When the name is unknown and no such path exists, or the file is unusable.
+    ConfigError
+        For an option its loader does not accept, or another metric than a named
+        dataset's.
+    """
+    given = {option: value for option, value in options.items() if value is not None}
+    path, loader, spec, named = _source(name_or_path)
+    if named and spec is not None:
+        if "metric" not in loader.options:
+            _check_metric(spec, given.pop("metric", None))
+        given = {**spec.read_options, **given}
+    matrix = loader.load(path, **accepted_options(loader, path, given))
+    name = spec.name if spec else (path.stem if path.is_file() else path.name)
+    return RawDataset(name, matrix, path, spec)
+
+
+def dataset_options(name_or_path: str | Path) -> tuple[str, ...]:
+    """The options `read_dataset` and `load_dataset` accept for `name_or_path`: its
+    loader's, and ``metric`` for a named dataset (which must be the dataset's own).
+
+    Raises
+    ------
+    DataError
+        As `read_dataset` does, for a name or path it cannot read.
+    """
+    _, loader, _, named = _source(name_or_path)
+    if named and "metric" not in loader.options:
+        return (*loader.options, "metric")
+    return loader.options
+
+
+def _source(name_or_path: str | Path) -> tuple[Path, Loader, DatasetSpec | None, bool]:
+    """The file (or name) to read, its loader, its spec, and whether it is a named
+    dataset. A dataset name wins over a file or folder of the same name."""
     key = str(name_or_path)
     if (spec := DATASETS.get(key)) is not None:
-        return find_dataset_file(spec), spec
+        path = find_dataset_file(spec)
+        return path, find_loader(path), spec, True
     path = Path(key).expanduser()
-    if not path.exists():
+    if not path.exists() and not any(loader.recognises(path) for loader in LOADERS):
         known = ", ".join(sorted(DATASETS))
-        raise DataError(
-            f"{key!r} is neither a known dataset ({known}) nor an existing file or folder"
-        )
-    return path, None
+        raise DataError(f"{key!r} is neither a known dataset ({known}) nor an existing "
+                        "file or folder")
+    loader = find_loader(path)
+    return path, loader, loader.dataset_spec(path), False
+
+
+def _check_metric(spec: DatasetSpec, metric: str | None) -> None:
+    """Refuse a metric other than the one a named dataset's file holds."""
+    if metric is not None and metric != spec.lm_eval_metric:
+        raise ConfigError(f"metric {metric}: the {spec.name} data holds {spec.lm_eval_metric} "
+                          f"scores only; drop metric or set it to {spec.lm_eval_metric}",
+                          parameters=("metric",))
 
 
 @dataclass(frozen=True)
@@ -155,35 +199,40 @@ def load_dataset(
     missing: MissingPolicy | str = MissingPolicy.DROP_ITEMS,
     **options: Any,
 ) -> Dataset:
-    """Load a named dataset (``gpqa``, ``mmlu-pro-29``) or a results path.
+    """Load a named dataset (``gpqa``, ``mmlu-pro-29``), ``synthetic:<shape>`` or a
+    results path, and make it complete.
 
-    The missing-data policy is applied (see `resolve_missing`) and reported in the
-    returned `Dataset`, never silently.
+    `options` go to the loader (see `read_dataset` and `read_results`), e.g.
+    ``load_dataset("synthetic:gpqa", n_models=1000, data_seed=3)``. The missing-data
+    policy is applied (see `resolve_missing`) and reported in the returned `Dataset`,
+    never silently.
 
     Raises
     ------
     DataError
         When the name is unknown and no such path exists, or the file is unusable.
+    ConfigError
+        For an option the loader does not accept.
     """
-    if str(name_or_path).startswith("synthetic:"):
-        return _load_synthetic(str(name_or_path), missing, **options)
-    path, spec = locate(name_or_path)
-    read_options = {**spec.read_options, **options} if spec else options
-    matrix = read_results(path, **read_options)
-    name = spec.name if spec else (path.stem if path.is_file() else path.name)
-    complete, report = resolve_missing(matrix, missing)
-    return Dataset(name=name, matrix=complete, path=path, missing=report, spec=spec)
+    raw = read_dataset(name_or_path, **options)
+    complete, report = resolve_missing(raw.matrix, missing)
+    return Dataset(name=raw.name, matrix=complete, path=raw.path, missing=report,
+                   spec=raw.spec)
 
 
-def _load_synthetic(name: str, missing: MissingPolicy | str, *, models: int = 420,
-                    data_seed: int = 0, **_: Any) -> Dataset:
-    """A `synthetic:<shape>` dataset (see `mdad.data.synthetic`); it has no missing
-    cells and no file."""
-    from mdad.data.synthetic import PREFIX, synthetic_matrix
-
-    shape = name.removeprefix(PREFIX)
-    matrix = synthetic_matrix(shape, n_models=models, seed=data_seed)
-    complete, report = resolve_missing(matrix, missing)
-    spec = DatasetSpec(name, "", f"synthetic {shape}",
-                       sizes=DATASETS["gpqa"].sizes if shape == "gpqa" else None)
-    return Dataset(name=name, matrix=complete, path=Path(name), missing=report, spec=spec)
+__all__ = [
+    "DATASETS",
+    "LOADERS",
+    "Dataset",
+    "DatasetSpec",
+    "RawDataset",
+    "accepted_options",
+    "data_search_path",
+    "dataset_options",
+    "find_dataset_file",
+    "find_loader",
+    "load_dataset",
+    "locate",
+    "read_dataset",
+    "read_results",
+]

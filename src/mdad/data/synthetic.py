@@ -14,17 +14,20 @@ Shapes (../shared/data/README.md): GPQA 448 items, one subtask; MMLU-Pro 12,032 
 categories with the real file's counts; BBH 5,761 in 24 subtasks (250 each, except
 causal_judgement 187, penguins_in_a_table 146, snarks 178); MMLU 14,042 in 57 subjects,
 split as evenly as possible (the per-subject counts are not in the data folder).
+
+This module reads no dataset by itself: the real data it calibrates on come in through
+`RealData` (`mdad.data.synthetic_loader` passes the named datasets), so it imports
+neither the registry nor the loaders.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
-from scipy.special import expit
 
 from mdad.data.matrix import ResponseMatrix
 from mdad.errors import ConfigError
@@ -34,6 +37,18 @@ MAX_MODELS = 5000
 IRT_DIMS = 5
 BBH_SPECIAL = {"bbh_causal_judgement": 187, "bbh_penguins_in_a_table": 146, "bbh_snarks": 178}
 SHAPES = ("gpqa", "mmlu-pro", "bbh", "mmlu")
+
+
+class RealData(Protocol):
+    """The named real datasets synthetic ones are calibrated on ("gpqa", "mmlu-pro-29")."""
+
+    def path(self, name: str) -> Path:
+        """The file of the named dataset."""
+        ...
+
+    def matrix(self, name: str) -> ResponseMatrix:
+        """The named dataset's complete matrix (the default missing-data policy applied)."""
+        ...
 
 
 @dataclass(frozen=True, eq=False)
@@ -51,13 +66,24 @@ class Calibration:
     difficulty: np.ndarray
 
 
-@cache
-def calibration(real: str) -> Calibration:
-    """Fit `mdad.irt` (D = 5) on the real dataset `real` ("gpqa" or "mmlu-pro-29")."""
-    from mdad.data.registry import load_dataset
+# (dataset name, its file) -> its calibration: fitting takes seconds, drawing does not
+_CALIBRATIONS: dict[tuple[str, str], Calibration] = {}
+
+
+def calibration(name: str, real: RealData) -> Calibration:
+    """The calibration on the real dataset `name`, fitted once per file and process."""
+    key = (name, str(real.path(name)))
+    if key not in _CALIBRATIONS:
+        _CALIBRATIONS[key] = calibrate(real.matrix(name))
+    return _CALIBRATIONS[key]
+
+
+def calibrate(matrix: ResponseMatrix) -> Calibration:
+    """Fit `mdad.irt` (D = 5) on a complete real matrix."""
+    from scipy.special import expit
+
     from mdad.irt import MultidimensionalIrt
 
-    matrix = load_dataset(real).matrix
     model = MultidimensionalIrt(IRT_DIMS, random_state=0).fit(matrix.correctness)
     accuracy = matrix.accuracy()
     # the spread of true accuracies: the observed one minus binomial noise
@@ -93,20 +119,24 @@ def calibration(real: str) -> Calibration:
                        model.difficulty_ + shift / IRT_DIMS)
 
 
-def subtask_shape(shape: str) -> tuple[list[str], list[int], str]:
-    """(subtask names, items per subtask, the real dataset to calibrate on)."""
-    from mdad.data.registry import DATASETS, find_dataset_file
+def subtask_shape(shape: str, real: RealData) -> tuple[list[str], list[int], str]:
+    """(subtask names, items per subtask, the real dataset to calibrate on).
 
+    Raises
+    ------
+    ConfigError
+        For a shape not in `SHAPES`.
+    """
     if shape == "gpqa":
         return ["gpqa_main"], [448], "gpqa"
     if shape == "mmlu-pro":
         import pandas as pd
 
-        path = find_dataset_file(DATASETS["mmlu-pro-29"])
+        path = real.path("mmlu-pro-29")
         counts = pd.read_csv(path, usecols=["category"]).category.value_counts().sort_index()
         return list(counts.index), [int(c) for c in counts], "mmlu-pro-29"
     if shape == "bbh":
-        path = find_dataset_file(DATASETS["gpqa"]).parent / "bbh_subtasks.json"
+        path = real.path("gpqa").parent / "bbh_subtasks.json"
         names = json.loads(Path(path).read_text(encoding="utf-8"))
         return names, [BBH_SPECIAL.get(name, 250) for name in names], "gpqa"
     if shape == "mmlu":
@@ -117,23 +147,27 @@ def subtask_shape(shape: str) -> tuple[list[str], list[int], str]:
                       + ", ".join(PREFIX + s for s in SHAPES))
 
 
-def synthetic_matrix(shape: str, *, n_models: int = 420, seed: int = 0) -> ResponseMatrix:
-    """A synthetic leaderboard of `n_models` models with `shape`'s items and subtasks.
+def synthetic_matrix(shape: str, real: RealData, *, n_models: int = 420,
+                     data_seed: int = 0) -> ResponseMatrix:
+    """A synthetic leaderboard of `n_models` models with `shape`'s items and subtasks,
+    drawn with `data_seed` from the calibration on `real`'s data.
 
     Correctness is stored as uint8 0/1 and confidences as float32.
 
     Raises
     ------
     ConfigError
-        For an unknown shape, or a model count outside 2..5000.
+        For an unknown shape, a model count outside 2..5000 or a negative seed.
     """
     if not 2 <= n_models <= MAX_MODELS:
-        raise ConfigError(f"--models must be between 2 and {MAX_MODELS}; got {n_models}")
-    if seed < 0:
-        raise ConfigError(f"--data-seed must be a non-negative integer; got {seed}")
-    names, sizes, real = subtask_shape(shape)
-    fitted = calibration(real)
-    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0x5E,)))
+        raise ConfigError(f"n_models must be between 2 and {MAX_MODELS}; got {n_models}",
+                          parameters=("n_models",))
+    if data_seed < 0:
+        raise ConfigError(f"data_seed must be a non-negative integer; got {data_seed}",
+                          parameters=("data_seed",))
+    names, sizes, calibrated_on = subtask_shape(shape, real)
+    fitted = calibration(calibrated_on, real)
+    rng = np.random.default_rng(np.random.SeedSequence(data_seed, spawn_key=(0x5E,)))
     n_items = int(sum(sizes))
     ability = rng.multivariate_normal(fitted.ability_mean, fitted.ability_cov, n_models)
     # the fitted items themselves when the shape has as many (GPQA), else a resample
@@ -154,5 +188,5 @@ def synthetic_matrix(shape: str, *, n_models: int = 420, seed: int = 0) -> Respo
         correctness, np.array([f"synthetic-{k:0{width}d}" for k in range(n_models)]),
         np.array([str(j) for j in range(n_items)]),
         subtasks=np.repeat(names, sizes), confidence=confidence,
-        source=f"{PREFIX}{shape} ({n_models} models, seed {seed})",
-        sha256=f"synthetic:{shape}:{n_models}:{seed}:irt{IRT_DIMS}")
+        source=f"{PREFIX}{shape} ({n_models} models, seed {data_seed})",
+        sha256=f"synthetic:{shape}:{n_models}:{data_seed}:irt{IRT_DIMS}")

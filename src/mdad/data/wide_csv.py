@@ -7,11 +7,11 @@ from enum import StrEnum
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from mdad.data.files import file_sha256
+from mdad.data.loader import FileLoader
 from mdad.data.matrix import ResponseMatrix
-from mdad.errors import DataError
+from mdad.errors import ConfigError, DataError
 
 ITEM_ID_COLUMNS = ("item_id", "item", "question_id", "doc_id", "id")
 SUBTASK_COLUMNS = ("subtask", "subset", "category", "subject", "task")
@@ -62,6 +62,8 @@ def _read_cells(path: Path) -> tuple[list[str], np.ndarray, np.ndarray]:
 def _to_scores(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Parse string cells into float64 values (NaN where missing or not a number),
     and a mask of the non-empty cells that are not numbers."""
+    import pandas as pd
+
     flat = pd.Series(cells.ravel(), dtype=object)
     is_missing = flat.isin(MISSING_TOKENS).to_numpy()
     values = pd.to_numeric(flat.where(~is_missing), errors="coerce").to_numpy(np.float64)
@@ -82,11 +84,11 @@ def _check_scores(values: np.ndarray, text: np.ndarray, cells: np.ndarray, path:
 
 
 def _pick(names: list[str], wanted: str | None, candidates: tuple[str, ...], path: Path,
-          option: str) -> str | None:
+          parameter: str) -> str | None:
     if wanted is not None:
         if wanted not in names:
-            raise DataError(f"{path}: no column {wanted!r} for {option}; columns start "
-                            f"{names[:5]}")
+            raise DataError(f"{path}: no column {wanted!r} for {parameter}; columns start "
+                            f"{names[:5]}", parameters=(parameter,))
         return wanted
     lowered = {n.lower(): n for n in names}
     return next((lowered[c] for c in candidates if c in lowered), None)
@@ -124,10 +126,16 @@ def load_wide_csv(
     DataError
         Naming the file, line and column, for ragged rows, cells that are not scores
         in [0, 1], duplicate names, and rows or columns without any data.
+    ConfigError
+        For an unknown `orientation`.
     """
     path = Path(path)
     header, body, lines = _read_cells(path)
-    orientation = Orientation(orientation)
+    try:
+        orientation = Orientation(orientation)
+    except ValueError:
+        raise ConfigError(f"orientation must be one of {', '.join(Orientation)}; got "
+                          f"{orientation!r}", parameters=("orientation",)) from None
     if orientation is Orientation.AUTO:
         # An item-id or subtask column names one item per row; else items outnumber models.
         named_items = {h.lower() for h in header} & {*ITEM_ID_COLUMNS, *SUBTASK_COLUMNS}
@@ -137,8 +145,8 @@ def load_wide_csv(
     if orientation is Orientation.MODELS_AS_ROWS:
         return _models_as_rows(path, header, body, lines)
 
-    id_col = _pick(header, item_column, ITEM_ID_COLUMNS, path, "--item-column")
-    sub_col = _pick(header, subtask_column, SUBTASK_COLUMNS, path, "--subtask-column")
+    id_col = _pick(header, item_column, ITEM_ID_COLUMNS, path, "item_column")
+    sub_col = _pick(header, subtask_column, SUBTASK_COLUMNS, path, "subtask_column")
     named = {c for c in (id_col, sub_col, *meta_columns) if c is not None}
     candidates = [j for j, name in enumerate(header) if name not in named]
     cells = body[:, candidates]
@@ -146,7 +154,9 @@ def load_wide_csv(
     # A column without a single number (and some text) is metadata, such as `src`.
     is_model = ~(text.any(axis=0) & np.isnan(values).all(axis=0))
     if not is_model.any():
-        raise DataError(f"{path}: no model columns with scores; {_why_no_scores(header, cells)}")
+        reason, parameters = _why_no_scores(header, cells)
+        raise DataError(f"{path}: no model columns with scores; {reason}",
+                        parameters=parameters)
     model_names = [header[j] for j, keep in zip(candidates, is_model, strict=True) if keep]
     scores = _check_scores(values[:, is_model], text[:, is_model], cells[:, is_model], path,
                            model_names, lines)
@@ -157,17 +167,18 @@ def load_wide_csv(
                           source=str(path), sha256=file_sha256(path))
 
 
-def _why_no_scores(header: list[str], cells: np.ndarray) -> str:
-    """The likeliest reason a file has no score column, and its fix."""
+def _why_no_scores(header: list[str], cells: np.ndarray) -> tuple[str, tuple[str, ...]]:
+    """The likeliest reason a file has no score column and its fix, and the parameters
+    the fix names."""
     joined = " ".join(header)
     for separator, name in ((";", "semicolons"), ("\t", "tabs"), ("|", "bars")):
         if len(header) <= 2 and separator in joined:
             return (f"its columns seem separated by {name}; save it comma-separated "
-                    "(mdad reads standard CSV)")
+                    "(mdad reads standard CSV)"), ()
     words = {str(v).strip().lower() for v in cells.ravel()} - {"", "na", "nan"}
     if words and words <= {"true", "false", "yes", "no"}:
-        return "its scores are written as true/false; write them as 1 and 0"
-    return "is the file models-as-rows? try --orientation models-as-rows"
+        return "its scores are written as true/false; write them as 1 and 0", ()
+    return "is the file models-as-rows? set orientation to models-as-rows", ("orientation",)
 
 
 def _models_as_rows(path: Path, header: list[str], body: np.ndarray,
@@ -182,3 +193,17 @@ def _models_as_rows(path: Path, header: list[str], body: np.ndarray,
     scores = _check_scores(values, text, cells, path, item_ids, lines[rows])
     return ResponseMatrix(scores, first[rows], item_ids, subtasks,
                           source=str(path), sha256=file_sha256(path))
+
+
+def is_wide_csv(path: Path) -> bool:
+    """A ``.csv`` (or ``.txt``) file."""
+    return path.is_file() and path.suffix.lower() in (".csv", ".txt")
+
+
+LOADER = FileLoader(
+    name="wide-csv",
+    reads="a .csv file",
+    options=("orientation", "item_column", "subtask_column", "meta_columns"),
+    recognise=is_wide_csv,
+    read=load_wide_csv,
+)
