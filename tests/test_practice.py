@@ -22,7 +22,7 @@ from mdad.practice import (
     estimate_score,
     lm_eval_tasks,
     plan,
-    read_results,
+    read_model_scores,
     select_microbenchmark,
 )
 from mdad.practice.planner import (
@@ -249,7 +249,7 @@ def test_estimate_reads_lm_eval_samples(gpqa_data, tmp_path: Path):
         reference_models=["x"], reference_accuracy=[0.5], reference_answers=["0" * 20],
         mdad=0.1, mdad_reached=True, max_gap=0.3, mdad_pairs=1, mdad_how="analytic",
         mdad_curve_sizes=[20], mdad_curve=[0.1], threshold=0.8, error_sd=None)
-    scores = read_results(samples, bundle)
+    scores = read_model_scores(samples, bundle)
     assert scores.model == str(pythia.model_names[0]) and not scores.missing
     assert np.allclose(scores.scores, pythia.correctness[0, :20])
 
@@ -338,7 +338,7 @@ def test_readme_python_example_runs(gpqa_data):
 def test_plan_refuses_sizes_the_method_cannot_build():
     shared_data("mmlu-pro-tiger-lab/mmlu_pro_29_models.csv")
     mmlu = load_dataset("mmlu-pro-29")
-    with pytest.raises(Exception, match=r"--size 9000 is outside 1..\d+, the sizes "
+    with pytest.raises(Exception, match=r"size 9000 is outside 1..\d+, the sizes "
                                         r"subtask-equal can build"):
         plan(mmlu, size=9000, method="subtask-equal")
     answer = plan(mmlu, gap=0.001, method="subtask-equal")
@@ -357,3 +357,57 @@ def test_a_gap_above_the_mdad_with_an_interval_across_zero_is_too_close(gpqa_dat
     assert answer.low < 0 < answer.high or answer.low > 0
     assert answer.verdict == ("reliable" if answer.low > 0 and 0.1 >= bundle.mdad
                               else "too close to call")
+
+
+def test_select_saves_through_the_method_class_and_reports_progress(gpqa_data,
+                                                                      tmp_path: Path):
+    steps = []
+    bundle = select_microbenchmark(gpqa_data, "tinybenchmarks-pirt", 10, seed=2,
+                                   progress=lambda done, total, what: steps.append(
+                                       (done, total, what)))
+    assert [s[:2] for s in steps] == [(k, 6) for k in range(6)]
+    assert steps[0][2].startswith("selecting 10 items") and "fold 5 of 5" in steps[-1][2]
+    assert bundle.estimator["kind"] == "irt" and list(bundle.estimator) == [
+        "kind", "weights", "gp_weight", "discrimination", "difficulty",
+        "others_discrimination", "others_difficulty"]
+    path = tmp_path / "mb.json"
+    bundle.save(path)
+    loaded = MicroBenchmarkFile.load(path)
+    matrix = gpqa_data.matrix
+    column = {str(item): k for k, item in enumerate(matrix.item_ids)}
+    answers = matrix.correctness[:4, [column[i] for i in loaded.items]].astype(float)
+    from threadpoolctl import threadpool_limits
+
+    from mdad.practice.bundle import _seen_pool
+    from mdad.selection import get_method
+
+    with threadpool_limits(limits=1):  # as select fits
+        micro = get_method("tinybenchmarks-pirt").select(
+            _seen_pool(matrix, 2), 10, rng=np.random.default_rng(2))
+    assert [str(matrix.item_ids[i]) for i in micro.items] == loaded.items
+    np.testing.assert_allclose(loaded.to_microbenchmark().estimate(answers),
+                               micro.estimate(matrix.correctness[:4].astype(float)),
+                               rtol=0, atol=1e-12)
+    # uniform random sampling: no cross-validation, one step
+    steps.clear()
+    select_microbenchmark(gpqa_data, "random", 10, progress=lambda *s: steps.append(s))
+    assert [s[:2] for s in steps] == [(0, 1)]
+
+
+def test_a_file_with_an_unknown_estimator_kind_names_it(gpqa_data, tmp_path: Path):
+    from mdad.errors import DataError
+
+    bundle = select_microbenchmark(gpqa_data, "random", 5)
+    data = json.loads(bundle.to_json())
+    data["estimator"] = {"kind": "quantum", "weights": None}
+    path = tmp_path / "mb.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(DataError, match=r"mb.json: unknown estimator kind 'quantum' for "
+                                        r"method random \(it saves linear\)"):
+        MicroBenchmarkFile.load(path)
+    data["estimator"] = {"kind": "linear", "weights": None, "confidence": False}
+    data["method"] = "uninstalled-plugin"
+    path.write_text(json.dumps(data))
+    with pytest.raises(DataError, match=r"made by method 'uninstalled-plugin', which no "
+                                        r"installed package registers"):
+        MicroBenchmarkFile.load(path)

@@ -96,3 +96,125 @@ def test_uniform_inclusion_probability_is_n_over_pool():
     for seed in range(2000):
         hits[method.select(pool, 10, rng=np.random.default_rng(seed)).items] += 1
     assert hits / 2000 == pytest.approx(np.full(50, 0.2), abs=0.04)  # sd 0.009
+
+
+# --------------------------------------------------------------------------- the classes
+
+# The Okabe-Ito look the report used before the classes carried it: unchanged.
+OKABE_ITO = {
+    "random": ("#000000", "-"), "subtask-equal": ("#999999", "-"),
+    "subtask-proportional": ("#999999", "--"), "diversity": ("#CC79A7", "-"),
+    "confidence-strata": ("#E69F00", "-"), "anchor-points": ("#0072B2", "-"),
+    "anchor-points-predictor": ("#0072B2", "--"), "tinybenchmarks": ("#D55E00", "-"),
+    "tinybenchmarks-pirt": ("#009E73", "-"), "tinybenchmarks-gpirt": ("#56B4E9", "-"),
+}
+
+
+def test_each_method_class_carries_its_look_and_facts():
+    from mdad.selection import method_class, paper_methods
+
+    assert {name: (cls.colour, cls.line_style) for name, cls in METHODS.items()
+            if name in OKABE_ITO} == OKABE_ITO
+    assert paper_methods() == ("random", "subtask-equal", "diversity", "confidence-strata",
+                               "anchor-points", "tinybenchmarks")
+    assert {n: c.analytic_mdad for n, c in METHODS.items() if c.analytic_mdad} == {
+        "random": "uniform", "subtask-equal": "stratified"}
+    assert method_class("anchor-points").label() == "Anchor Points (anchor-points)"
+    with pytest.raises(ConfigError, match="unknown method 'nope'"):
+        method_class("nope")
+
+
+@pytest.mark.parametrize("name", sorted(METHODS))
+def test_largest_size_by_name_equals_the_pool_answer(name):
+    from mdad.selection import largest_size
+
+    for sizes in ([30, 12, 25], [1, 1], [7]):
+        pool = make_pool(sizes)
+        assert largest_size(name, np.array(sizes)) == get_method(name).max_size(pool)
+    assert largest_size("subtask-equal", [30, 12, 25]) == 36
+    assert largest_size("anchor-points-predictor", [30, 12, 25]) == 66
+    assert largest_size("tinybenchmarks", [1]) == 0
+
+
+def _scores(n_models: int, n_items: int, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).random((n_models, n_items))
+
+
+@pytest.mark.parametrize(("name", "kind"), [("random", "linear"),
+                                            ("confidence-strata", "linear"),
+                                            ("anchor-points-predictor", "predictor"),
+                                            ("tinybenchmarks", "linear"),
+                                            ("tinybenchmarks-gpirt", "irt")])
+def test_estimators_round_trip_through_the_file_format(name, kind):
+    """What `select` saves, loaded back over the file's items, estimates exactly as the
+    fitted micro-benchmark does; the JSON is plain (json.dumps works)."""
+    import json
+
+    cls = METHODS[name]
+    pool = make_pool([20, 15, 25], n_sources=12)
+    micro = cls().select(pool, 9, rng=np.random.default_rng(2))
+    saved = json.loads(json.dumps(cls.save_estimator(micro)))
+    assert saved["kind"] == kind
+    loaded = cls.load_estimator(saved, 9)
+    scores = _scores(5, pool.n_items)
+    np.testing.assert_allclose(loaded.estimate(scores[:, micro.items]), micro.estimate(scores),
+                               rtol=0, atol=1e-12)
+
+
+def test_linear_and_predictor_json_keep_the_format_2_layout():
+    from mdad.selection.anchor_points import AnchorPredictorBenchmark
+
+    micro = MicroBenchmark(np.array([3, 1]), np.array([0.25, 0.75]), uses_confidence=True)
+    assert METHODS["anchor-points"].save_estimator(micro) == {
+        "kind": "linear", "weights": [0.25, 0.75], "confidence": True}
+    predictor = AnchorPredictorBenchmark(np.array([4]), uses_confidence=True,
+                                         nearest=np.array([0, 0]), slope=np.array([1.0, 2.0]),
+                                         intercept=np.array([0.5, -0.5]))
+    assert list(METHODS["anchor-points-predictor"].save_estimator(predictor).items()) == [
+        ("kind", "predictor"), ("nearest", [0, 0]), ("slope", [1.0, 2.0]),
+        ("intercept", [0.5, -0.5])]
+
+
+def test_an_estimator_the_method_does_not_know_is_refused_not_saved_as_linear():
+    from dataclasses import dataclass
+
+    from mdad.errors import DataError
+
+    @dataclass(frozen=True, eq=False)
+    class Doubled(MicroBenchmark):
+        def estimate(self, scores):
+            return 2 * super().estimate(scores)
+
+    with pytest.raises(ConfigError, match=r"method random returned a Doubled, which it "
+                                          r"cannot save"):
+        METHODS["random"].save_estimator(Doubled(np.array([0, 1])))
+    with pytest.raises(DataError, match=r"unknown estimator kind 'quantum' for method random"):
+        METHODS["random"].load_estimator({"kind": "quantum"}, 3)
+    with pytest.raises(DataError, match=r"the predictor estimator cannot be read"):
+        METHODS["anchor-points-predictor"].load_estimator({"kind": "predictor"}, 3)
+
+
+def test_a_method_class_must_carry_what_the_project_reads():
+    from mdad.selection import MethodDefaults
+    from mdad.selection.registry import MethodRegistry
+
+    registry = MethodRegistry()
+
+    class NoSelect(MethodDefaults):
+        pass
+
+    class Forgetful(MicroBenchmark):  # a kind of its own, but the parent's file format
+        kind = "forgetful"
+
+    class LosesItsEstimator(MethodDefaults):
+        estimators = (Forgetful,)
+
+        def select(self, pool, size, *, rng):
+            return Forgetful(np.arange(size))
+
+    with pytest.raises(ConfigError, match="must define select"):
+        registry.add("no-select", NoSelect)
+    with pytest.raises(ConfigError, match="Forgetful must define its own kind, to_file"):
+        registry.add("forgetful", LosesItsEstimator)
+    with pytest.raises(ConfigError, match="must subclass"):
+        registry.add("plain", object)

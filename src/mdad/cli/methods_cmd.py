@@ -1,4 +1,4 @@
-"""`mdad methods`: the selection methods a study can run."""
+"""`mdad methods`: the selection methods a study can run, read from their classes."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ from rich.table import Table
 
 from mdad.cli.errors import user_errors
 from mdad.selection import METHODS
-from mdad.study import PAPER_METHODS
+
+# How each analytic MDAD kind reads in the table.
+ANALYTIC = {"uniform": "yes (uniform)", "stratified": "yes (subtask-stratified)"}
 
 
 @user_errors
@@ -19,12 +21,15 @@ def methods() -> None:
     table = Table(box=box.SIMPLE_HEAD, title="selection methods (--methods NAME,... or all)",
                   title_justify="left")
     table.add_column("name", no_wrap=True)
+    table.add_column("display name")
     table.add_column("in the paper")
     table.add_column("reads")
+    table.add_column("analytic MDAD")
     table.add_column("description")
     for name, cls in METHODS.items():
         summary = " ".join(inspect.cleandoc(cls.__doc__ or "").split("\n\n")[0].split())
-        table.add_row(name, "yes" if name in PAPER_METHODS else "",
-                      "confidence" if cls.reads_confidence else "correctness", summary)
+        table.add_row(name, cls.display_name or name, "yes" if cls.in_paper else "",
+                      "confidence" if cls.reads_confidence else "correctness",
+                      ANALYTIC.get(cls.analytic_mdad or "", ""), summary)
     Console().print(table)
     Console().print("Methods that read confidence use correctness where the data has none.")

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -20,6 +23,24 @@ from mdad.cli.practice_common import (
 from mdad.data import MissingPolicy
 from mdad.data.files import read_name_list
 from mdad.errors import ConfigError
+
+# Steps that start this long after the command began are shown on stderr.
+PROGRESS_AFTER_SECONDS = 2.0
+
+
+def delayed_progress(after: float = PROGRESS_AFTER_SECONDS) -> Callable[[int, int, str], None]:
+    """A progress callback for `select_microbenchmark` that prints "step k of n: what"
+    on stderr, elapsed seconds included, for each step that starts `after` seconds or
+    more into the command, so quick selections stay silent and long ones show life."""
+    start = time.perf_counter()
+
+    def show(done: int, total: int, step: str) -> None:
+        elapsed = time.perf_counter() - start
+        if elapsed >= after:
+            print(f"mdad select: step {done + 1} of {total}: {step} ({elapsed:.1f} s)",
+                  file=sys.stderr, flush=True)
+
+    return show
 
 
 @user_errors
@@ -59,7 +80,8 @@ def select(
                 else None)
     bundle = select_microbenchmark(data, method, size, seed=seed, pool=pool_ids,
                                    run_dir=run, allow_other_version=other_version,
-                                   metric=data_metric(data, metric))
+                                   metric=data_metric(data, metric),
+                                   progress=delayed_progress())
     samples = lm_eval_samples_json(bundle) if output_format == "lm-eval" else None
     write_text(out, bundle.to_json())
     console = literal_console()

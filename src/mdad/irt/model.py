@@ -21,8 +21,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import minimize
-from scipy.special import expit
 
 from mdad.errors import ConfigError, DataError
 
@@ -108,6 +106,8 @@ class MultidimensionalIrt:
         DataError
             With fewer than 2 models or items, or values outside [0, 1].
         """
+        from scipy.optimize import minimize
+
         if self.dims < 1:
             raise ConfigError(f"IRT dims must be >= 1; got {self.dims}")
         y, observed = _observed(responses, "IRT fit")
@@ -220,6 +220,8 @@ def item_curve(ability: np.ndarray, discrimination: np.ndarray,
                difficulty: np.ndarray) -> np.ndarray:
     """P(correct), shape (n_models, n_items), for abilities (n_models, D),
     discriminations (n_items, D) and difficulties (n_items,)."""
+    from scipy.special import expit
+
     return expit(ability @ discrimination.T - discrimination.shape[1] * difficulty)
 
 
@@ -238,6 +240,8 @@ def map_ability(responses: np.ndarray, discrimination: np.ndarray, difficulty: n
     The log posterior is strictly concave, so damped Newton steps, taken for all
     models at once, reach its unique mode.
     """
+    from scipy.special import expit
+
     a = np.asarray(discrimination, dtype=np.float64)
     dims = a.shape[1]
     offset = dims * np.asarray(difficulty, dtype=np.float64)

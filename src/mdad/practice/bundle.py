@@ -4,6 +4,7 @@ later without the data: `mdad select`."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -14,19 +15,16 @@ from mdad import __version__
 from mdad.data.matrix import ResponseMatrix
 from mdad.data.registry import Dataset
 from mdad.errors import ConfigError, DataError
+from mdad.metrics.mdad import DEFAULT_THRESHOLD
 from mdad.practice.bundle_format import validate
-from mdad.practice.planner import (
-    ANALYTIC_METHODS,
-    analytic_mdad,
-    mdad_curve,
-    pair_structure,
-)
-from mdad.selection import MicroBenchmark, SeenPool, get_method
-from mdad.selection.anchor_points import AnchorPredictorBenchmark
-from mdad.selection.tinybenchmarks import IrtBenchmark
+from mdad.practice.planner import analytic_mdad, mdad_curve, pair_structure
+from mdad.selection import MethodDefaults, MicroBenchmark, SeenPool, method_class
+from mdad.selection.threads import one_thread
 
 FORMAT = "mdad-microbenchmark/2"
 CV_FOLDS = 5
+# progress(done, total, step): steps of `select_microbenchmark` as they start.
+SelectProgress = Callable[[int, int, str], None]
 
 
 @dataclass(frozen=True)
@@ -115,7 +113,9 @@ class MicroBenchmarkFile:
             raise DataError(f"{path}: not a micro-benchmark file written by `mdad select` "
                             f"(format {FORMAT})")
         validate(data, path)
-        return cls(**data)
+        bundle = cls(**data)
+        bundle._estimator(where=path)  # a kind the method does not save fails here
+        return bundle
 
     def reference_scores(self) -> np.ndarray:
         """The reference models' scores on the items, shape (n_models, size)."""
@@ -132,74 +132,41 @@ class MicroBenchmarkFile:
         return True, curve[size]
 
     def to_microbenchmark(self) -> MicroBenchmark:
-        """The estimator, with `items` as positions 0..size-1 of a model's scores."""
-        kind = self.estimator["kind"]
-        items = np.arange(len(self.items))
-        weights = (np.asarray(self.estimator["weights"]) if self.estimator.get("weights")
-                   is not None else None)
-        if kind == "linear":
-            return MicroBenchmark(items, weights, uses_confidence=self.estimator["confidence"])
-        if kind == "predictor":
-            return AnchorPredictorBenchmark(
-                items, uses_confidence=True, nearest=np.asarray(self.estimator["nearest"]),
-                slope=np.asarray(self.estimator["slope"]),
-                intercept=np.asarray(self.estimator["intercept"]))
-        if kind == "irt":
-            return _IrtOnItems(
-                items, weights, discrimination=np.asarray(self.estimator["discrimination"]),
-                difficulty=np.asarray(self.estimator["difficulty"]),
-                gp_weight=float(self.estimator["gp_weight"]),
-                others=np.asarray(self.estimator["others_discrimination"]),
-                others_difficulty=np.asarray(self.estimator["others_difficulty"]))
-        raise DataError(f"unknown estimator kind {kind!r} in the micro-benchmark file")
+        """The estimator, with `items` as positions 0..size-1 of a model's scores,
+        loaded by the file's method (see `MethodDefaults.load_estimator`).
 
+        Raises
+        ------
+        DataError
+            For a method no installed package registers, or an estimator kind the
+            method does not save.
+        """
+        return self._estimator(where="the micro-benchmark file")
 
-@dataclass(frozen=True, eq=False, kw_only=True)
-class _IrtOnItems(IrtBenchmark):
-    """p-IRT / gp-IRT from the anchors' parameters and the other items' parameters
-    (the file keeps both, so scores on the anchors suffice)."""
-
-    others: np.ndarray
-    others_difficulty: np.ndarray
-
-    def estimate(self, scores: np.ndarray) -> np.ndarray:
-        full = IrtBenchmark(
-            np.arange(self.items.size), self.weights,
-            discrimination=np.vstack([self.discrimination, self.others]),
-            difficulty=np.concatenate([self.difficulty, self.others_difficulty]),
-            gp_weight=self.gp_weight)
-        padded = np.zeros((scores.shape[0], full.difficulty.size))
-        padded[:, : self.items.size] = np.asarray(scores)[:, self.items]
-        return full.estimate(padded)
-
-
-def _estimator_json(micro: MicroBenchmark) -> dict[str, Any]:
-    """`micro`'s estimator with positions relative to its own items."""
-    weights = None if micro.weights is None else [float(w) for w in micro.weights]
-    if isinstance(micro, AnchorPredictorBenchmark):
-        return {"kind": "predictor", "nearest": micro.nearest.tolist(),
-                "slope": micro.slope.tolist(), "intercept": micro.intercept.tolist()}
-    if isinstance(micro, IrtBenchmark):
-        others = np.setdiff1d(np.arange(micro.difficulty.size), micro.items)
-        return {"kind": "irt", "weights": weights, "gp_weight": micro.gp_weight,
-                "discrimination": micro.discrimination[micro.items].tolist(),
-                "difficulty": micro.difficulty[micro.items].tolist(),
-                "others_discrimination": micro.discrimination[others].tolist(),
-                "others_difficulty": micro.difficulty[others].tolist()}
-    return {"kind": "linear", "weights": weights, "confidence": micro.uses_confidence}
+    def _estimator(self, where: object) -> MicroBenchmark:
+        try:
+            method = method_class(self.method)
+        except ConfigError:
+            raise DataError(f"{where}: made by method {self.method!r}, which no installed "
+                            "package registers (see `mdad methods`)") from None
+        return method.load_estimator(self.estimator, len(self.items), where=where)
 
 
 def select_microbenchmark(dataset: Dataset, method: str, size: int, *, seed: int = 0,
-                          pool: list[str] | None = None, threshold: float = 0.8,
-                          run_dir: Path | None = None, allow_other_version: bool = False,
-                          metric: str | None = None) -> MicroBenchmarkFile:
+                          pool: list[str] | None = None,
+                          threshold: float = DEFAULT_THRESHOLD, run_dir: Path | None = None,
+                          allow_other_version: bool = False, metric: str | None = None,
+                          progress: SelectProgress | None = None) -> MicroBenchmarkFile:
     """Choose `size` items of `dataset` (or of the item ids in `pool`) with `method`,
     using every model of the dataset as a source.
 
     `run_dir` is a finished study of the method (see `mdad plan --run`) whose seen
-    split's MDAD curve is interpolated; without it, random methods get their analytic
-    MDAD and other methods uniform random sampling's, marked as such. `metric` is the
-    metric the data was read with (default the dataset's own).
+    split's MDAD curve is interpolated; without it, methods with an analytic MDAD get
+    theirs and other methods uniform random sampling's, marked as such. `metric` is
+    the metric the data was read with (default the dataset's own). `progress` is
+    called with (steps done, total steps, what starts now) before each step: the
+    selection, then each fold of the cross-validated error (methods other than
+    uniform random sampling), which may take seconds each.
 
     Raises
     ------
@@ -208,29 +175,42 @@ def select_microbenchmark(dataset: Dataset, method: str, size: int, *, seed: int
         an unknown pool item.
     """
     matrix = _pool_matrix(dataset.matrix, pool)
-    selector = get_method(method)
-    full_pool = _seen_pool(matrix, seed)
-    limit = selector.max_size(full_pool)
+    cls = method_class(method)
+    selector = cls()
+    codes = np.unique(matrix.subtask_codes, return_inverse=True)[1]
+    limit = cls.max_size_for(np.bincount(codes))
     if not 1 <= size <= limit:
-        raise ConfigError(f"--size {size} is outside 1..{limit}, the sizes {method} can build "
-                          f"from a pool of {matrix.n_items} items")
+        raise ConfigError(f"size {size} is outside 1..{limit}, the sizes {method} can build "
+                          f"from a pool of {matrix.n_items} items", parameters=("size",))
     if matrix.n_models < max(selector.min_sources, 1):
         raise ConfigError(f"method {method} needs at least {selector.min_sources} models")
-    curve = _mdad_curve(dataset, matrix, method, size, threshold, run_dir, allow_other_version)
-    micro = selector.select(full_pool, size, rng=np.random.default_rng(seed))
+    # Uniform random sampling's interval is exact (estimate's Wilson interval): no CV.
+    cross_validate = cls.analytic_mdad != "uniform"
+    total = 1 + (CV_FOLDS if cross_validate else 0)
+    report = progress or (lambda done, total, step: None)
+    curve = _mdad_curve(dataset, matrix, cls, size, threshold, run_dir, allow_other_version)
+    report(0, total, f"selecting {size} items with {method} from {matrix.n_models} models")
+    # One BLAS thread, as a study's cells run: the same computation whatever the
+    # machine's cores, and threads only add waiting for fits this size (on 2 cores
+    # tinyBenchmarks' IRT fit takes 0.4 s with one thread, 1.1 s with two, and far
+    # longer when the cores are busy).
+    with one_thread([cls]):
+        micro = selector.select(_seen_pool(matrix, seed), size,
+                                rng=np.random.default_rng(seed))
+    estimator = cls.save_estimator(micro)
     order = np.asarray(micro.items)
     ids = [str(matrix.item_ids[i]) for i in order]
     spec = dataset.spec
     lm_eval_items = _lm_eval_ids(ids, spec.lm_eval_task if spec else None)
-    error_sd = None if method == "random" else _cross_validated_error(
-        matrix, selector, size, seed)
+    error_sd = _cross_validated_error(matrix, selector, size, seed, report, total
+                                      ) if cross_validate else None
     mdad, max_gap, pairs, how, sizes, values = curve
     return MicroBenchmarkFile(
         dataset=dataset.name, sha256=matrix.sha256 or "", mdad_version=__version__,
         method=method, size=size, seed=seed, items=ids, lm_eval_items=lm_eval_items,
         lm_eval_tasks=lm_eval_tasks(lm_eval_items),
         lm_eval_metric=metric or (spec.lm_eval_metric if spec else "acc"),
-        estimator=_estimator_json(micro), pool_size=matrix.n_items,
+        estimator=estimator, pool_size=matrix.n_items,
         reference_models=[str(m) for m in matrix.model_names],
         reference_accuracy=[float(a) for a in matrix.accuracy()],
         reference_answers=_answers_json(matrix.scores()[:, order]),
@@ -239,25 +219,25 @@ def select_microbenchmark(dataset: Dataset, method: str, size: int, *, seed: int
         error_sd=error_sd, notes=list(micro.notes))
 
 
-def _mdad_curve(dataset: Dataset, matrix: ResponseMatrix, method: str, size: int,
-                threshold: float, run_dir: Path | None, allow_other_version: bool):
+def _mdad_curve(dataset: Dataset, matrix: ResponseMatrix, cls: type[MethodDefaults],
+                size: int, threshold: float, run_dir: Path | None, allow_other_version: bool):
     """(mdad, max_gap, pairs, how, curve sizes, curve values) of the file: the
     analytic curve over 1..size, or the study's seen curve up to `size`."""
     if run_dir is not None:
         from mdad.practice.plan import interpolate, study_curve, study_mdad_curve
 
-        points = study_curve(Path(run_dir), method, threshold,
+        points = study_curve(Path(run_dir), cls.name, threshold,
                              None if allow_other_version else dataset.matrix.sha256)
         _, point = interpolate(points, gap=None, size=size)
         known = study_mdad_curve(points, size)
         return (point.value, point.max_gap, point.pairs, "interpolated", list(known),
                 list(known.values()))
     structure = pair_structure(matrix.correctness, matrix.subtask_codes)
-    stratified = ANALYTIC_METHODS.get(method, False)
+    stratified = cls.analytic_mdad == "stratified"
     result = analytic_mdad(structure, size, threshold=threshold, stratified=stratified)
     sizes = np.arange(1, size + 1)
     values = mdad_curve(structure, sizes, threshold=threshold, stratified=stratified)
-    how = "analytic" if method in ANALYTIC_METHODS else "random-analytic"
+    how = "analytic" if cls.analytic_mdad is not None else "random-analytic"
     return result.value, result.max_gap, result.pairs, how, sizes.tolist(), values
 
 
@@ -289,9 +269,10 @@ def check_same_benchmark(bundle: MicroBenchmarkFile, name: str) -> None:
     from mdad.data.registry import DATASETS
 
     if {bundle.dataset, name} <= set(DATASETS) and bundle.dataset != name:
-        raise ConfigError(f"--dataset {name} is another benchmark than the "
+        raise ConfigError(f"dataset {name} is another benchmark than the "
                           f"micro-benchmark's ({bundle.dataset}); compare with "
-                          f"--dataset {bundle.dataset}, or select from {name}")
+                          f"dataset {bundle.dataset}, or select from {name}",
+                          parameters=("dataset",))
 
 
 def with_reference(bundle: MicroBenchmarkFile, dataset: Dataset, *,
@@ -315,7 +296,8 @@ def with_reference(bundle: MicroBenchmarkFile, dataset: Dataset, *,
         message = (f"the micro-benchmark was made from {bundle.dataset} with sha256 "
                    f"{bundle.sha256[:12]}..., this data has {sha[:12]}...")
         if not allow_other_version:
-            raise ConfigError(f"{message}; select again, or pass --allow-other-data-version")
+            raise ConfigError(f"{message}; select again, or pass allow_other_version",
+                              parameters=("allow_other_version",))
         warning = message + "; comparing with this data's models anyway"
     column = {str(item): k for k, item in enumerate(dataset.matrix.item_ids)}
     absent = [item for item in bundle.items if item not in column]
@@ -335,10 +317,11 @@ def _pool_matrix(matrix: ResponseMatrix, pool: list[str] | None) -> ResponseMatr
     index = {str(item): k for k, item in enumerate(matrix.item_ids)}
     unknown = [item for item in pool if item not in index]
     if unknown:
-        raise ConfigError(f"--pool: {len(unknown)} item ids are not in the dataset, e.g. "
-                          f"{unknown[0]!r}; use ids as `mdad data info` shows them")
+        raise ConfigError(f"pool: {len(unknown)} item ids are not in the dataset, e.g. "
+                          f"{unknown[0]!r}; use ids as `mdad data info` shows them",
+                          parameters=("pool",))
     if len(set(pool)) != len(pool):
-        raise ConfigError("--pool lists an item id twice")
+        raise ConfigError("pool lists an item id twice", parameters=("pool",))
     return matrix.take(items=np.array(sorted(index[item] for item in pool)))
 
 
@@ -357,20 +340,26 @@ def _lm_eval_ids(ids: list[str], task: str | None) -> list[str] | None:
     return None
 
 
-def _cross_validated_error(matrix: ResponseMatrix, selector, size: int, seed: int) -> float:
+def _cross_validated_error(matrix: ResponseMatrix, selector: MethodDefaults, size: int,
+                           seed: int, report: SelectProgress, total: int) -> float:
     """Root mean square error of the method's estimate on models it did not select
-    with: 5 folds of models, each estimated by a micro-benchmark selected on the rest."""
+    with: 5 folds of models, each estimated by a micro-benchmark selected on the rest.
+
+    The folds run with one BLAS thread, as the selection does.
+    """
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(8,)))
     folds = np.array_split(rng.permutation(matrix.n_models), CV_FOLDS)
     truth = matrix.accuracy()
     errors = []
-    for k, held in enumerate(folds):
-        train = np.setdiff1d(np.arange(matrix.n_models), held)
-        pool = _seen_pool(matrix, seed + 1000 * (k + 1), train)
-        micro = selector.select(pool, size, rng=np.random.default_rng([seed, k]))
-        scores = (matrix.gold_confidence(held) if micro.uses_confidence
-                  else matrix.scores(held))
-        errors.append(micro.estimate(scores) - truth[held])
+    with one_thread([selector]):
+        for k, held in enumerate(folds):
+            report(1 + k, total, f"cross-validating the estimate: fold {k + 1} of {CV_FOLDS}")
+            train = np.setdiff1d(np.arange(matrix.n_models), held)
+            pool = _seen_pool(matrix, seed + 1000 * (k + 1), train)
+            micro = selector.select(pool, size, rng=np.random.default_rng([seed, k]))
+            scores = (matrix.gold_confidence(held) if micro.uses_confidence
+                      else matrix.scores(held))
+            errors.append(micro.estimate(scores) - truth[held])
     return float(np.sqrt(np.mean(np.concatenate(errors) ** 2)))
 
 

@@ -119,9 +119,10 @@ def validate(data: dict[str, Any], path: object) -> None:
 
 
 def _validate_estimator(estimator: Any, size: int, need) -> None:
-    need(isinstance(estimator, dict) and estimator.get("kind") in ("linear", "predictor",
-                                                                   "irt"),
-         "estimator", "an object whose kind is linear, predictor or irt")
+    """The built-in kinds field by field; another kind (a plugin method's) is checked
+    by its method's loader (`MethodDefaults.load_estimator`) when the file is read."""
+    need(isinstance(estimator, dict) and isinstance(estimator.get("kind"), str),
+         "estimator", "an object with a kind")
     weights = estimator.get("weights")
     need(weights is None or (_numbers(weights, size, lambda v: _number(v) and v >= 0)
                              and sum(weights) > 0), "estimator",
@@ -136,7 +137,7 @@ def _validate_estimator(estimator: Any, size: int, need) -> None:
              and _numbers(estimator.get("slope"), len(nearest))
              and _numbers(estimator.get("intercept"), len(nearest)), "estimator",
              "a predictor with one anchor, slope and intercept per predicted item")
-    else:
+    elif kind == "irt":
         need(_matrix(estimator.get("discrimination"), size)
              and _numbers(estimator.get("difficulty"), size)
              and _matrix(estimator.get("others_discrimination"))

@@ -6,19 +6,20 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from mdad.data.registry import Dataset
 from mdad.errors import ConfigError, DataError
+from mdad.metrics.mdad import DEFAULT_THRESHOLD
 from mdad.practice.planner import (
     AGAINST,
-    ANALYTIC_METHODS,
     Plan,
     analytic_mdad,
     at_most,
     pair_structure,
 )
 from mdad.practice.planner import size_for_gap as analytic_size_for_gap
+from mdad.selection import largest_size as method_largest_size
+from mdad.selection import method_class
 
 # The split of a study that stands for each reference (see `plan`).
 STUDY_SPLIT = {"full": "seen", "universe": "unseen"}
@@ -45,7 +46,7 @@ class StudyPoint:
 
 def plan(dataset: Dataset, *, gap: float | None = None, size: int | str | None = None,
          method: str = "random", run_dir: Path | None = None,
-         target_models: list[str] | None = None, threshold: float = 0.8,
+         target_models: list[str] | None = None, threshold: float = DEFAULT_THRESHOLD,
          allow_other_version: bool = False, against: str = "full") -> Plan:
     """Answer one planning question for `dataset`'s models and items.
 
@@ -66,22 +67,28 @@ def plan(dataset: Dataset, *, gap: float | None = None, size: int | str | None =
         the pool, an unknown target model or reference, or a method with no study.
     """
     if (gap is None) == (size is None):
-        raise ConfigError("give exactly one of --gap and --size")
+        raise ConfigError("give exactly one of gap and size", parameters=("gap", "size"))
     if gap is not None and not 0.0 < gap < 1.0:
-        raise ConfigError(f"--gap must be in (0, 1) (a fraction: 0.02 is 2 points); got {gap}")
+        raise ConfigError(f"gap must be in (0, 1) (a fraction: 0.02 is 2 points); got {gap}",
+                          parameters=("gap",))
     if not 0.0 < threshold < 1.0:
-        raise ConfigError(f"--threshold must be in (0, 1); got {threshold}")
+        raise ConfigError(f"threshold must be in (0, 1); got {threshold}",
+                          parameters=("threshold",))
     if against not in AGAINST:
-        raise ConfigError(f"--against must be full or universe; got {against!r}")
+        raise ConfigError(f"against must be full or universe; got {against!r}",
+                          parameters=("against",))
     matrix = dataset.matrix
     limit = largest_size(matrix, method)
     size = _parse_size(size, limit, method, dataset.name)
-    if method in ANALYTIC_METHODS and run_dir is None:
-        answer = _analytic_plan(dataset, gap, size, method, threshold, against, limit)
+    analytic = method_class(method).analytic_mdad
+    if analytic is not None and run_dir is None:
+        answer = _analytic_plan(dataset, gap, size, method, threshold, against, limit,
+                                stratified=analytic == "stratified")
     else:
         if run_dir is None:
-            raise ConfigError(f"method {method} has no analytic MDAD; pass --run RUN_DIR, a "
-                              f"finished `mdad run --methods {method}` on this dataset")
+            raise ConfigError(f"method {method} has no analytic MDAD; pass run_dir RUN_DIR, a "
+                              f"finished `mdad run --methods {method}` on this dataset",
+                              parameters=("run_dir",))
         split = STUDY_SPLIT[against]
         curve = study_curve(Path(run_dir), method, threshold,
                             None if allow_other_version else matrix.sha256, split=split)
@@ -108,19 +115,19 @@ def _parse_size(size: int | str | None, limit: int, method: str, name: str) -> i
         try:
             size = int(size)
         except ValueError:
-            raise ConfigError(f"--size takes a whole number or 'all'; got {size!r}") from None
+            raise ConfigError(f"size takes a whole number or 'all'; got {size!r}",
+                              parameters=("size",)) from None
     if not 1 <= size <= limit:
-        raise ConfigError(f"--size {size} is outside 1..{limit}, the sizes {method} can "
-                          f"build from the items of {name}")
+        raise ConfigError(f"size {size} is outside 1..{limit}, the sizes {method} can "
+                          f"build from the items of {name}", parameters=("size",))
     return size
 
 
 def _analytic_plan(dataset: Dataset, gap: float | None, size: int | None, method: str,
-                   threshold: float, against: str, limit: int) -> Plan:
+                   threshold: float, against: str, limit: int, *, stratified: bool) -> Plan:
     matrix = dataset.matrix
     structure = pair_structure(matrix.correctness, matrix.subtask_codes)
-    options = {"threshold": threshold, "stratified": ANALYTIC_METHODS[method],
-               "against": against}
+    options = {"threshold": threshold, "stratified": stratified, "against": against}
     if gap is not None:
         size, result = analytic_size_for_gap(structure, gap, max_size=limit, **options)
         if not at_most(result.value, gap):
@@ -133,11 +140,8 @@ def _analytic_plan(dataset: Dataset, gap: float | None, size: int | None, method
 
 def largest_size(matrix, method: str) -> int:
     """The largest micro-benchmark `method` can build from all of `matrix`'s items."""
-    from mdad.selection import SeenPool, get_method
-
     codes = np.unique(matrix.subtask_codes, return_inverse=True)[1]
-    empty = np.empty((0, codes.size))
-    return int(get_method(method).max_size(SeenPool(empty, empty, codes)))
+    return method_largest_size(method, np.bincount(codes))
 
 
 def study_curve(run_dir: Path, method: str, threshold: float, sha256: str | None, *,
@@ -146,30 +150,34 @@ def study_curve(run_dir: Path, method: str, threshold: float, sha256: str | None
     count; the study's data must have `sha256` unless it is None.
 
     Reads mdad.csv with or without the censoring columns (`max_gap`, `pairs`);
-    `load_run` reads an old folder's 0.5 (its "not reached") as censored.
+    `read_study_folder` reads an old folder's 0.5 (its "not reached") as censored.
     """
-    from mdad.report.run_data import load_run
+    from mdad.study.folder import read_study_folder
 
-    run = load_run(run_dir)
+    run = read_study_folder(run_dir)
     studied = run.config["dataset"]["sha256"]
     if sha256 is not None and studied != sha256:
-        raise ConfigError(f"--run {run_dir} was made on other data (sha256 {studied[:12]}..., "
-                          f"this dataset {sha256[:12]}...); rerun the study, or pass "
-                          "--allow-other-data-version")
+        raise ConfigError(f"run_dir {run_dir} was made on other data (sha256 "
+                          f"{studied[:12]}..., this dataset {sha256[:12]}...); rerun the study, "
+                          "or pass allow_other_version",
+                          parameters=("run_dir", "allow_other_version"))
     if abs(run.threshold - threshold) > 1e-12:
-        raise ConfigError(f"--run {run_dir} used threshold {run.threshold}; pass --threshold "
-                          f"{run.threshold} or rerun the study")
+        raise ConfigError(f"run_dir {run_dir} used threshold {run.threshold}; pass threshold "
+                          f"{run.threshold} or rerun the study",
+                          parameters=("run_dir", "threshold"))
     table = run.mdad[(run.mdad.method == method) & (run.mdad.split == split)
                      & (run.mdad.sources == run.main_sources)].sort_values("size")
     if table.empty:
-        raise DataError(f"--run {run_dir} has no {split}-split results for method {method}; "
-                        f"it ran {', '.join(run.methods)}")
+        raise DataError(f"run_dir {run_dir} has no {split}-split results for method "
+                        f"{method}; it ran {', '.join(run.methods)}", parameters=("run_dir",))
     return [_study_point(row) for row in table.to_dict("records")]
 
 
 def _study_point(row: dict) -> StudyPoint:
+    import pandas as pd
+
     value = pd.to_numeric(pd.Series([row.get("mdad")]), errors="coerce").iloc[0]
-    # `load_run` gives every folder a `reached` column (old ones' 0.5 read as censored)
+    # `read_study_folder` gives every folder a `reached` column (old ones' 0.5 read as censored)
     reached = str(row["reached"]).strip().lower() in ("true", "1", "1.0") and bool(
         np.isfinite(value))
 
@@ -195,8 +203,9 @@ def interpolate(curve: list[StudyPoint], *, gap: float | None,
     sizes = np.array([p.size for p in curve], dtype=float)
     if size is not None:
         if not sizes[0] <= size <= sizes[-1]:
-            raise ConfigError(f"--size {size} is outside the study's sizes "
-                              f"{int(sizes[0])}..{int(sizes[-1])}; run the study with it")
+            raise ConfigError(f"size {size} is outside the study's sizes "
+                              f"{int(sizes[0])}..{int(sizes[-1])}; run the study with it",
+                              parameters=("size",))
         return size, _point_at(curve, size)
     for k, point in enumerate(curve):
         if not at_most(point.value, gap):

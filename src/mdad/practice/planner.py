@@ -33,14 +33,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import ndtr
-from scipy.stats import hypergeom
 
 from mdad.errors import ConfigError
+from mdad.metrics.mdad import DEFAULT_THRESHOLD
 from mdad.metrics.pairs import bin_edges, gap_bins
 
-# Methods with an analytic MDAD, and whether they are subtask-stratified.
-ANALYTIC_METHODS = {"random": False, "subtask-equal": True}
 # What an MDAD is measured against: the whole pool, or the task the pool samples.
 AGAINST = ("full", "universe")
 
@@ -111,6 +108,8 @@ def agreement_probability(structure: PairStructure, size: int, *,
     and weighs every item equally in the plain mean. Pairs with no gap get 0 (any
     ranking of equal models is arbitrary).
     """
+    from scipy.special import ndtr
+
     _check_against(against)
     sizes = structure.subtask_sizes.astype(np.float64)
     if not stratified:
@@ -142,6 +141,8 @@ def exact_agreement(a: int, b: int, n_items: int, size: int) -> float:
     """The exact probability that a uniform sample of `size` of `n_items` items has
     more items right for the leading model only than for the other (a > b), or the
     reverse (a < b): a sum over the multivariate hypergeometric law."""
+    from scipy.stats import hypergeom
+
     lead, trail = (a, b) if a >= b else (b, a)
     if lead == trail:
         return 0.0
@@ -156,7 +157,8 @@ def exact_agreement(a: int, b: int, n_items: int, size: int) -> float:
 
 def _check_against(against: str) -> None:
     if against not in AGAINST:
-        raise ConfigError(f"--against must be full or universe; got {against!r}")
+        raise ConfigError(f"against must be full or universe; got {against!r}",
+                          parameters=("against",))
 
 
 @dataclass(frozen=True)
@@ -183,7 +185,7 @@ class AnalyticMdad:
         return self.value is not None
 
 
-def analytic_mdad(structure: PairStructure, size: int, *, threshold: float = 0.8,
+def analytic_mdad(structure: PairStructure, size: int, *, threshold: float = DEFAULT_THRESHOLD,
                   stratified: bool = False, against: str = "full") -> AnalyticMdad:
     """The paper's first-crossing MDAD (fraction) of `size`-item random micro-benchmarks
     over the pairs of `structure`, from their agreement probabilities.
@@ -209,7 +211,7 @@ def analytic_mdad(structure: PairStructure, size: int, *, threshold: float = 0.8
     return AnalyticMdad(value, max_gap, int(gaps.size), differing)
 
 
-def mdad_curve(structure: PairStructure, sizes: np.ndarray, *, threshold: float = 0.8,
+def mdad_curve(structure: PairStructure, sizes: np.ndarray, *, threshold: float = DEFAULT_THRESHOLD,
                stratified: bool = False, against: str = "full") -> list[float | None]:
     """`analytic_mdad`'s value at each of `sizes` (None where not reached)."""
     return [analytic_mdad(structure, int(n), threshold=threshold, stratified=stratified,
@@ -264,14 +266,15 @@ class Plan:
     split: str | None = None
 
 
-def size_for_gap(structure: PairStructure, gap: float, *, threshold: float = 0.8,
+def size_for_gap(structure: PairStructure, gap: float, *, threshold: float = DEFAULT_THRESHOLD,
                  stratified: bool = False, max_size: int | None = None,
                  against: str = "full") -> tuple[int, AnalyticMdad]:
     """The smallest size whose analytic MDAD is at most `gap`, and that MDAD; the
     largest size (with its MDAD, possibly not reached) when none is. A bisection:
     MDAD falls with size, and an unreached MDAD is above every gap."""
     if not 0.0 < gap < 1.0:
-        raise ConfigError(f"--gap must be in (0, 1) (a fraction: 0.02 is 2 points); got {gap}")
+        raise ConfigError(f"gap must be in (0, 1) (a fraction: 0.02 is 2 points); got {gap}",
+                          parameters=("gap",))
     top = max_size or int(structure.subtask_sizes.sum())
     options = {"threshold": threshold, "stratified": stratified, "against": against}
     best = analytic_mdad(structure, top, **options)

@@ -14,8 +14,9 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, NullLocator
 
-from mdad.report.run_data import AgreementCurve, RunData, agreement_curves, target_gaps
+from mdad.report.curves import AgreementCurve, agreement_curves, target_gaps
 from mdad.report.style import RC_PARAMS, display_name, method_order, style
+from mdad.study.folder import StudyFolder
 
 SPLITS = ("seen", "unseen")
 POINTS = 100.0
@@ -76,9 +77,9 @@ def _legend(figure: Figure, axes: list) -> None:
     figure.legend(handles, labels, loc="outside right upper")
 
 
-def mdad_vs_size(run: RunData, split: str) -> FigureSpec:
+def mdad_vs_size(study: StudyFolder, split: str) -> FigureSpec:
     """Figure 1: MDAD against size, one line per method, its interval as a band."""
-    table = run.mdad[(run.mdad.split == split) & (run.mdad.sources == run.main_sources)]
+    table = study.mdad[(study.mdad.split == split) & (study.mdad.sources == study.main_sources)]
     figure, (axis,) = _new_figure(WIDTH, 4.6)
     for method in method_order(list(table.method.unique())):
         rows = table[table.method == method].sort_values("size")
@@ -91,26 +92,26 @@ def mdad_vs_size(run: RunData, split: str) -> FigureSpec:
         axis.fill_between(rows["size"], rows.mdad_low * POINTS, top,
                           where=rows.mdad_low.notna().to_numpy(), color=kwargs["color"],
                           alpha=0.12, linewidth=0)
-    _size_axis(axis, run.sizes, run.seen_pool_size)
+    _size_axis(axis, study.sizes, study.seen_pool_size)
     axis.set_ylabel("MDAD (accuracy points)")
     axis.set_ylim(0, _top(table))
-    axis.set_title(f"MDAD by micro-benchmark size, {split} split, {run.main_sources} sources")
+    axis.set_title(f"MDAD by micro-benchmark size, {split} split, {study.main_sources} sources")
     _legend(figure, [axis])
     return FigureSpec(f"mdad_vs_size_{split}",
                       f"MDAD ({split} split) by size: the smallest accuracy gap ranked "
-                      f"correctly with probability {run.threshold:.0%}; bands are 95% "
+                      f"correctly with probability {study.threshold:.0%}; bands are 95% "
                       f"bootstrap intervals (to the top where unbounded); {CENSORED_NOTE}. "
                       "Lower is better.", figure)
 
 
-def agreement_by_gap(run: RunData, split: str,
+def agreement_by_gap(study: StudyFolder, split: str,
                      curves: dict[tuple[str, int, str], AgreementCurve]) -> FigureSpec:
     """Figure 2: agreement probability against |gap|, one panel per size."""
-    sizes = run.sizes
+    sizes = study.sizes
     figure, axes = _new_figure(WIDTH, 3.0, panels=len(sizes), columns=min(3, len(sizes)))
-    table = run.mdad[(run.mdad.split == split) & (run.mdad.sources == run.main_sources)]
+    table = study.mdad[(study.mdad.split == split) & (study.mdad.sources == study.main_sources)]
     for axis, size in zip(axes, sizes, strict=True):
-        for method in method_order(run.methods):
+        for method in method_order(study.methods):
             curve = curves.get((method, size, split))
             if curve is None:
                 continue
@@ -120,9 +121,9 @@ def agreement_by_gap(run: RunData, split: str,
                       **kwargs)
             row = table[(table.method == method) & (table["size"] == size)]
             if not row.empty and bool(row.reached.item()):
-                axis.plot(row.mdad.item() * POINTS, run.threshold, marker="o", markersize=5,
+                axis.plot(row.mdad.item() * POINTS, study.threshold, marker="o", markersize=5,
                           color=kwargs["color"], linestyle="none")
-        axis.axhline(run.threshold, color="#444444", linewidth=0.8, linestyle=":")
+        axis.axhline(study.threshold, color="#444444", linewidth=0.8, linestyle=":")
         axis.set_title(f"{size} items")
         axis.set_ylim(0, 1.02)
         axis.set_xlabel("|accuracy gap| (points, 0.5-point bins)")
@@ -131,13 +132,13 @@ def agreement_by_gap(run: RunData, split: str,
     return FigureSpec(f"agreement_{split}",
                       f"Agreement probability by |gap| ({split} split): the share of target "
                       "pairs the micro-benchmark ranks as the full pool does, per 0.5-point "
-                      f"bin; dotted line: the {run.threshold:.0%} threshold; dots: MDAD.",
+                      f"bin; dotted line: the {study.threshold:.0%} threshold; dots: MDAD.",
                       figure)
 
 
-def error_and_tau(run: RunData, split: str) -> FigureSpec:
+def error_and_tau(study: StudyFolder, split: str) -> FigureSpec:
     """Figure 3: mean absolute estimation error and Kendall tau against size."""
-    table = run.summary[run.summary.sources == run.main_sources]
+    table = study.summary[study.summary.sources == study.main_sources]
     figure, (error_axis, tau_axis) = _new_figure(WIDTH, 4.2, panels=2)
     for method in method_order(list(table.method.unique())):
         rows = table[table.method == method].sort_values("size")
@@ -148,7 +149,7 @@ def error_and_tau(run: RunData, split: str) -> FigureSpec:
                           yerr=1.96 * rows[f"{column}_se"].fillna(0) * scale, marker="o",
                           markersize=3.5, capsize=2, linewidth=1.2, **kwargs)
     for axis in (error_axis, tau_axis):
-        _size_axis(axis, run.sizes, run.seen_pool_size)
+        _size_axis(axis, study.sizes, study.seen_pool_size)
     error_axis.set_ylabel("mean |estimate - accuracy| (points)")
     error_axis.set_ylim(bottom=0)
     tau_axis.set_ylabel("Kendall tau with the true ranking")
@@ -160,13 +161,13 @@ def error_and_tau(run: RunData, split: str) -> FigureSpec:
                       "pool's accuracies, with 95% intervals over runs.", figure)
 
 
-def mdad_vs_sources(run: RunData, split: str) -> FigureSpec:
+def mdad_vs_sources(study: StudyFolder, split: str) -> FigureSpec:
     """Figure 4: MDAD against the number of source models, one panel per size."""
-    sizes = run.sizes
-    table = run.mdad[run.mdad.split == split]
+    sizes = study.sizes
+    table = study.mdad[study.mdad.split == split]
     figure, axes = _new_figure(WIDTH, 3.0, panels=len(sizes), columns=min(3, len(sizes)))
     for axis, size in zip(axes, sizes, strict=True):
-        for method in method_order(run.methods):
+        for method in method_order(study.methods):
             rows = table[(table.method == method) & (table["size"] == size)].sort_values(
                 "sources")
             kwargs = style(method)
@@ -189,13 +190,13 @@ def _top(table: pd.DataFrame) -> float:
     return float(finite.max()) * POINTS * 1.08 if finite.size else 1.0
 
 
-def not_preserved_share(run: RunData) -> pd.DataFrame:
+def not_preserved_share(study: StudyFolder) -> pd.DataFrame:
     """Share of the fixed targets' pairwise comparisons whose full-benchmark |gap| is
     below the (seen) MDAD, per method and size: rows method, size, share, censored.
     Where the MDAD was not reached the share is a lower bound (the gaps up to the
     largest observed one), and `censored` is True."""
-    gaps = target_gaps(run)
-    table = run.mdad[(run.mdad.split == "seen") & (run.mdad.sources == run.main_sources)]
+    gaps = target_gaps(study)
+    table = study.mdad[(study.mdad.split == "seen") & (study.mdad.sources == study.main_sources)]
     reached = table.reached.astype(bool).to_numpy()
     bound = np.where(reached, table.mdad.to_numpy(dtype=float),
                      np.nextafter(table.max_gap.to_numpy(dtype=float), np.inf))
@@ -204,17 +205,17 @@ def not_preserved_share(run: RunData) -> pd.DataFrame:
                          "censored": ~reached})
 
 
-def target_comparisons(run: RunData) -> FigureSpec:
+def target_comparisons(study: StudyFolder) -> FigureSpec:
     """Figure 5: the fixed targets' pairwise gaps against each size's MDAD, and the
     share of their comparisons a micro-benchmark cannot settle."""
-    gaps = target_gaps(run)
-    shares = not_preserved_share(run)
+    gaps = target_gaps(study)
+    shares = not_preserved_share(study)
     figure, (hist_axis, share_axis) = _new_figure(WIDTH, 4.2, panels=2)
     hist_axis.hist(gaps * POINTS, bins=np.arange(0, gaps.max() * POINTS + 1.0, 1.0),
                    color="#BBBBBB", edgecolor="white")
-    reference = "random" if "random" in run.methods else method_order(run.methods)[0]
-    table = run.mdad[(run.mdad.split == "seen") & (run.mdad.method == reference)
-                     & (run.mdad.sources == run.main_sources)]
+    reference = "random" if "random" in study.methods else method_order(study.methods)[0]
+    table = study.mdad[(study.mdad.split == "seen") & (study.mdad.method == reference)
+                     & (study.mdad.sources == study.main_sources)]
     for row in table[table.reached.astype(bool)].sort_values("size").itertuples():
         hist_axis.axvline(row.mdad * POINTS, color=style(reference)["color"], linewidth=1,
                           linestyle="--")
@@ -232,12 +233,12 @@ def target_comparisons(run: RunData) -> FigureSpec:
         share_axis.plot(lower["size"], lower.share * 100, marker="^", markersize=7,
                         linestyle="none", markerfacecolor="white",
                         markeredgecolor=kwargs["color"])
-    _size_axis(share_axis, run.sizes, run.seen_pool_size)
+    _size_axis(share_axis, study.sizes, study.seen_pool_size)
     share_axis.set_ylabel("comparisons not preserved (%)")
     share_axis.set_ylim(0, 100)
     share_axis.set_title("Share of target pairs closer than the MDAD")
     _legend(figure, [share_axis])
-    count = len(run.config["study"]["target_models"])
+    count = len(study.config["study"]["target_models"])
     return FigureSpec("target_comparisons",
                       f"The {count} fixed target models: their pairwise full-benchmark "
                       "gaps with the seen-split "
@@ -247,15 +248,15 @@ def target_comparisons(run: RunData) -> FigureSpec:
                       "least this.", figure)
 
 
-def seen_vs_unseen(run: RunData) -> FigureSpec:
+def seen_vs_unseen(study: StudyFolder) -> FigureSpec:
     """Figure 6: seen against unseen MDAD per method and size."""
-    main = run.mdad[run.mdad.sources == run.main_sources]
+    main = study.mdad[study.mdad.sources == study.main_sources]
     # a censored value is drawn at its largest observed gap, as an open marker
     main = main.assign(shown=main.mdad.fillna(main.max_gap))
     table = main.pivot_table(index=["method", "size"], columns="split",
                              values=["shown", "reached"], aggfunc="first").reset_index()
     figure, (axis,) = _new_figure(WIDTH, 5.6)
-    sizes = run.sizes
+    sizes = study.sizes
     for method in method_order(list(table.method.unique())):
         rows = table[table.method == method].sort_values("size")
         kwargs = style(method)
@@ -285,20 +286,20 @@ def seen_vs_unseen(run: RunData) -> FigureSpec:
                       "not reached, drawn at the largest gap observed.", figure)
 
 
-def all_figures(run: RunData) -> list[FigureSpec]:
+def all_figures(study: StudyFolder) -> list[FigureSpec]:
     """Every figure that applies to `run`, in report order."""
-    curves = agreement_curves(run, run.main_sources)
+    curves = agreement_curves(study, study.main_sources)
     builders: list[Callable[[], FigureSpec]] = []
     for split in SPLITS:
-        builders.append(lambda split=split: mdad_vs_size(run, split))
+        builders.append(lambda split=split: mdad_vs_size(study, split))
     for split in SPLITS:
-        builders.append(lambda split=split: agreement_by_gap(run, split, curves))
+        builders.append(lambda split=split: agreement_by_gap(study, split, curves))
     for split in SPLITS:
-        builders.append(lambda split=split: error_and_tau(run, split))
-    if len(run.sources) > 1:
+        builders.append(lambda split=split: error_and_tau(study, split))
+    if len(study.sources) > 1:
         for split in SPLITS:
-            builders.append(lambda split=split: mdad_vs_sources(run, split))
-    if target_gaps(run).size:
-        builders.append(lambda: target_comparisons(run))
-    builders.append(lambda: seen_vs_unseen(run))
+            builders.append(lambda split=split: mdad_vs_sources(study, split))
+    if target_gaps(study).size:
+        builders.append(lambda: target_comparisons(study))
+    builders.append(lambda: seen_vs_unseen(study))
     return [build() for build in builders]

@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 
 from mdad.display import points
-from mdad.report.run_data import RunData
 from mdad.report.style import display_name
+from mdad.study.folder import StudyFolder
 
 BIN = 0.005
 NOT_REACHED = "not reached within the observed gaps"
@@ -45,16 +45,16 @@ class Finding:
     rows: tuple[dict, ...]
 
 
-def _seen(run: RunData) -> pd.DataFrame:
-    return run.mdad[(run.mdad.split == "seen") & (run.mdad.sources == run.main_sources)]
+def _seen(study: StudyFolder) -> pd.DataFrame:
+    return study.mdad[(study.mdad.split == "seen") & (study.mdad.sources == study.main_sources)]
 
 
-def findings(run: RunData) -> list[Finding]:
+def findings(study: StudyFolder) -> list[Finding]:
     """Sentences answering "how far apart must two models be for a micro-benchmark of
     each size to rank them reliably?", for the seen split at the largest source count."""
-    table = _seen(run)
-    sizes = run.sizes
-    threshold = f"{run.threshold:.0%}"
+    table = _seen(study)
+    sizes = study.sizes
+    threshold = f"{study.threshold:.0%}"
     out: list[Finding] = []
     smallest = _by_mdad(table[table["size"] == sizes[0]])
     best = smallest.iloc[0]
@@ -89,8 +89,8 @@ def findings(run: RunData) -> list[Finding]:
 
     if "random" in set(table.method) and table.method.nunique() > 1:
         out.append(_catch_up(table, sizes))
-    if run.config["study"].get("target_models") and not run.per_subtask:
-        out.append(_targets(run, table, sizes))
+    if study.config["study"].get("target_models") and not study.per_subtask:
+        out.append(_targets(study, table, sizes))
     return out
 
 
@@ -117,13 +117,13 @@ def _catch_up(table: pd.DataFrame, sizes: list[int]) -> Finding:
     return Finding(text, tuple(rows))
 
 
-def _targets(run: RunData, table: pd.DataFrame, sizes: list[int]) -> Finding:
+def _targets(study: StudyFolder, table: pd.DataFrame, sizes: list[int]) -> Finding:
     from mdad.report.figures import not_preserved_share
 
-    shares = not_preserved_share(run)
+    shares = not_preserved_share(study)
     size = sizes[0]
     best = _by_mdad(table[table["size"] == size]).iloc[0]
-    count = len(run.config["study"]["target_models"])
+    count = len(study.config["study"]["target_models"])
     if not best.reached:
         return Finding(
             f"Among the {count} fixed target models, no method's {size}-item MDAD was "

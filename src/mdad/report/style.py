@@ -1,46 +1,33 @@
-"""One look for every figure: a colour-blind-safe palette (Okabe and Ito) with a fixed
-colour and line style per method, so a method looks the same in every figure."""
+"""One look for every figure: each method's colour, line style and names come from its
+class (see `mdad.selection.MethodDefaults`), so a method looks the same in every
+figure, and a legend names it as people read it and as the CLI takes it."""
 
 from __future__ import annotations
 
-from mdad.selection import METHODS
+from mdad.selection import METHODS, MethodDefaults
 
-# Okabe-Ito colours; methods of one family share a colour and differ by line style.
-METHOD_STYLE: dict[str, tuple[str, str]] = {
-    "random": ("#000000", "-"),
-    "subtask-equal": ("#999999", "-"),
-    "subtask-proportional": ("#999999", "--"),
-    "diversity": ("#CC79A7", "-"),
-    "confidence-strata": ("#E69F00", "-"),
-    "anchor-points": ("#0072B2", "-"),
-    "anchor-points-predictor": ("#0072B2", "--"),
-    "tinybenchmarks": ("#D55E00", "-"),
-    "tinybenchmarks-pirt": ("#009E73", "-"),
-    "tinybenchmarks-gpirt": ("#56B4E9", "-"),
-}
-DISPLAY_NAMES: dict[str, str] = {
-    "random": "Random (uniform)",
-    "subtask-equal": "Random (subtask, equal)",
-    "subtask-proportional": "Random (subtask, proportional)",
-    "diversity": "Diversity (DPP)",
-    "confidence-strata": "Stratified (confidence)",
-    "anchor-points": "Anchor Points",
-    "anchor-points-predictor": "Anchor Points predictor",
-    "tinybenchmarks": "tinyBenchmarks",
-    "tinybenchmarks-pirt": "tinyBenchmarks p-IRT",
-    "tinybenchmarks-gpirt": "tinyBenchmarks gp-IRT",
-}
-_FALLBACK = ("#555555", ":")
+# A method a run folder names but no installed package registers.
+_FALLBACK = (MethodDefaults.colour, MethodDefaults.line_style)
 
 
 def style(method: str) -> dict[str, str]:
-    """Matplotlib keyword arguments (color, linestyle, label) for `method`."""
-    colour, line = METHOD_STYLE.get(method, _FALLBACK)
-    return {"color": colour, "linestyle": line, "label": display_name(method)}
+    """Matplotlib keyword arguments (color, linestyle, label) for `method`; the label
+    is `label(method)`."""
+    cls = METHODS.get(method)
+    colour, line = (cls.colour, cls.line_style) if cls is not None else _FALLBACK
+    return {"color": colour, "linestyle": line, "label": label(method)}
 
 
 def display_name(method: str) -> str:
-    return DISPLAY_NAMES.get(method, method)
+    """The method's name for readers, e.g. "Anchor Points"; the CLI name when unknown."""
+    cls = METHODS.get(method)
+    return (cls.display_name or method) if cls is not None else method
+
+
+def label(method: str) -> str:
+    """The display name with the CLI name, e.g. "Anchor Points (anchor-points)"."""
+    cls = METHODS.get(method)
+    return cls.label() if cls is not None else method
 
 
 def method_order(methods: list[str]) -> list[str]:

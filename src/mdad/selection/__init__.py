@@ -1,4 +1,9 @@
-"""Selection methods: build a micro-benchmark from the seen pool."""
+"""Selection methods: build a micro-benchmark from the seen pool.
+
+Each method is one class registered by its CLI name (see `MethodDefaults` for what
+the project reads from it); other packages add methods through the ``mdad.methods``
+entry point group.
+"""
 
 # Importing a method's module registers it; this order is the order users see.
 # isort: off
@@ -9,7 +14,16 @@ from mdad.selection import anchor_points as _anchor_points  # noqa: F401
 from mdad.selection import tinybenchmarks as _tinybenchmarks  # noqa: F401
 # isort: on
 from mdad.selection.base import MethodDefaults, MicroBenchmark, SeenPool, SelectionMethod
-from mdad.selection.registry import METHODS, get_method, register
+from mdad.selection.registry import (
+    ENTRY_POINT_GROUP,
+    METHODS,
+    get_method,
+    largest_size,
+    method_class,
+    paper_methods,
+    register,
+)
 
-__all__ = ["METHODS", "MethodDefaults", "MicroBenchmark", "SeenPool", "SelectionMethod",
-           "get_method", "register"]
+__all__ = ["ENTRY_POINT_GROUP", "METHODS", "MethodDefaults", "MicroBenchmark", "SeenPool",
+           "SelectionMethod", "get_method", "largest_size", "method_class", "paper_methods",
+           "register"]

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
-import kmedoids
 import numpy as np
-from scipy.special import logit
 
 from mdad.selection.base import MethodDefaults, MicroBenchmark, SeenPool
 from mdad.selection.registry import register
@@ -15,6 +13,13 @@ from mdad.selection.registry import register
 # The predictor works in logit space; 0 and 1 would map to infinities. For 0/1 data
 # the predicted sign does not depend on this value (x and y scale together).
 _CLIP = 1e-6
+
+
+def _logit(values: np.ndarray) -> np.ndarray:
+    """logit of `values` clipped into [_CLIP, 1 - _CLIP], as float64."""
+    from scipy.special import logit
+
+    return logit(np.clip(np.asarray(values, np.float64), _CLIP, 1 - _CLIP))
 
 
 def item_correlation(values: np.ndarray) -> np.ndarray:
@@ -48,6 +53,8 @@ def item_correlation(values: np.ndarray) -> np.ndarray:
 
 def _medoids(distance: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
     """FasterPAM medoids with random initialisation, as the reference code runs it."""
+    import kmedoids
+
     seed = int(rng.integers(2**31 - 1))
     result = kmedoids.fasterpam(distance, size, init="random", random_state=seed, n_cpu=1)
     return np.asarray(result.medoids, dtype=np.int64)
@@ -77,6 +84,11 @@ class AnchorPoints(MethodDefaults):
     (FasterPAM, random init); each medoid weighs its cluster's share of items; the
     estimate is the weighted sum of a model's gold-option confidence on the medoids."""
 
+    display_name: ClassVar[str] = "Anchor Points"
+    libraries: ClassVar[tuple[str, ...]] = ("kmedoids", "scipy.special")
+    colour: ClassVar[str] = "#0072B2"
+    line_style: ClassVar[str] = "-"
+    in_paper: ClassVar[bool] = True
     reads_confidence: ClassVar[bool] = True
     min_sources: ClassVar[int] = 2
 
@@ -104,14 +116,26 @@ class AnchorPredictorBenchmark(MicroBenchmark):
     slope, intercept : float arrays of shape (n_floaters,).
     """
 
+    kind: ClassVar[str] = "predictor"
+
     nearest: np.ndarray
     slope: np.ndarray
     intercept: np.ndarray
 
     def estimate(self, scores: np.ndarray) -> np.ndarray:
-        anchors = logit(np.clip(np.asarray(scores[:, self.items], np.float64), _CLIP, 1 - _CLIP))
+        anchors = _logit(scores[:, self.items])
         predicted = anchors[:, self.nearest] * self.slope + self.intercept
         return (predicted > 0).mean(axis=1)
+
+    def to_file(self) -> dict[str, Any]:
+        return {"kind": self.kind, "nearest": self.nearest.tolist(),
+                "slope": self.slope.tolist(), "intercept": self.intercept.tolist()}
+
+    @classmethod
+    def from_file(cls, data: dict[str, Any], size: int) -> AnchorPredictorBenchmark:
+        return cls(np.arange(size), uses_confidence=True,
+                   nearest=np.asarray(data["nearest"]), slope=np.asarray(data["slope"]),
+                   intercept=np.asarray(data["intercept"]))
 
 
 @register("anchor-points-predictor")
@@ -125,15 +149,21 @@ class AnchorPointsPredictor(MethodDefaults):
     item's nearest anchor).
     """
 
+    display_name: ClassVar[str] = "Anchor Points predictor"
+    libraries: ClassVar[tuple[str, ...]] = ("kmedoids", "scipy.special")
+    colour: ClassVar[str] = "#0072B2"
+    line_style: ClassVar[str] = "--"
     reads_confidence: ClassVar[bool] = True
     min_sources: ClassVar[int] = 2
+    estimators: ClassVar[tuple[type[MicroBenchmark], ...]] = (AnchorPredictorBenchmark,)
 
-    def max_size(self, pool: SeenPool) -> int:
-        return pool.n_items - 1
+    @classmethod
+    def max_size_for(cls, subtask_sizes: np.ndarray) -> int:
+        """One item fewer than the pool: at least one item is predicted."""
+        return int(np.sum(subtask_sizes)) - 1
 
     def select(self, pool: SeenPool, size: int, *, rng: np.random.Generator) -> MicroBenchmark:
-        values = pool.shared("confidence-logit", lambda _: logit(
-            np.clip(np.asarray(pool.confidence, np.float64), _CLIP, 1 - _CLIP)))
+        values = pool.shared("confidence-logit", lambda _: _logit(pool.confidence))
         gram, corr = pool.shared("confidence-logit-gram", lambda _: _gram_and_correlation(values))
         anchors = _medoids(1.0 - np.abs(corr), size, rng)
         floaters = np.setdiff1d(np.arange(pool.n_items), anchors)

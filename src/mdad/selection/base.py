@@ -1,4 +1,11 @@
-"""What a selection method sees, and what it returns."""
+"""What a selection method sees, what it returns, and what the project knows about it.
+
+A method is one class (see `MethodDefaults`): how it selects, and as class attributes
+its display name, colour and line style, whether it is in the paper, whether it reads
+confidences, whether its MDAD is analytic, the largest size it can build, and the
+estimator types it returns, each of which saves itself to and loads itself from a
+micro-benchmark file.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +16,11 @@ from typing import Any, ClassVar, Protocol, TypeVar
 
 import numpy as np
 
+from mdad.errors import ConfigError, DataError
+
 T = TypeVar("T")
+# How a method's MDAD is analytic (see MethodDefaults.analytic_mdad).
+ANALYTIC_MDAD_KINDS = ("uniform", "stratified")
 
 
 @dataclass(frozen=True, eq=False)
@@ -63,7 +74,8 @@ class MicroBenchmark:
 
     The estimated full score of a model is the plain mean of its scores on `items`
     or, when `weights` is given, ``scores[items] @ weights``. Subclasses with other
-    estimators override `estimate`.
+    estimators override `estimate`, set their own `kind`, and save and load their
+    parameters with `to_file` and `from_file`.
 
     Attributes
     ----------
@@ -75,7 +87,10 @@ class MicroBenchmark:
         The estimate reads models' gold-option confidence, not their correctness.
     notes : tuple of str
         Documented fallbacks the method took for this draw, for the user to see.
+    kind : the estimator's name in a micro-benchmark file ("linear" here).
     """
+
+    kind: ClassVar[str] = "linear"
 
     items: np.ndarray
     weights: np.ndarray | None = None
@@ -106,6 +121,29 @@ class MicroBenchmark:
             return chosen.sum(axis=1) / self.items.shape[0]
         return chosen @ self.weights
 
+    def weights_json(self) -> list[float] | None:
+        return None if self.weights is None else [float(w) for w in self.weights]
+
+    def to_file(self) -> dict[str, Any]:
+        """The estimator as a micro-benchmark file stores it (JSON values), with
+        positions relative to `items`; it always has ``"kind": self.kind``."""
+        return {"kind": "linear", "weights": self.weights_json(),
+                "confidence": self.uses_confidence}
+
+    @classmethod
+    def from_file(cls, data: dict[str, Any], size: int) -> MicroBenchmark:
+        """The estimator saved by `to_file`, reading a model's scores on the file's
+        `size` items in their order (its items are 0..size-1).
+
+        Raises
+        ------
+        KeyError, TypeError, ValueError
+            For a damaged entry (the caller reports it as a DataError).
+        """
+        weights = data.get("weights")
+        return cls(np.arange(size), None if weights is None else np.asarray(weights, float),
+                   uses_confidence=bool(data["confidence"]))
+
 
 class SelectionMethod(Protocol):
     """A way to choose `size` items from a seen pool using source models only."""
@@ -124,12 +162,95 @@ class SelectionMethod(Protocol):
 
 
 class MethodDefaults:
-    """Defaults a selection method inherits: reads correctness only, needs no source
-    model, and can build any size up to the pool's."""
+    """The base of every selection method: what the project knows about a method,
+    with defaults a method overrides as class attributes.
+
+    Attributes
+    ----------
+    name : the CLI name, set by `register`.
+    display_name : the name in figures and reports (default: `name`).
+    colour, line_style : its matplotlib colour and line style in every figure
+        (Okabe-Ito colours for the built-in methods; one family shares a colour).
+    in_paper : one of the paper's six methods (the default of `mdad run`).
+    reads_confidence : it reads the source models' gold-option confidences.
+    min_sources : the fewest source models it can select with.
+    analytic_mdad : "uniform" when its MDAD is that of uniform random sampling,
+        "stratified" when that of sampling size / k items from each of k subtasks,
+        None when only a study can measure it.
+    estimators : the MicroBenchmark types its `select` returns, each saved to and
+        loaded from a micro-benchmark file by its `kind` (see `save_estimator`).
+    libraries : modules with native thread pools (BLAS, OpenMP) it imports lazily;
+        they are loaded before its work runs with one thread (see `one_thread`),
+        which can limit only the libraries already loaded.
+    """
 
     name: ClassVar[str]
+    display_name: ClassVar[str] = ""
+    colour: ClassVar[str] = "#555555"
+    line_style: ClassVar[str] = ":"
+    in_paper: ClassVar[bool] = False
     reads_confidence: ClassVar[bool] = False
     min_sources: ClassVar[int] = 0
+    analytic_mdad: ClassVar[str | None] = None
+    estimators: ClassVar[tuple[type[MicroBenchmark], ...]] = (MicroBenchmark,)
+    libraries: ClassVar[tuple[str, ...]] = ()
+
+    def select(self, pool: SeenPool, size: int, *, rng: np.random.Generator) -> MicroBenchmark:
+        """Choose `size` distinct items of `pool`; draw every random number from `rng`."""
+        raise NotImplementedError(f"{type(self).__name__} must define select")
+
+    @classmethod
+    def max_size_for(cls, subtask_sizes: np.ndarray) -> int:
+        """The largest micro-benchmark this method can build from a pool whose
+        subtasks hold `subtask_sizes` items (int array of shape (n_subtasks,))."""
+        return int(np.sum(subtask_sizes))
 
     def max_size(self, pool: SeenPool) -> int:
-        return pool.n_items
+        """The largest micro-benchmark this method can build from `pool`."""
+        return self.max_size_for(pool.subtask_sizes())
+
+    @classmethod
+    def label(cls) -> str:
+        """The display name with the CLI name, e.g. "Anchor Points (anchor-points)"."""
+        shown = cls.display_name or cls.name
+        return shown if shown == cls.name else f"{shown} ({cls.name})"
+
+    @classmethod
+    def save_estimator(cls, micro: MicroBenchmark) -> dict[str, Any]:
+        """`micro`'s estimator as the micro-benchmark file stores it.
+
+        Raises
+        ------
+        ConfigError
+            When `micro`'s type is not one of this method's `estimators`: saving it as
+            another kind would give wrong estimates later, silently.
+        """
+        if type(micro) not in cls.estimators:
+            known = ", ".join(t.__name__ for t in cls.estimators)
+            raise ConfigError(f"method {cls.name} returned a {type(micro).__name__}, which it "
+                              f"cannot save (its estimators: {known}); add the type to "
+                              f"{cls.__name__}.estimators with its own kind, to_file and "
+                              "from_file")
+        return {**micro.to_file(), "kind": type(micro).kind}
+
+    @classmethod
+    def load_estimator(cls, data: dict[str, Any], size: int,
+                       where: object = "the micro-benchmark file") -> MicroBenchmark:
+        """The estimator `save_estimator` wrote, over the file's `size` items.
+
+        Raises
+        ------
+        DataError
+            For a kind this method does not save, or a damaged entry.
+        """
+        kind = data.get("kind") if isinstance(data, dict) else None
+        by_kind = {t.kind: t for t in cls.estimators}
+        if kind not in by_kind:
+            raise DataError(f"{where}: unknown estimator kind {kind!r} for method "
+                            f"{cls.name} (it saves {', '.join(by_kind)}); select again with "
+                            "`mdad select`")
+        try:
+            return by_kind[kind].from_file(data, size)
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            raise DataError(f"{where}: the {kind} estimator cannot be read ({exc!r}); select "
+                            "again with `mdad select`") from None

@@ -159,6 +159,11 @@ class Diversity(MethodDefaults):
     uniformly from the remaining items. Each is reported as a note.
     """
 
+    display_name: ClassVar[str] = "Diversity (DPP)"
+    libraries: ClassVar[tuple[str, ...]] = ("sklearn.decomposition",)
+    colour: ClassVar[str] = "#CC79A7"
+    line_style: ClassVar[str] = "-"
+    in_paper: ClassVar[bool] = True
     reads_confidence: ClassVar[bool] = True
     min_sources: ClassVar[int] = 1
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 
 from mdad.grouping import shuffled_ranks
@@ -13,6 +15,12 @@ from mdad.selection.registry import register
 class UniformRandom(MethodDefaults):
     """`size` items drawn uniformly without replacement from the seen pool."""
 
+    display_name: ClassVar[str] = "Random (uniform)"
+    colour: ClassVar[str] = "#000000"
+    line_style: ClassVar[str] = "-"
+    in_paper: ClassVar[bool] = True
+    analytic_mdad: ClassVar[str | None] = "uniform"
+
     def select(self, pool: SeenPool, size: int, *, rng: np.random.Generator) -> MicroBenchmark:
         return MicroBenchmark.plain_mean(rng.choice(pool.n_items, size, replace=False))
 
@@ -22,9 +30,17 @@ class SubtaskEqual(MethodDefaults):
     """floor(size / k) items from each of the k subtasks; the remainder goes one item
     each to distinct subtasks chosen at random."""
 
-    def max_size(self, pool: SeenPool) -> int:
-        sizes = pool.subtask_sizes()
-        return int(sizes.size * sizes.min())
+    display_name: ClassVar[str] = "Random (subtask, equal)"
+    colour: ClassVar[str] = "#999999"
+    line_style: ClassVar[str] = "-"
+    in_paper: ClassVar[bool] = True
+    analytic_mdad: ClassVar[str | None] = "stratified"
+
+    @classmethod
+    def max_size_for(cls, subtask_sizes: np.ndarray) -> int:
+        """As many items from every subtask as the smallest holds."""
+        sizes = np.asarray(subtask_sizes)
+        return int(sizes.size * sizes.min()) if sizes.size else 0
 
     def select(self, pool: SeenPool, size: int, *, rng: np.random.Generator) -> MicroBenchmark:
         sizes = pool.subtask_sizes()
@@ -40,6 +56,10 @@ class SubtaskEqual(MethodDefaults):
 class SubtaskProportional(MethodDefaults):
     """Items drawn without replacement with probability proportional to 1 / (size of
     the item's subtask in the seen pool), so each subtask is equally likely per draw."""
+
+    display_name: ClassVar[str] = "Random (subtask, proportional)"
+    colour: ClassVar[str] = "#999999"
+    line_style: ClassVar[str] = "--"
 
     def select(self, pool: SeenPool, size: int, *, rng: np.random.Generator) -> MicroBenchmark:
         weights = 1.0 / pool.subtask_sizes()[pool.subtask_codes]

@@ -1,34 +1,164 @@
-"""One registry of selection methods: a new method is one file plus one decorator."""
+"""One registry of selection methods, by CLI name: a new method is one file plus one
+decorator, inside the package or in another package through the ``mdad.methods``
+entry point group.
+
+Built-in methods register when `mdad.selection` is imported. Entry points are read
+lazily, the first time the registry is consulted (`METHODS` read, `get_method`, ...),
+so importing mdad costs no scan of the installed packages.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TypeVar
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, TypeVar
+
+import numpy as np
 
 from mdad.errors import ConfigError
-from mdad.selection.base import SelectionMethod
+from mdad.selection.base import ANALYTIC_MDAD_KINDS, MethodDefaults, MicroBenchmark
 
-METHODS: dict[str, type] = {}
+ENTRY_POINT_GROUP = "mdad.methods"
 T = TypeVar("T", bound=type)
+
+
+class MethodRegistry(Mapping[str, type[MethodDefaults]]):
+    """CLI name -> method class, in registration order: the built-in methods in the
+    order their modules are imported, then plugins sorted by entry point name.
+    Reading it loads the plugins first (once)."""
+
+    def __init__(self) -> None:
+        self._classes: dict[str, type[MethodDefaults]] = {}
+        self._plugins_loaded = False
+        self._plugin_error: ConfigError | None = None
+        self._loading: str | None = None  # the entry point being loaded, if any
+
+    def add(self, name: str, cls: type) -> None:
+        """Register `cls` as `name`; a plugin may not reuse a registered name."""
+        _check_method_class(name, cls)
+        if name in self._classes:
+            if self._loading is not None:
+                raise ConfigError(f"method plugin {self._loading} registers {name!r}, a name "
+                                  "already taken by a built-in or another plugin; rename it")
+            raise ValueError(f"selection method {name!r} is registered twice")
+        if self._loading is not None and getattr(cls, "in_paper", False):
+            raise ConfigError(f"method plugin {self._loading} sets in_paper for {name!r}; "
+                              "only the paper's own methods are in the paper")
+        cls.name = name
+        self._classes[name] = cls
+
+    def builtin(self) -> dict[str, type[MethodDefaults]]:
+        """The methods registered so far without reading entry points."""
+        return dict(self._classes)
+
+    def _load_plugins(self) -> None:
+        if self._plugin_error is not None:
+            raise self._plugin_error
+        if self._plugins_loaded:
+            return
+        self._plugins_loaded = True
+        from importlib.metadata import entry_points
+
+        found = sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
+        for entry in found:
+            self._loading = f"{entry.name} = {entry.value}"
+            try:
+                self._load_entry_point(entry)
+            except ConfigError as exc:
+                self._plugin_error = exc
+            except Exception as exc:  # any import failure of someone else's code
+                reason = " ".join(f"{type(exc).__name__}: {exc}".split())
+                self._plugin_error = ConfigError(
+                    f"method plugin {self._loading} (entry point group "
+                    f"{ENTRY_POINT_GROUP}) failed to load: {reason}; fix or uninstall it")
+            finally:
+                self._loading = None
+            if self._plugin_error is not None:
+                raise self._plugin_error
+
+    def _load_entry_point(self, entry: Any) -> None:
+        """A "module:Class" value registers the class under the entry point's name
+        unless `register` already did; a bare module registers on import."""
+        loaded = entry.load()
+        if isinstance(loaded, type) and loaded not in self._classes.values():
+            self.add(entry.name, loaded)
+
+    def __getitem__(self, name: str) -> type[MethodDefaults]:
+        self._load_plugins()
+        return self._classes[name]
+
+    def __iter__(self) -> Iterator[str]:
+        self._load_plugins()
+        return iter(list(self._classes))
+
+    def __len__(self) -> int:
+        self._load_plugins()
+        return len(self._classes)
+
+    def __contains__(self, name: object) -> bool:
+        self._load_plugins()
+        return name in self._classes
+
+
+def _check_method_class(name: str, cls: type) -> None:
+    """A method class must carry what the project reads from it (see MethodDefaults)."""
+    if not (isinstance(cls, type) and issubclass(cls, MethodDefaults)):
+        raise ConfigError(f"method {name!r}: {cls!r} must subclass "
+                          "mdad.selection.MethodDefaults")
+    if cls.select is MethodDefaults.select:
+        raise ConfigError(f"method {name!r}: {cls.__name__} must define select")
+    kinds = [t.kind for t in cls.estimators]
+    for estimator in cls.estimators:
+        own = vars(estimator)
+        if estimator is not MicroBenchmark and not {"kind", "to_file", "from_file"} <= set(own):
+            raise ConfigError(f"method {name!r}: estimator {estimator.__name__} must define "
+                              "its own kind, to_file and from_file")
+    if len(set(kinds)) != len(kinds):
+        raise ConfigError(f"method {name!r}: two of its estimators share a kind: {kinds}")
+    if cls.analytic_mdad is not None and cls.analytic_mdad not in ANALYTIC_MDAD_KINDS:
+        raise ConfigError(f"method {name!r}: analytic_mdad must be None, 'uniform' or "
+                          f"'stratified'; got {cls.analytic_mdad!r}")
+
+
+METHODS = MethodRegistry()
 
 
 def register(name: str) -> Callable[[T], T]:
     """Class decorator adding a selection method under its CLI name."""
 
     def add(cls: T) -> T:
-        if name in METHODS:
-            raise ValueError(f"selection method {name!r} is registered twice")
-        cls.name = name  # type: ignore[attr-defined]
-        METHODS[name] = cls
+        METHODS.add(name, cls)
         return cls
 
     return add
 
 
-def get_method(name: str) -> SelectionMethod:
-    """A new instance of the method registered as `name`, with default parameters."""
+def method_class(name: str) -> type[MethodDefaults]:
+    """The class registered as `name`.
+
+    Raises
+    ------
+    ConfigError
+        For an unknown name, listing the known ones.
+    """
     try:
-        return METHODS[name]()  # type: ignore[no-any-return]
+        return METHODS[name]
     except KeyError:
         known = ", ".join(METHODS)
         raise ConfigError(f"unknown method {name!r}; choose from: {known}") from None
+
+
+def get_method(name: str) -> MethodDefaults:
+    """A new instance of the method registered as `name`, with default parameters."""
+    return method_class(name)()
+
+
+def paper_methods() -> tuple[str, ...]:
+    """The paper's six methods, in registry order (plugins are never in the paper, so
+    no entry point is read)."""
+    return tuple(name for name, cls in METHODS.builtin().items() if cls.in_paper)
+
+
+def largest_size(name: str, subtask_sizes: np.ndarray) -> int:
+    """The largest micro-benchmark method `name` can build from a pool whose subtasks
+    hold `subtask_sizes` items (int array of shape (n_subtasks,), counts >= 0)."""
+    return int(method_class(name).max_size_for(np.asarray(subtask_sizes, dtype=np.int64)))

@@ -61,6 +61,11 @@ class ConfidenceStrata(MethodDefaults):
     Horvitz-Thompson estimate: the sum of a model's scores divided by each item's
     inclusion probability, over the pool size."""
 
+    display_name: ClassVar[str] = "Stratified (confidence)"
+    libraries: ClassVar[tuple[str, ...]] = ("sklearn.cluster",)
+    colour: ClassVar[str] = "#E69F00"
+    line_style: ClassVar[str] = "-"
+    in_paper: ClassVar[bool] = True
     reads_confidence: ClassVar[bool] = True
     min_sources: ClassVar[int] = 1
 

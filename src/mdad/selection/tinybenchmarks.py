@@ -4,7 +4,7 @@ anchor, p-IRT and gp-IRT estimators."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -81,6 +81,8 @@ class IrtBenchmark(MicroBenchmark):
     gp_weight : float in [0, 1].
     """
 
+    kind: ClassVar[str] = "irt"
+
     discrimination: np.ndarray
     difficulty: np.ndarray
     gp_weight: float = 0.0
@@ -98,6 +100,48 @@ class IrtBenchmark(MicroBenchmark):
         if self.gp_weight == 0.0:
             return pirt
         return self.gp_weight * (anchor_scores @ self.weights) + (1 - self.gp_weight) * pirt
+
+    def to_file(self) -> dict[str, Any]:
+        """The anchors' IRT parameters and, apart, the other items' (so scores on the
+        anchors suffice to estimate)."""
+        others = np.setdiff1d(np.arange(self.difficulty.size), self.items)
+        return {"kind": self.kind, "weights": self.weights_json(), "gp_weight": self.gp_weight,
+                "discrimination": self.discrimination[self.items].tolist(),
+                "difficulty": self.difficulty[self.items].tolist(),
+                "others_discrimination": self.discrimination[others].tolist(),
+                "others_difficulty": self.difficulty[others].tolist()}
+
+    @classmethod
+    def from_file(cls, data: dict[str, Any], size: int) -> IrtBenchmark:
+        discrimination = np.asarray(data["discrimination"])
+        weights = data.get("weights")
+        return SavedIrtBenchmark(
+            np.arange(size), None if weights is None else np.asarray(weights),
+            discrimination=discrimination, difficulty=np.asarray(data["difficulty"]),
+            gp_weight=float(data["gp_weight"]),
+            others=np.asarray(data["others_discrimination"]).reshape(
+                -1, discrimination.shape[1]),
+            others_difficulty=np.asarray(data["others_difficulty"]))
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class SavedIrtBenchmark(IrtBenchmark):
+    """p-IRT / gp-IRT as a micro-benchmark file keeps it: the anchors' parameters
+    (`discrimination`, `difficulty`, anchors at positions `items`) and the other
+    items' (`others`, `others_difficulty`), so scores on the anchors suffice."""
+
+    others: np.ndarray
+    others_difficulty: np.ndarray
+
+    def estimate(self, scores: np.ndarray) -> np.ndarray:
+        full = IrtBenchmark(
+            np.arange(self.items.size), self.weights,
+            discrimination=np.vstack([self.discrimination, self.others]),
+            difficulty=np.concatenate([self.difficulty, self.others_difficulty]),
+            gp_weight=self.gp_weight)
+        padded = np.zeros((scores.shape[0], full.difficulty.size))
+        padded[:, : self.items.size] = np.asarray(scores)[:, self.items]
+        return full.estimate(padded)
 
 
 def gp_irt_weight(bias: float, variance: float, size: int) -> float:
@@ -138,12 +182,19 @@ class _TinyBenchmarksBase(MethodDefaults):
     the source models' correctness (never confidences), and the same anchors."""
 
     min_sources: ClassVar[int] = 2  # an IRT fit needs two models
+    libraries: ClassVar[tuple[str, ...]] = ("sklearn.cluster", "scipy.optimize",
+                                            "scipy.special")
+    line_style: ClassVar[str] = "-"
+    estimators: ClassVar[tuple[type[MicroBenchmark], ...]] = (MicroBenchmark, IrtBenchmark)
 
     def __init__(self, *, dims: int = 10) -> None:
         self.dims = dims
 
-    def max_size(self, pool: SeenPool) -> int:
-        return pool.n_items if pool.n_items >= 2 else 0  # an IRT fit needs two items
+    @classmethod
+    def max_size_for(cls, subtask_sizes: np.ndarray) -> int:
+        """The whole pool, or nothing below two items (an IRT fit needs two)."""
+        n_items = int(np.sum(subtask_sizes))
+        return n_items if n_items >= 2 else 0
 
     def _fit(self, pool: SeenPool) -> MultidimensionalIrt:
         return pool.shared(f"irt-2pl-d{self.dims}",
@@ -163,6 +214,10 @@ class TinyBenchmarks(_TinyBenchmarksBase):
     """tinyBenchmarks as the paper ran it: the weighted mean of a model's correctness
     on the anchors, each weighing its cluster's share of items."""
 
+    display_name: ClassVar[str] = "tinyBenchmarks"
+    colour: ClassVar[str] = "#D55E00"
+    in_paper: ClassVar[bool] = True
+
     def select(self, pool: SeenPool, size: int, *, rng: np.random.Generator) -> MicroBenchmark:
         _, anchors, weights = self._anchors(pool, size)
         return MicroBenchmark(anchors, weights)
@@ -171,6 +226,9 @@ class TinyBenchmarks(_TinyBenchmarksBase):
 @register("tinybenchmarks-pirt")
 class TinyBenchmarksPirt(_TinyBenchmarksBase):
     """The same anchors with the p-IRT estimator."""
+
+    display_name: ClassVar[str] = "tinyBenchmarks p-IRT"
+    colour: ClassVar[str] = "#009E73"
 
     def select(self, pool: SeenPool, size: int, *, rng: np.random.Generator) -> MicroBenchmark:
         model, anchors, weights = self._anchors(pool, size)
@@ -181,6 +239,9 @@ class TinyBenchmarksPirt(_TinyBenchmarksBase):
 @register("tinybenchmarks-gpirt")
 class TinyBenchmarksGpirt(_TinyBenchmarksBase):
     """The same anchors with the gp-IRT estimator, its weight set on the sources."""
+
+    display_name: ClassVar[str] = "tinyBenchmarks gp-IRT"
+    colour: ClassVar[str] = "#56B4E9"
 
     min_sources: ClassVar[int] = 3  # two left for the IRT fit beside the held-out one
 

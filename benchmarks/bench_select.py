@@ -1,0 +1,80 @@
+"""Time `mdad select gpqa --method tinybenchmarks --size 50`, the whole command, against
+baselines measured in the same run (goal: at most 5 s; issue 13 point 6).
+
+Variants, each a fresh `python -m mdad select` process:
+- "now": the command as shipped: the main IRT fit and the 5 cross-validation fits
+  with one BLAS thread (threadpoolctl), as a study's cells run them.
+- "old path": every fit with the default BLAS threads (one per core), as before this
+  change (threadpoolctl.threadpool_limits made a no-op in that process). Its items
+  depend on the machine's core count: BLAS sums in another order with more threads.
+- "one thread everywhere": OPENBLAS_NUM_THREADS=1 for the whole process; should
+  equal "now" (same items), a check that the limit reaches every fit.
+- "import only": `python -c "import mdad.cli.app"`, the floor any command pays.
+
+Usage: python benchmarks/bench_select.py [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+COMMAND = ["select", "gpqa", "--method", "tinybenchmarks", "--size", "50"]
+OLD_PATH = ("import contextlib, threadpoolctl, sys; "
+            "threadpoolctl.threadpool_limits = lambda *a, **k: contextlib.nullcontext(); "
+            "from mdad.cli.app import main; sys.argv[0] = 'mdad'; main()")
+NOW = "import sys; from mdad.cli.app import main; sys.argv[0] = 'mdad'; main()"
+
+
+def run(code: str, args: list[str], env: dict[str, str] | None = None) -> tuple[float, dict]:
+    """Seconds for one process, and the micro-benchmark file it wrote (if any)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "mb.json"
+        full = [sys.executable, "-c", code, *args] + (["--out", str(out)] if args else [])
+        start = time.perf_counter()
+        subprocess.run(full, check=True, capture_output=True, env={**os.environ, **(env or {})})
+        seconds = time.perf_counter() - start
+        return seconds, json.loads(out.read_text()) if out.exists() else {}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeats", type=int, default=3)
+    repeats = parser.parse_args().repeats
+    variants = {
+        "now": (NOW, COMMAND, None),
+        "old path": (OLD_PATH, COMMAND, None),
+        "one thread everywhere": (NOW, COMMAND, {"OPENBLAS_NUM_THREADS": "1",
+                                                 "OMP_NUM_THREADS": "1"}),
+        "import only": ("import mdad.cli.app", [], None),
+    }
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    files: dict[str, dict] = {}
+    for _ in range(repeats):  # interleaved, so load changes hit every variant alike
+        for name, (code, args, env) in variants.items():
+            seconds, written = run(code, args, env)
+            times[name].append(seconds)
+            files[name] = written
+    now = statistics.median(times["now"])
+    print(f"mdad {' '.join(COMMAND)}: median of {repeats} on {os.cpu_count()} cores")
+    for name, values in times.items():
+        median = statistics.median(values)
+        print(f"  {name:22s} {median:6.2f} s  (x{median / now:.2f} of now; runs "
+              + ", ".join(f"{v:.2f}" for v in values) + ")")
+    print(f"  error_sd now {files['now']['error_sd']:.5f}, "
+          f"old path {files['old path']['error_sd']:.5f}")
+    overlap = len(set(files["now"]["items"]) & set(files["old path"]["items"]))
+    print(f"  old path shares {overlap} of 50 items with now; one thread everywhere "
+          f"== now: {files['now']['items'] == files['one thread everywhere']['items']}")
+    print(f"  goal <= 5 s: {'met' if now <= 5.0 else 'NOT met'}")
+
+
+if __name__ == "__main__":
+    main()
