@@ -13,10 +13,11 @@ import pytest
 from shared import GPQA_CSV, shared_data
 from test_cli import assert_ok, assert_user_error, flat, mdad_cli
 
+from mdad.cli.errors import as_options
 from mdad.data import MissingPolicy, ResponseMatrix, load_dataset
 from mdad.data.missing import MissingReport
 from mdad.data.registry import Dataset
-from mdad.errors import DataError
+from mdad.errors import ConfigError, DataError
 from mdad.practice import (
     RULE,
     ItemScores,
@@ -26,12 +27,13 @@ from mdad.practice import (
     estimate_score,
     pair_structure,
     plan,
+    read_model_scores,
     select_microbenchmark,
     size_for_gap,
 )
 from mdad.practice.estimate import _estimates
 from mdad.practice.plan import StudyPoint, _study_point, interpolate, study_mdad_curve
-from mdad.report.run_data import censor_legacy
+from mdad.study.folder import censor_legacy
 
 INTEL, LLAMA = "Intel__neural-chat-7b-v3-3", "meta-llama__Llama-2-13b-chat-hf"
 
@@ -209,7 +211,7 @@ def test_plan_against_full_and_universe(gpqa_data, tmp_path: Path):
 
 
 def test_study_rows_old_and_new_and_no_interpolation_through_unreached():
-    legacy = censor_legacy(pd.DataFrame([{"size": 10, "mdad": 0.5}]))  # as load_run reads
+    legacy = censor_legacy(pd.DataFrame([{"size": 10, "mdad": 0.5}]))  # as read_study_folder reads
     old = _study_point(legacy.to_dict("records")[0])
     assert old.value is None and old.pairs is None  # an old folder's 0.5 was "not reached"
     new = _study_point({"size": 10, "mdad": float("nan"), "reached": False, "max_gap": 0.2,
@@ -330,6 +332,30 @@ def test_partial_linear_estimate_is_reweighted_over_answered_items():
     assert estimate.mdad == bundle.mdad_curve[12] and estimate.items_used == 13
     with pytest.raises(DataError, match="7 of the micro-benchmark's 20 items are missing"):
         estimate_score(bundle, answers(bundle, row, "x", answered))
+
+
+def test_library_errors_name_python_parameters(tmp_path: Path):
+    """The library says allow_partial and metric; only the CLI says --allow-partial."""
+    matrix = irt_matrix()
+    bundle = select_microbenchmark(as_dataset(matrix), "random", 20, seed=0)
+    row = matrix.correctness[0, [int(i[1:]) for i in bundle.items]].astype(float)
+    with pytest.raises(DataError, match=r"^x: 7 of .* items are missing; run them, or pass "
+                                        r"allow_partial to judge") as caught:
+        estimate_score(bundle, answers(bundle, row, "x", np.arange(20) < 13))
+    assert caught.value.parameters == ("allow_partial",)
+    path = results_csv(tmp_path / "m.csv", bundle, row)
+    built_on = bundle.lm_eval_metric
+    other = "acc_norm" if built_on != "acc_norm" else "acc"
+    with pytest.raises(ConfigError, match=rf"^metric {other}: the micro-benchmark was built "
+                                          rf"on {built_on}; .*\(pass allow_other_metric "
+                                          "to use it anyway") as caught:
+        read_model_scores(path, bundle, metric=other)
+    assert caught.value.parameters == ("metric", "allow_other_metric")
+    assert "--" not in str(caught.value)
+    assert as_options(str(caught.value), caught.value.parameters).startswith(
+        f"--metric {other}: the micro-benchmark was built on {built_on}; ")
+    scores = read_model_scores(path, bundle, metric=other, allow_other_metric=True)
+    assert scores.model == "m" and np.array_equal(scores.scores, row)
 
 
 # --- 5: one rule ---------------------------------------------------------------------

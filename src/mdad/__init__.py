@@ -1,20 +1,118 @@
-"""mdad: how reliable is a language-model micro-benchmark?"""
+"""mdad: how reliable is a language-model micro-benchmark?
 
-from importlib.metadata import PackageNotFoundError, version
+The public API, by task:
 
-from mdad.data import ResponseMatrix, load_dataset
+- loading: `load_dataset`, `read_results`, `Dataset`, `ResponseMatrix`;
+- the study: `StudyConfig`, `StudyRequest`, `conduct_study`, `read_study_folder`;
+- MDAD: `first_crossing_mdad`, `smooth_mdad`, `MdadResult`, `DEFAULT_THRESHOLD`;
+- plan a size: `plan`;
+- select a micro-benchmark: `select_microbenchmark`, `MicroBenchmarkFile`;
+- estimate and compare: `read_model_scores`, `estimate_score`, `compare_models`,
+  `ItemScores`, `Estimate`, `Comparison`;
+- errors: `MdadError`, `ConfigError`, `DataError`.
+
+Each name loads its module on first use (PEP 562), so ``import mdad`` and the command
+line start without pandas, scipy, scikit-learn or matplotlib.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
 from mdad.errors import ConfigError, DataError, MdadError
 
-try:
-    __version__ = version("mdad")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree
-    __version__ = "0.0.0+unknown"
+# public name -> the module that exports it
+_EXPORTS = {
+    "Dataset": "mdad.data",
+    "ResponseMatrix": "mdad.data",
+    "load_dataset": "mdad.data",
+    "read_results": "mdad.data",
+    "StudyConfig": "mdad.study",
+    "StudyRequest": "mdad.study",
+    "conduct_study": "mdad.study",
+    "read_study_folder": "mdad.study",
+    "DEFAULT_THRESHOLD": "mdad.metrics",
+    "MdadResult": "mdad.metrics",
+    "first_crossing_mdad": "mdad.metrics",
+    "smooth_mdad": "mdad.metrics",
+    "plan": "mdad.practice",
+    "MicroBenchmarkFile": "mdad.practice",
+    "select_microbenchmark": "mdad.practice",
+    "Comparison": "mdad.practice",
+    "Estimate": "mdad.practice",
+    "ItemScores": "mdad.practice",
+    "compare_models": "mdad.practice",
+    "estimate_score": "mdad.practice",
+    "read_model_scores": "mdad.practice",
+}
 
 __all__ = [
+    "DEFAULT_THRESHOLD",
+    "Comparison",
     "ConfigError",
     "DataError",
+    "Dataset",
+    "Estimate",
+    "ItemScores",
     "MdadError",
+    "MdadResult",
+    "MicroBenchmarkFile",
     "ResponseMatrix",
+    "StudyConfig",
+    "StudyRequest",
     "__version__",
+    "compare_models",
+    "conduct_study",
+    "estimate_score",
+    "first_crossing_mdad",
     "load_dataset",
+    "plan",
+    "read_model_scores",
+    "read_results",
+    "read_study_folder",
+    "select_microbenchmark",
+    "smooth_mdad",
 ]
+
+if TYPE_CHECKING:
+    from mdad.data import Dataset, ResponseMatrix, load_dataset, read_results
+    from mdad.metrics import DEFAULT_THRESHOLD, MdadResult, first_crossing_mdad, smooth_mdad
+    from mdad.practice import (
+        Comparison,
+        Estimate,
+        ItemScores,
+        MicroBenchmarkFile,
+        compare_models,
+        estimate_score,
+        plan,
+        read_model_scores,
+        select_microbenchmark,
+    )
+    from mdad.study import StudyConfig, StudyRequest, conduct_study, read_study_folder
+
+    __version__: str
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("mdad")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "0.0.0+unknown"
+
+
+def __getattr__(name: str) -> object:
+    if name == "__version__":
+        value: object = _version()  # importlib.metadata is slow to import: only when asked
+    elif name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

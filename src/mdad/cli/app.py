@@ -1,4 +1,9 @@
-"""The `mdad` command."""
+"""The `mdad` command.
+
+Every command module imports only typer, rich, the standard library and light mdad
+constants at top level; the libraries a command needs load inside it, so `mdad --help`
+and each command start fast.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,6 @@ from typing import Annotated
 
 import typer
 
-from mdad import __version__
 from mdad.cli import data_cmd
 from mdad.cli.estimate_cmd import compare, estimate
 from mdad.cli.methods_cmd import methods
@@ -26,6 +30,8 @@ app = typer.Typer(
 
 def _print_version(value: bool) -> None:
     if value:
+        from mdad import __version__
+
         typer.echo(f"mdad {__version__}")
         raise typer.Exit()
 

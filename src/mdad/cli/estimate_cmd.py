@@ -45,20 +45,29 @@ def estimate(
     as_json: JsonOption = False,
 ) -> None:
     """Estimate a model's full-benchmark accuracy and where it stands."""
-    from mdad.practice import MicroBenchmarkFile, estimate_score, read_results, with_reference
+    from mdad.practice import (
+        MicroBenchmarkFile,
+        estimate_score,
+        read_model_scores,
+        with_reference,
+    )
     from mdad.practice.bundle import check_same_benchmark
     from mdad.practice.estimate import check_metric
 
     bundle = MicroBenchmarkFile.load(microbenchmark)
-    check_metric(bundle, metric, allow_other=allow_other_metric)
+    check_metric(bundle, metric, allow_other_metric=allow_other_metric)
     if dataset is not None:
         check_same_benchmark(bundle, dataset)
-        data = load_practice_data(dataset, metric=bundle.lm_eval_metric)
+        from mdad.data import dataset_options
+
+        # the file's metric, where the data has metrics (a CSV's scores are as they are)
+        data = load_practice_data(dataset, metric=bundle.lm_eval_metric
+                                  if "metric" in dataset_options(dataset) else None)
         bundle, warning = with_reference(bundle, data, allow_other_version=other_version)
         if warning:
             Console(stderr=True).print(f"[yellow]warning:[/] {literal(warning)}")
-    scores = read_results(results, bundle, metric=metric,
-                          allow_other_metric=allow_other_metric)
+    scores = read_model_scores(results, bundle, metric=metric,
+                               allow_other_metric=allow_other_metric)
     answer = estimate_score(bundle, scores, allow_partial=allow_partial)
     if as_json:
         print_json(answer)
@@ -108,13 +117,13 @@ def compare(
     as_json: JsonOption = False,
 ) -> None:
     """Is the gap between two models on a micro-benchmark real?"""
-    from mdad.practice import MicroBenchmarkFile, compare_models, read_results
+    from mdad.practice import MicroBenchmarkFile, compare_models, read_model_scores
 
     bundle = MicroBenchmarkFile.load(microbenchmark)
-    first = read_results(results_a, bundle, metric=metric,
-                         allow_other_metric=allow_other_metric)
-    second = read_results(results_b, bundle, metric=metric,
-                          allow_other_metric=allow_other_metric)
+    first = read_model_scores(results_a, bundle, metric=metric,
+                              allow_other_metric=allow_other_metric)
+    second = read_model_scores(results_b, bundle, metric=metric,
+                               allow_other_metric=allow_other_metric)
     answer = compare_models(bundle, first, second, allow_partial=allow_partial)
     if as_json:
         print_json(answer)

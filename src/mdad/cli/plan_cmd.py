@@ -17,8 +17,8 @@ from mdad.cli.practice_common import (
     points,
     print_json,
 )
-from mdad.data import MissingPolicy
-from mdad.data.files import read_name_list
+from mdad.data.missing import MissingPolicy
+from mdad.metrics.mdad import DEFAULT_THRESHOLD
 
 FEW_PAIRS = 30  # fewer differing pairs than this: the MDAD rests on few pairs
 
@@ -43,7 +43,7 @@ def plan(
     target_models: Annotated[Path | None, typer.Option(
         help="Models (one name per line) whose comparisons the size should settle.")] = None,
     threshold: Annotated[float, typer.Option(help="Agreement probability defining "
-                                             "MDAD.")] = 0.8,
+                                             "MDAD.")] = DEFAULT_THRESHOLD,
     metric: Annotated[str | None, typer.Option(
         help="lm-eval metric field, for an lm-eval samples folder (as `mdad run`).")] = None,
     missing: Annotated[MissingPolicy, typer.Option(help="Missing cells, as in `mdad run`."
@@ -52,6 +52,7 @@ def plan(
     as_json: JsonOption = False,
 ) -> None:
     """How many items a micro-benchmark needs for a gap, or the MDAD of a size."""
+    from mdad.data.files import read_name_list
     from mdad.practice import plan as make_plan
 
     data = load_practice_data(dataset, missing=missing, metric=metric)

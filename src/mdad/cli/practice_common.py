@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 
 from mdad.cli.errors import literal
 from mdad.cli.render import load_notices
-from mdad.data import MissingPolicy, load_dataset
-from mdad.data.registry import Dataset
+from mdad.data.missing import MissingPolicy
 from mdad.display import points
-from mdad.errors import ConfigError
+
+if TYPE_CHECKING:
+    from mdad.data import Dataset
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object instead.")]
 OtherVersion = Annotated[bool, typer.Option(
@@ -46,15 +47,13 @@ def load_practice_data(dataset: str, *, missing: MissingPolicy = MissingPolicy.D
     Raises
     ------
     ConfigError
-        When `metric` differs from a named dataset's own metric (its file holds that
-        metric's scores only).
+        When `metric` does not apply to the data (a named dataset holds its own
+        metric's scores only; a CSV has no metric).
     """
-    data = load_dataset(dataset, missing=missing, **({"metric": metric} if metric else {}))
-    own = data.spec.lm_eval_metric if data.spec and data.spec.relative_path else None
-    if metric is not None and own is not None and metric != own:
-        raise ConfigError(f"--metric {metric}: the {data.name} data holds {own} scores only")
-    # a named dataset's metric is checked above; --metric can only be ignored elsewhere
-    for message in load_notices(data, metric if data.spec is None else None):
+    from mdad.data import load_dataset
+
+    data = load_dataset(dataset, missing=missing, metric=metric)
+    for message in load_notices(data):
         note(message)
     return data
 

@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
-import pandas as pd
+from typing import TYPE_CHECKING
+
 from rich import box
 from rich.table import Table
 
 from mdad.cli.errors import literal
-from mdad.data.info import DataInfo
 from mdad.display import censored, interval, points
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from mdad.data.info import DataInfo
 
 
 def disagree(row) -> bool:
     """Whether the first-crossing and smooth MDAD differ widely: one reached and not
     the other, or apart by more than 1 point and a quarter of the larger."""
+    import pandas as pd
+
     if pd.isna(row.mdad) or pd.isna(row.mdad_smooth):
         return pd.isna(row.mdad) != pd.isna(row.mdad_smooth)
     gap = abs(row.mdad - row.mdad_smooth)
@@ -64,22 +71,20 @@ def study_table(mdad: pd.DataFrame, summary: pd.DataFrame, title: str) -> Table:
     return table
 
 
-def load_notices(data, metric: str | None = None) -> list[str]:
-    """What loading `data` (a `Dataset`) left out or ignored, one line each: lm-eval
-    folders skipped as hidden, a --metric that does not apply, the missing-data policy's
-    drops. Every command that loads a dataset prints these."""
+def load_notices(data) -> list[str]:
+    """What loading `data` (a `Dataset`) left out, one line each: lm-eval folders
+    skipped as hidden, the missing-data policy's drops. Every command that loads a
+    dataset prints these. (An option that does not apply to the data is refused when
+    it is read.)"""
+    from mdad.cli.errors import as_options
     from mdad.data.lm_eval import holds_lm_eval_samples, lm_eval_files
 
     notes = []
-    lm_eval = holds_lm_eval_samples(data.path)
-    if lm_eval and (hidden := lm_eval_files(data.path).hidden):
+    if holds_lm_eval_samples(data.path) and (hidden := lm_eval_files(data.path).hidden):
         notes.append(f"{len(hidden)} folders whose names start with '.' were skipped, not "
                      f"read as models: {', '.join(hidden)}")
-    if metric is not None and not lm_eval:
-        notes.append(f"--metric {metric} ignored: {data.path} is not lm-eval output (its "
-                     "scores are read as they are)")
     if note := data.missing.describe():
-        notes.append(note)
+        notes.append(as_options(note, data.missing.parameters))
     return notes
 
 

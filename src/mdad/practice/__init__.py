@@ -1,30 +1,39 @@
-"""For practitioners: plan a size, select a micro-benchmark, estimate, compare."""
+"""For practitioners: plan a size, select a micro-benchmark, estimate, compare.
 
-from mdad.practice.bundle import (
-    MicroBenchmarkFile,
-    lm_eval_samples_json,
-    lm_eval_tasks,
-    select_microbenchmark,
-    with_reference,
-)
-from mdad.practice.estimate import (
-    CONFIDENCE,
-    RULE,
-    Comparison,
-    Estimate,
-    ItemScores,
-    compare_models,
-    estimate_score,
-    read_results,
-)
-from mdad.practice.plan import plan
-from mdad.practice.planner import (
-    AnalyticMdad,
-    Plan,
-    analytic_mdad,
-    pair_structure,
-    size_for_gap,
-)
+The names below load on first use (PEP 562), so importing one submodule, e.g.
+`mdad.practice.estimate`, does not load the others and their libraries (scipy,
+pandas, the selection methods).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from typing import TYPE_CHECKING
+
+# public name -> the submodule that defines it
+_EXPORTS = {
+    "MicroBenchmarkFile": "mdad.practice.bundle",
+    "lm_eval_samples_json": "mdad.practice.bundle",
+    "lm_eval_tasks": "mdad.practice.bundle",
+    "select_microbenchmark": "mdad.practice.bundle",
+    "with_reference": "mdad.practice.bundle",
+    "CONFIDENCE": "mdad.practice.estimate",
+    "RULE": "mdad.practice.estimate",
+    "Comparison": "mdad.practice.estimate",
+    "Estimate": "mdad.practice.estimate",
+    "ItemScores": "mdad.practice.estimate",
+    "compare_models": "mdad.practice.estimate",
+    "estimate_score": "mdad.practice.estimate",
+    "read_model_scores": "mdad.practice.estimate",
+    "plan": "mdad.practice.plan",
+    "AnalyticMdad": "mdad.practice.planner",
+    "Plan": "mdad.practice.planner",
+    "analytic_mdad": "mdad.practice.planner",
+    "pair_structure": "mdad.practice.planner",
+    "size_for_gap": "mdad.practice.planner",
+}
 
 __all__ = [
     "CONFIDENCE",
@@ -42,8 +51,67 @@ __all__ = [
     "lm_eval_tasks",
     "pair_structure",
     "plan",
-    "read_results",
+    "read_model_scores",
     "select_microbenchmark",
     "size_for_gap",
     "with_reference",
 ]
+
+if TYPE_CHECKING:
+    from mdad.practice.bundle import (
+        MicroBenchmarkFile,
+        lm_eval_samples_json,
+        lm_eval_tasks,
+        select_microbenchmark,
+        with_reference,
+    )
+    from mdad.practice.estimate import (
+        CONFIDENCE,
+        RULE,
+        Comparison,
+        Estimate,
+        ItemScores,
+        compare_models,
+        estimate_score,
+        read_model_scores,
+    )
+    from mdad.practice.plan import plan
+    from mdad.practice.planner import (
+        AnalyticMdad,
+        Plan,
+        analytic_mdad,
+        pair_structure,
+        size_for_gap,
+    )
+
+
+def __getattr__(name: str) -> object:
+    try:
+        module = _EXPORTS[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+class _PracticePackage(types.ModuleType):
+    """This package, keeping `mdad.practice.plan` the function `plan`.
+
+    Loading the submodule of the same name (`mdad.practice.plan`) makes the import
+    system set the package's attribute `plan` to that module; an eager
+    ``from mdad.practice.plan import plan`` used to set it back. Loaded lazily, the
+    function would be hidden for good, so the module is not stored over it.
+    """
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name == "plan" and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _PracticePackage

@@ -23,13 +23,14 @@ from __future__ import annotations
 import csv
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.special import logit
-from scipy.stats import binomtest
 
 from mdad.errors import ConfigError, DataError
-from mdad.practice.bundle import MicroBenchmarkFile
+
+if TYPE_CHECKING:
+    from mdad.practice.bundle import MicroBenchmarkFile
 
 Z95 = 1.959963984540054
 CONFIDENCE = 0.95
@@ -57,24 +58,31 @@ class ItemScores:
 
 
 def check_metric(bundle: MicroBenchmarkFile, metric: str | None, *,
-                 allow_other: bool = False) -> None:
+                 allow_other_metric: bool = False) -> None:
     """Refuse a `metric` other than the one the micro-benchmark was built on.
 
     Raises
     ------
     ConfigError
-        When `metric` differs from ``bundle.lm_eval_metric`` and `allow_other` is False.
+        When `metric` differs from ``bundle.lm_eval_metric`` and `allow_other_metric`
+        is False.
     """
-    if metric is not None and metric != bundle.lm_eval_metric and not allow_other:
-        raise ConfigError(f"--metric {metric}: the micro-benchmark was built on "
-                          f"{bundle.lm_eval_metric}; its MDAD and estimator hold for that "
-                          "metric only (pass --allow-other-metric to use it anyway)")
+    if metric is not None and metric != bundle.lm_eval_metric and not allow_other_metric:
+        built_on = bundle.lm_eval_metric
+        raise ConfigError(f"metric {metric}: the micro-benchmark was built on {built_on}; "
+                          f"its MDAD and estimator hold for {built_on} only (pass "
+                          "allow_other_metric to use it anyway)",
+                          parameters=("metric", "allow_other_metric"))
 
 
-def read_results(path: Path, bundle: MicroBenchmarkFile, *, metric: str | None = None,
-                 allow_other_metric: bool = False) -> ItemScores:
-    """One model's per-item results: an lm-eval ``--log_samples`` folder or file, or a
-    CSV with columns ``item_id`` and ``correct``.
+def read_model_scores(path: Path, bundle: MicroBenchmarkFile, *, metric: str | None = None,
+                      allow_other_metric: bool = False) -> ItemScores:
+    """One model's scores on the micro-benchmark's items, read from its per-item
+    results: an lm-eval ``--log_samples`` folder or file, or a CSV with columns
+    ``item_id`` and ``correct``.
+
+    Not `mdad.data.read_results`, which reads many models' results into a
+    `ResponseMatrix`: this reads one model's, matched to `bundle`'s items.
 
     Raises
     ------
@@ -84,7 +92,7 @@ def read_results(path: Path, bundle: MicroBenchmarkFile, *, metric: str | None =
         For a file with several models, duplicated items, or no item of the
         micro-benchmark at all (results for another task or dataset).
     """
-    check_metric(bundle, metric, allow_other=allow_other_metric)
+    check_metric(bundle, metric, allow_other_metric=allow_other_metric)
     path = Path(path)
     if path.suffix.lower() == ".csv":
         model, values = path.stem, _read_csv(path)
@@ -211,8 +219,8 @@ def require_items(bundle: MicroBenchmarkFile, observed: np.ndarray, *, allow_par
         raise DataError(f"{who}: no item of the micro-benchmark was answered")
     if used < bundle.size and not allow_partial:
         raise DataError(f"{who}: {bundle.size - used} of the micro-benchmark's {bundle.size} "
-                        f"items are missing; run them, or pass --allow-partial to judge "
-                        f"from the {used} answered items only")
+                        f"items are missing; run them, or pass allow_partial to judge "
+                        f"from the {used} answered items only", parameters=("allow_partial",))
     if used < bundle.size and not bundle.mdad_at(used)[0]:
         raise DataError(f"{who}: the micro-benchmark has no MDAD for {used} items (its "
                         f"curve covers {bundle.mdad_curve_sizes[0]}.."
@@ -318,8 +326,12 @@ def paired_difference(bundle: MicroBenchmarkFile, first: np.ndarray, second: np.
         contribution = shares[0] - shares[1]
         difference = float(contribution.sum())
         variance = float(np.sum((contribution - difference / n) ** 2))
-    else:
+    elif kind == "irt":
         difference, variance = _irt_jackknife(bundle, pair, observed)
+    else:  # a plugin's estimator: each estimate's stored cross-validated error
+        estimates = _estimates(bundle, pair, observed)
+        return float(estimates[0] - estimates[1]), float(
+            Z95 * np.sqrt(2.0) * (bundle.error_sd or 0.0))
     return difference, float(Z95 * np.sqrt(max(variance, 0.0) * max(fpc, 0.0)))
 
 
@@ -342,6 +354,8 @@ def _predictor_shares(bundle: MicroBenchmarkFile, scores: np.ndarray) -> np.ndar
     nearest = np.asarray(bundle.estimator["nearest"], dtype=np.int64)
     slope = np.asarray(bundle.estimator["slope"], dtype=np.float64)
     intercept = np.asarray(bundle.estimator["intercept"], dtype=np.float64)
+    from scipy.special import logit
+
     from mdad.selection.anchor_points import _CLIP as clip  # the predictor's own clipping
 
     anchors = logit(np.clip(scores, clip, 1 - clip))
@@ -411,7 +425,9 @@ def _estimates(bundle: MicroBenchmarkFile, scores: np.ndarray,
         return _predictor_shares(bundle, scores).sum(axis=1)
     if kind == "irt":
         return _irt_estimates(bundle, scores, np.broadcast_to(observed, scores.shape))
-    raise DataError(f"unknown estimator kind {kind!r} in the micro-benchmark file")
+    # another method's own estimator (a plugin's): as its class loads it, all items only
+    _refuse_subset(bundle, observed)
+    return bundle.to_microbenchmark().estimate(scores)
 
 
 def _wilson(value: float, n: int, pool: int) -> tuple[float, float]:
@@ -478,6 +494,8 @@ def compare_models(bundle: MicroBenchmarkFile, first: ItemScores, second: ItemSc
         When the two share fewer items than the micro-benchmark holds and
         `allow_partial` is False, or share none.
     """
+    from scipy.stats import binomtest
+
     both = ~np.isnan(first.scores) & ~np.isnan(second.scores)
     require_items(bundle, both, allow_partial=allow_partial,
                   who=f"{first.model} and {second.model}")

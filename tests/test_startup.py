@@ -1,0 +1,54 @@
+"""Fast by default (issue 13, point 6): importing `mdad` or the command line loads none
+of the heavy libraries; each command loads what it needs when it runs.
+
+Checked by what a fresh interpreter has in `sys.modules`, not by timing (the timing is
+benchmarks/bench_cli_startup.py).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+HEAVY = ("matplotlib", "sklearn", "scipy", "pandas", "dask", "distributed", "pyarrow",
+         "kmedoids", "lm_eval")
+
+
+def heavy_modules_loaded(statement: str) -> list[str]:
+    """The HEAVY top-level packages that a fresh interpreter has loaded after running
+    `statement`."""
+    probe = (f"import sys\n{statement}\nimport json\n"
+             f"print(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}} & "
+             f"set({list(HEAVY)!r}))))")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=False, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+@pytest.mark.parametrize("statement", [
+    "import mdad",
+    "import mdad.cli.app",
+    # what `mdad --help` runs before it prints: every command's parameters built
+    "import typer, mdad.cli.app as a; typer.main.get_command(a.app)",
+])
+def test_startup_loads_no_heavy_library(statement: str):
+    assert heavy_modules_loaded(statement) == []
+
+
+@pytest.mark.parametrize("module", [
+    "mdad.cli.data_cmd", "mdad.cli.estimate_cmd", "mdad.cli.plan_cmd",
+    "mdad.cli.report_cmd", "mdad.cli.practice_common", "mdad.cli.render",
+    "mdad.cli.files", "mdad.report", "mdad.practice", "mdad.practice.estimate",
+])
+def test_command_modules_load_no_heavy_library(module: str):
+    """One module at a time, so a failure names the module that is not light."""
+    assert heavy_modules_loaded(f"import {module}") == []
+
+
+def test_the_probe_sees_a_heavy_library():
+    """The check above would notice: a module that does load pandas is reported."""
+    assert "pandas" in heavy_modules_loaded("import pandas")
