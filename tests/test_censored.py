@@ -11,9 +11,9 @@ import pytest
 from shared import GPQA_CSV, shared_data
 from test_cli import assert_ok, flat, mdad_cli
 
-from mdad.report import load_run
 from mdad.report.figures import not_preserved_share
 from mdad.report.sentences import findings
+from mdad.study.folder import read_study_folder
 from mdad.study.trust import thin_data_notices
 
 MODEL_SET_7B = "open-llm-leaderboard-v2/model-sets/gpqa_7b_instruct.txt"
@@ -72,7 +72,7 @@ def test_unreached_values_on_gpqa_with_the_7b_targets(tmp_path: Path) -> None:
     for row in censored.itertuples():
         assert f"> {100 * row.max_gap:.1f}" in proc.stdout
     assert (table.mdad.dropna() < 0.5).all()
-    run = load_run(out)
+    run = read_study_folder(out)
     shares = not_preserved_share(run)
     assert shares.share.between(0, 1).all()
     texts = " ".join(f.text for f in findings(run))

@@ -345,7 +345,7 @@ def test_explicit_size_above_the_seen_pool_is_an_error(
     proc = mdad_cli("run", small_gpqa, *FAST, "--sources", "50", "--orientation",
                     "items-as-rows", "--sizes", "60", "--out", out, cwd=tmp_path)
     assert_user_error(proc, r"--sizes 60 is larger than the seen pool of 50 items .*"
-                            r"use sizes up to 50")
+                            r"use --sizes up to 50")
     assert_no_out(out)
 
 
@@ -386,8 +386,8 @@ def test_mmlu_pro_run_drops_items_and_says_so(tmp_path: Path) -> None:
                     cwd=tmp_path)
     assert_ok(proc)
     assert re.search(r"note: dropped 1706 items that lack a result for at least one model "
-                     r"\(1713 missing cells: DeepSeek-Coder-V2_5shots \(1681\), "
-                     r".*use --missing drop-models", flat(proc.stderr))
+                     r"\(1713 cells without a result: DeepSeek-Coder-V2_5shots \(1681\), "
+                     r".*set --missing to drop-models", flat(proc.stderr))
     config = json.loads((out / "config.json").read_text())
     assert config["dataset"]["dropped_items"] == 1706
     assert config["dataset"]["n_items"] == 12032 - 1706
@@ -406,7 +406,7 @@ def test_mmlu_pro_drop_models_leaves_too_few_models(tmp_path: Path) -> None:
                     "drop-models", "--out", out, cwd=tmp_path)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stdout + proc.stderr
-    assert re.search(r"note: dropped 3 models with missing results \(1713 missing cells",
+    assert re.search(r"note: dropped 3 models that lack results \(1713 cells without a result",
                      flat(proc.stderr))
     last = proc.stderr.removesuffix("\n").split("\n")[-1]
     assert re.fullmatch(r"mdad: error: .*mmlu_pro_29_models\.csv has 26 models, fewer than "
@@ -420,8 +420,8 @@ def test_mmlu_pro_missing_error_policy_fails(tmp_path: Path) -> None:
     out = tmp_path / "mmlu"
     proc = mdad_cli("run", "mmlu-pro-29", *FAST, "--sizes", "10,25", "--missing", "error",
                     "--out", out, cwd=tmp_path)
-    assert_user_error(proc, r"mmlu_pro_29_models\.csv: 1713 cells are missing \(model "
-                            r"DeepSeek-Coder-V2_5shots lacks 1681 items\); choose --missing "
+    assert_user_error(proc, r"mmlu_pro_29_models\.csv: 1713 cells lack a result \(model "
+                            r"DeepSeek-Coder-V2_5shots lacks 1681 items\); set --missing to "
                             r"drop-items or drop-models")
     assert_no_out(out)
 
@@ -435,7 +435,8 @@ def test_an_empty_cell_is_missing_not_an_error(tmp_path: Path) -> None:
     proc = mdad_cli("run", path, *FAST, "--sizes", "10", "--out", out, cwd=tmp_path)
     assert_ok(proc)
     assert re.search(rf"dropped 1 items? that lacks? a result for at least one model \(1 "
-                     rf"missing cells?: {re.escape(frame.columns[3])} \(1\)\)", flat(proc.stderr))
+                     rf"cells? without a result: {re.escape(frame.columns[3])} \(1\)\)",
+                     flat(proc.stderr))
     assert json.loads((out / "config.json").read_text())["dataset"]["n_items"] == 447
 
 

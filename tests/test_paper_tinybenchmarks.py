@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 from mdad.study import StudyConfig, evaluate, plan_study, run_study
+from mdad.study.backends import ProcessBackend
 
 SIZES = (10, 25, 50, 100, 200)
 # S = 150, 200, 250, 300; the last is the published S = 300 value.
@@ -46,7 +47,7 @@ def seed_mdads(gpqa) -> dict[tuple[str, int], np.ndarray]:
     for seed in range(N_SEEDS):
         plan = plan_study(gpqa, StudyConfig(methods=("tinybenchmarks",), sizes=SIZES,
                                             seed=seed, n_resamples=1))
-        for row in evaluate(run_study(gpqa, plan, workers=2)).mdad.itertuples():
+        for row in evaluate(run_study(gpqa, plan, backend=ProcessBackend(2))).mdad.itertuples():
             values.setdefault((row.split, row.size), []).append(row.mdad)
     return {key: np.array(v) for key, v in values.items()}
 

@@ -19,10 +19,11 @@ from matplotlib.image import imread
 from shared import GPQA_CSV, shared_data
 from test_cli import assert_ok, assert_user_error, mdad_cli
 
-from mdad.report import load_run, write_report
-from mdad.report.run_data import agreement_curves
+from mdad.report import write_report
+from mdad.report.curves import agreement_curves
 from mdad.report.sentences import findings
 from mdad.report.style import display_name
+from mdad.study.folder import read_study_folder
 
 MODEL_SET = "open-llm-leaderboard-v2/model-sets/gpqa_7b_instruct.txt"
 METHODS = "random,subtask-equal,anchor-points,tinybenchmarks"
@@ -64,17 +65,37 @@ def test_page_is_self_contained(run_dir: Path) -> None:
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", page), "page loads from network"
     images = re.findall(r'<img class="figure" alt="([^"]+)" src="data:image/png;base64,', page)
     assert set(images) == EXPECTED_FIGURES
-    config = load_run(run_dir).config
+    config = read_study_folder(run_dir).config
     assert config["dataset"]["sha256"] in page
     for method in METHODS.split(","):
         assert display_name(method) in page
+    # the table names each method as readers and as the CLI do
+    assert "<td data-value=\"Anchor Points (anchor-points)\">" in page
+
+
+def test_legends_name_the_method_and_its_cli_name(run_dir: Path) -> None:
+    svg = next(run_dir.rglob("mdad_vs_size_seen.svg")).read_text(encoding="utf-8")
+    for label in ("Random (uniform) (random)", "Random (subtask, equal) (subtask-equal)",
+                  "Anchor Points (anchor-points)", "tinyBenchmarks (tinybenchmarks)"):
+        assert label in svg
+
+
+def test_style_reads_the_method_class() -> None:
+    from mdad.report.style import label, style
+
+    assert style("anchor-points") == {"color": "#0072B2", "linestyle": "-",
+                                      "label": "Anchor Points (anchor-points)"}
+    # a method a run folder names but nothing registers: grey, dotted, its own name
+    assert style("gone-plugin") == {"color": "#555555", "linestyle": ":",
+                                    "label": "gone-plugin"}
+    assert label("gone-plugin") == "gone-plugin"
 
 
 def test_sentences_match_mdad_csv(run_dir: Path) -> None:
     mdad = pd.read_csv(run_dir / "mdad.csv")
     seen = mdad[(mdad.split == "seen") & (mdad.sources == 300)]
     sizes = sorted(seen["size"].unique())
-    texts = [f.text for f in findings(load_run(run_dir))]
+    texts = [f.text for f in findings(read_study_folder(run_dir))]
     smallest = seen[seen["size"] == sizes[0]].sort_values("mdad", kind="stable")
     best = smallest.iloc[0]
     assert texts[0].startswith(f"With {sizes[0]} items, {display_name(best.method)} ranks a pair")
@@ -107,7 +128,7 @@ def test_sentences_match_mdad_csv(run_dir: Path) -> None:
 
 
 def test_agreement_curves_match_an_independent_computation(run_dir: Path) -> None:
-    run = load_run(run_dir)
+    run = read_study_folder(run_dir)
     curves = agreement_curves(run, 300)
     results = run.results[run.results.n_sources == 300]
     mdad = pd.read_csv(run_dir / "mdad.csv")
@@ -173,7 +194,7 @@ def test_report_of_a_per_subtask_run(tmp_path: Path) -> None:
                        "--out", out, cwd=tmp_path))
     page = write_report(out)
     assert "Per-subtask study" in page.read_text(encoding="utf-8")
-    curves = agreement_curves(load_run(out), 300)
+    curves = agreement_curves(read_study_folder(out), 300)
     assert set(curves) == {(m, s, split) for m in ("random", "anchor-points")
                            for s in (9, 90) for split in ("seen", "unseen")}
 

@@ -15,8 +15,12 @@ from test_cli import MDAD, assert_ok, assert_user_error, mdad_cli
 
 from mdad.data import load_dataset
 from mdad.study import StudyConfig, plan_study, run_study
-from mdad.study.checkpoint import RunCheckpoint, progress_dir
-from mdad.study.runner import CellOutput, Job, _set_worker_studies, _worker_run, compute_run
+from mdad.study.backends import AutoBackend, ProcessBackend
+from mdad.study.backends.dask_cluster import DaskBackend
+from mdad.study.backends.processes import set_worker_studies, worker_run
+from mdad.study.checkpoint import StudyCheckpoint, checkpoint_dir
+from mdad.study.records import CellOutput, RunJob
+from mdad.study.runner import compute_run
 
 ARGS = ("run", "gpqa", "--methods", "random,tinybenchmarks", "--runs", "10", "--workers", "1",
         "--resamples", "50")
@@ -25,7 +29,7 @@ ARGS = ("run", "gpqa", "--methods", "random,tinybenchmarks", "--runs", "10", "--
 def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path: Path) -> None:
     shared_data(GPQA_CSV)
     out = tmp_path / "killed"
-    progress = progress_dir(out)
+    progress = checkpoint_dir(out)
     process = subprocess.Popen([str(MDAD), *ARGS, "--out", str(out)], cwd=tmp_path,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
@@ -40,7 +44,7 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path: Path) -> None
     assert not out.exists()
     # a new run into the same folder is refused: it would lose the finished runs
     assert_user_error(mdad_cli(*ARGS, "--out", out, cwd=tmp_path),
-                      r"has an interrupted run .*continue it with --resume")
+                      r"has an interrupted study .*continue it with --resume")
     assert_ok(mdad_cli("run", "--resume", out, cwd=tmp_path))
     assert not progress.exists()
     full = tmp_path / "full"
@@ -54,8 +58,8 @@ def test_checkpoint_round_trip_and_skipping(tmp_path: Path) -> None:
     shared_data(GPQA_CSV)
     data = load_dataset("gpqa")
     plan = plan_study(data.matrix, StudyConfig(methods=("random",), sizes=(10,), n_runs=4))
-    checkpoint = RunCheckpoint(tmp_path / "progress")
-    checkpoint.start({"params": {}})
+    checkpoint = StudyCheckpoint(tmp_path / "progress")
+    checkpoint.start({"request": {}})
     first = run_study(data.matrix, plan, checkpoint=checkpoint)
     assert checkpoint.finished() == (4, 0)
     calls = []
@@ -72,16 +76,17 @@ def test_saved_cells_are_taken_not_recomputed(tmp_path: Path) -> None:
     plan = plan_study(data.matrix, StudyConfig(methods=("random", "tinybenchmarks"),
                                                sizes=(10, 25), n_runs=3))
     full = run_study(data.matrix, plan)
-    checkpoint = RunCheckpoint(tmp_path / "progress")
-    checkpoint.start({"params": {}})
+    checkpoint = StudyCheckpoint(tmp_path / "progress")
+    checkpoint.start({"request": {}})
     # run 1 was interrupted after two cells; one of them is marked to tell it apart
     cells = {}
     compute_run(data.matrix, plan, 1, on_cell=lambda cell: cells.setdefault(cell.key, cell))
-    marked = CellOutput(1, (0, 1, 0), cells[(0, 1, 0)].estimates + 1000.0, 2.5, ("noted",))
+    # keys are (method, size, source count), as the arrays are indexed
+    marked = CellOutput(1, (1, 0, 0), cells[(1, 0, 0)].estimates + 1000.0, 2.5, ("noted",))
     checkpoint.save_cell(0, marked)
-    checkpoint.save_cell(0, cells[(0, 0, 1)])
+    checkpoint.save_cell(0, cells[(0, 1, 0)])
     assert checkpoint.finished() == (0, 2)
-    assert set(checkpoint.load_cells(0, 1)) == {(0, 1, 0), (0, 0, 1)}
+    assert set(checkpoint.load_cells(0, 1)) == {(1, 0, 0), (0, 1, 0)}
     calls = []
     resumed = run_study(data.matrix, plan, checkpoint=checkpoint,
                         progress=lambda done, total: calls.append(done))
@@ -93,7 +98,7 @@ def test_saved_cells_are_taken_not_recomputed(tmp_path: Path) -> None:
     assert calls[0] == 2 and calls[-1] == plan.n_cells  # the saved cells count as done
     assert checkpoint.finished() == (3, 0)  # each finished run replaced its cells
     # a cell file cut short (power loss) is dropped and its cell recomputed
-    broken = checkpoint.folder / "study000-run00002-cell000-000-000.npy"
+    broken = checkpoint.folder / "study000-run00002-cell-method000-size000-sources000.npy"
     broken.write_bytes(b"\x93NUMPY")
     assert checkpoint.load_cells(0, 2) == {} and not broken.exists()
 
@@ -103,27 +108,27 @@ def test_worker_processes_save_every_cell(tmp_path: Path) -> None:
     data = load_dataset("gpqa")
     plan = plan_study(data.matrix, StudyConfig(methods=("random", "anchor-points"),
                                                sizes=(10, 25), n_runs=2))
-    checkpoint = RunCheckpoint(tmp_path / "progress")
-    checkpoint.start({"params": {}})
-    _set_worker_studies([(data.matrix, plan)])  # what a worker holds (no signal setup)
-    _, out = _worker_run(Job(0, 1), checkpoint.folder)
+    checkpoint = StudyCheckpoint(tmp_path / "progress")
+    checkpoint.start({"request": {}})
+    set_worker_studies([(data.matrix, plan)])  # what a worker holds (no signal setup)
+    _, out = worker_run(RunJob(0, 1), checkpoint.folder)
     cells = checkpoint.load_cells(0, 1)
     assert len(cells) == 4
-    for (c, m, s), cell in cells.items():
+    for (m, s, c), cell in cells.items():
         assert np.array_equal(cell.estimates, out.estimates[m, s, c])
 
 
 def test_resume_of_a_folder_without_a_run(tmp_path: Path) -> None:
     assert_user_error(mdad_cli("run", "--resume", tmp_path / "nothing", cwd=tmp_path),
-                      r"--resume: no interrupted run found")
-    progress = progress_dir(tmp_path / "broken")
+                      r"--resume: no interrupted study found")
+    progress = checkpoint_dir(tmp_path / "broken")
     progress.mkdir()
     (progress / "request.json").write_text("{not json")
     assert_user_error(mdad_cli("run", "--resume", tmp_path / "broken", cwd=tmp_path),
                       r"--resume: cannot read .*request.json")
-    (progress / "request.json").write_text('{"params": {"dataset": "gpqa"}}')
+    (progress / "request.json").write_text('{"request": {"dataset": "gpqa"}}')
     assert_user_error(mdad_cli("run", "--resume", tmp_path / "broken", cwd=tmp_path),
-                      r"saved request was made by another version of mdad")
+                      r"saved study request was made by another version of mdad")
 
 
 def test_dask_local_cluster_is_bit_identical_to_local(tmp_path: Path) -> None:
@@ -134,12 +139,13 @@ def test_dask_local_cluster_is_bit_identical_to_local(tmp_path: Path) -> None:
                                                         "tinybenchmarks"),
                                                sizes=(10, 50), n_runs=4))
     local = run_study(data.matrix, plan)
-    checkpoint = RunCheckpoint(tmp_path / "progress")
-    checkpoint.start({"params": {}})
+    checkpoint = StudyCheckpoint(tmp_path / "progress")
+    checkpoint.start({"request": {}})
     saved = []
     original = checkpoint.save_cell
     checkpoint.save_cell = lambda study, cell: (saved.append(cell), original(study, cell))
-    on_dask = run_study(data.matrix, plan, workers=2, scheduler="local", checkpoint=checkpoint)
+    on_dask = run_study(data.matrix, plan, backend=DaskBackend("local", 2),
+                        checkpoint=checkpoint)
     assert np.array_equal(local.estimates, on_dask.estimates)
     assert np.array_equal(local.targets, on_dask.targets)
     # every cell came back from the workers through the queue and was saved here, and
@@ -147,7 +153,7 @@ def test_dask_local_cluster_is_bit_identical_to_local(tmp_path: Path) -> None:
     assert 0 < len(saved) <= plan.n_cells
     assert checkpoint.finished() == (plan.config.n_runs, 0)
     for cell in saved:
-        c, m, s = cell.key
+        m, s, c = cell.key
         assert np.array_equal(cell.estimates, local.estimates[m, s, c, cell.run])
     out = tmp_path / "dask"
     assert_ok(mdad_cli("run", "gpqa", "--methods", "random", "--runs", "3", "--resamples",
@@ -157,4 +163,45 @@ def test_dask_local_cluster_is_bit_identical_to_local(tmp_path: Path) -> None:
                                "--backend", "dask", "--scheduler", "tcp://127.0.0.1:9",
                                "--out", tmp_path / "nowhere", cwd=tmp_path),
                       r"--scheduler tcp://127.0.0.1:9: cannot connect")
-    assert not progress_dir(tmp_path / "nowhere").exists()
+    assert not checkpoint_dir(tmp_path / "nowhere").exists()
+
+
+def _progress_calls(backend, tmp_path: Path, name: str):
+    data = load_dataset("gpqa")
+    plan = plan_study(data.matrix, StudyConfig(methods=("random", "anchor-points"),
+                                               sizes=(10, 25), n_runs=4))
+    checkpoint = StudyCheckpoint(tmp_path / name)
+    checkpoint.start({"request": {}})
+    calls: list[tuple[int, int]] = []
+    result = run_study(data.matrix, plan, backend=backend, checkpoint=checkpoint,
+                       progress=lambda done, total: calls.append((done, total)))
+    return plan, result, calls
+
+
+def test_worker_processes_count_progress_by_cell(tmp_path: Path) -> None:
+    """Progress moves a cell at a time with worker processes too, never past the total,
+    and the numbers equal those computed here."""
+    shared_data(GPQA_CSV)
+    plan, here, _ = _progress_calls(None, tmp_path, "here")
+    _, spread, calls = _progress_calls(ProcessBackend(2), tmp_path, "spread")
+    assert np.array_equal(here.estimates, spread.estimates)
+    done = [d for d, _ in calls]
+    assert calls[0] == (0, plan.n_cells) and done[-1] == plan.n_cells
+    assert done == sorted(done) and len(set(done)) > plan.config.n_runs + 1  # not run by run
+    assert all(total == plan.n_cells for _, total in calls)
+
+
+def test_auto_backend_hands_expensive_work_to_workers(tmp_path: Path) -> None:
+    """"auto" keeps cheap work here and hands the rest (with the finished cells of the
+    run it was in) to processes once it outweighs their start-up; same numbers."""
+    shared_data(GPQA_CSV)
+    _, here, _ = _progress_calls(None, tmp_path, "here")
+    cheap = AutoBackend(2, start_seconds=1e6)
+    _, kept, _ = _progress_calls(cheap, tmp_path, "kept")
+    assert cheap.chosen == "in-process"
+    eager = AutoBackend(2, start_seconds=1e-6)
+    plan, handed, calls = _progress_calls(eager, tmp_path, "handed")
+    assert eager.chosen == "processes"
+    assert np.array_equal(here.estimates, kept.estimates)
+    assert np.array_equal(here.estimates, handed.estimates)
+    assert calls[-1] == (plan.n_cells, plan.n_cells)

@@ -18,7 +18,7 @@ from shared import GPQA_CSV, shared_data
 from test_cli import FAST, MDAD, assert_ok, assert_user_error, flat, mdad_cli
 
 from mdad.practice.bundle import MicroBenchmarkFile
-from mdad.study.checkpoint import LOCK, progress_dir
+from mdad.study.checkpoint import LOCK, checkpoint_dir
 
 SLOW_RUN = ("run", "gpqa", "--methods", "random,tinybenchmarks", "--runs", "80",
             "--resamples", "20")
@@ -48,7 +48,7 @@ def _default_signals() -> None:
 
 
 def wait_for_work(out: Path, timeout: float = 120.0) -> None:
-    progress = progress_dir(out)
+    progress = checkpoint_dir(out)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and not list(progress.glob("*.np[yz]")):
         time.sleep(0.05)
@@ -144,12 +144,16 @@ def test_bad_option_values_are_one_line(args: tuple[str, ...], pattern: str,
     assert not out.exists()
 
 
-def test_metric_on_a_csv_is_not_ignored_silently(tmp_path: Path) -> None:
+def test_a_metric_the_data_does_not_hold_is_refused(tmp_path: Path) -> None:
     shared_data(GPQA_CSV)
     proc = mdad_cli("run", "gpqa", *FAST, "--methods", "random", "--sizes", "10",
-                    "--metric", "acc_norm", "--out", tmp_path / "out", cwd=tmp_path)
-    assert_ok(proc)
-    assert "note: --metric acc_norm ignored:" in flat(proc.stderr)
+                    "--metric", "acc", "--out", tmp_path / "out", cwd=tmp_path)
+    assert_user_error(proc, r"--metric acc: the gpqa data holds acc_norm scores only")
+    assert_ok(mdad_cli("run", "gpqa", *FAST, "--methods", "random", "--sizes", "10",
+                       "--metric", "acc_norm", "--out", tmp_path / "same", cwd=tmp_path))
+    csv = small_csv(tmp_path / "plain.csv", [f"m{k}" for k in range(12)])
+    assert_user_error(mdad_cli("data", "info", csv, "--metric", "acc", cwd=tmp_path),
+                      r"--metric is not an option of the wide-csv loader")
 
 
 # ----------------------------------------------------------------- text from the data
@@ -182,7 +186,7 @@ def interrupted_run(tmp_path: Path, name: str = "run") -> Path:
     args = ("run", "gpqa", "--methods", "random,tinybenchmarks", "--runs", "6",
             "--workers", "1", "--resamples", "20")
     process = start(args, out, tmp_path)
-    progress = progress_dir(out)
+    progress = checkpoint_dir(out)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not list(progress.glob("*-run*.npz")):
         time.sleep(0.02)
@@ -195,7 +199,7 @@ def interrupted_run(tmp_path: Path, name: str = "run") -> Path:
 @pytest.mark.slow
 def test_truncated_run_checkpoint_is_recomputed(tmp_path: Path) -> None:
     out = interrupted_run(tmp_path)
-    for path in progress_dir(out).glob("*-run*.npz"):
+    for path in checkpoint_dir(out).glob("*-run*.npz"):
         path.write_bytes(path.read_bytes()[:100])
     assert_ok(mdad_cli("run", "--resume", out, cwd=tmp_path))
     assert (out / "mdad.csv").is_file()
@@ -209,7 +213,7 @@ def test_resume_from_elsewhere_refuses_extras_and_cleans_staging(tmp_path: Path)
     assert_user_error(mdad_cli("run", "--resume", out, "--runs", "3", cwd=tmp_path),
                       r"drop --runs")
     # a second process on the folder stops at once, naming the first
-    lock = os.open(progress_dir(out) / LOCK, os.O_RDWR)
+    lock = os.open(checkpoint_dir(out) / LOCK, os.O_RDWR)
     fcntl.flock(lock, fcntl.LOCK_EX)
     os.pwrite(lock, b"424242\n", 0)
     try:
@@ -318,10 +322,10 @@ def test_a_full_disk_is_one_line_and_resumable(tmp_path: Path, monkeypatch) -> N
     from typer.testing import CliRunner
 
     from mdad.cli.app import app
-    from mdad.study.checkpoint import RunCheckpoint
+    from mdad.study.checkpoint import StudyCheckpoint
 
     shared_data(GPQA_CSV)
-    original = RunCheckpoint.save
+    original = StudyCheckpoint.save
     saved: list[int] = []
 
     def save(self, study, out) -> None:
@@ -330,7 +334,7 @@ def test_a_full_disk_is_one_line_and_resumable(tmp_path: Path, monkeypatch) -> N
         original(self, study, out)
         saved.append(out.run)
 
-    monkeypatch.setattr(RunCheckpoint, "save", save)
+    monkeypatch.setattr(StudyCheckpoint, "save", save)
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(app, ["run", "gpqa", "--methods", "random", "--sizes", "10",
                                       "--runs", "3", "--workers", "1", "--out", "run"])
@@ -338,6 +342,6 @@ def test_a_full_disk_is_one_line_and_resumable(tmp_path: Path, monkeypatch) -> N
     assert "Traceback" not in result.output
     line = flat(result.output)
     assert "No space left on device; 1 finished runs" in line
-    assert "continue with: mdad run --resume run" in line
-    monkeypatch.setattr(RunCheckpoint, "save", original)
+    assert "continue with --resume run" in line
+    monkeypatch.setattr(StudyCheckpoint, "save", original)
     assert_ok(mdad_cli("run", "--resume", "run", cwd=tmp_path))

@@ -24,13 +24,13 @@ from mdad.study import (
     run_study,
     select_cell,
 )
-from mdad.study.runner import draw_design
+from mdad.study.backends import ProcessBackend
+from mdad.study.runner import draw_design, run_studies
 from mdad.study.subtasks import (
     POOLED,
     evaluate_per_subtask,
     fraction_sizes,
     plan_per_subtask,
-    run_per_subtask,
 )
 
 
@@ -61,7 +61,7 @@ def test_worker_processes_give_bit_identical_results():
     plan = plan_study(matrix, StudyConfig(methods=tuple(METHODS), sizes=(5, 12), n_runs=3,
                                           n_targets=10, sources=(30,)))
     alone = run_study(matrix, plan)
-    shared = run_study(matrix, plan, workers=2)
+    shared = run_study(matrix, plan, backend=ProcessBackend(2))
     assert np.array_equal(alone.estimates, shared.estimates)
     assert np.array_equal(alone.targets, shared.targets)
     assert alone.notices == shared.notices
@@ -76,7 +76,7 @@ def test_per_subtask_studies_share_model_draws_and_pool_pairs_within_subtasks():
     studies = plan_per_subtask(matrix, config, fractions)
     assert [s.name for s in studies] == ["s0", "s1", "s2"]
     assert [s.plan.sizes for s in studies] == [(2, 6), (2, 4), (2, 8)]
-    results = run_per_subtask(studies)
+    results = run_studies([(study.matrix, study.plan) for study in studies])
     for result in results[1:]:
         assert np.array_equal(result.targets, results[0].targets)
     tables = evaluate_per_subtask(studies, results, fractions)
@@ -123,9 +123,9 @@ def test_fraction_sizes_and_their_errors():
     assert fraction_sizes(10, (0.01,), "tiny") == (1,)
     with pytest.raises(ConfigError, match=r"subtask 'tiny' has 10 seen items.*same size"):
         fraction_sizes(10, (0.02, 0.04), "tiny")
-    with pytest.raises(ConfigError, match=r"--fractions must lie in \(0, 1\]; got 0"):
+    with pytest.raises(ConfigError, match=r"^fractions must lie in \(0, 1\]; got 0"):
         fraction_sizes(10, (0.0,), "tiny")
-    with pytest.raises(ConfigError, match="--sizes does not apply with --per-subtask"):
+    with pytest.raises(ConfigError, match=r"^sizes does not apply with per_subtask; use fractions"):
         plan_per_subtask(synthetic(), StudyConfig(sizes=(5,)), (0.1,))
     with pytest.raises(ConfigError, match=r"subtask 'lonely' has no seen items"):
         fraction_sizes(0, (0.1,), "lonely")
@@ -160,7 +160,7 @@ def test_degenerate_matrix_runs_every_method():
 def test_too_few_sources_for_a_method_is_a_config_error():
     matrix = synthetic()
     with pytest.raises(ConfigError, match=r"method tinybenchmarks needs at least 2 source "
-                                          r"models; got --sources 1"):
+                                          r"models; got sources 1"):
         plan_study(matrix, StudyConfig(methods=("tinybenchmarks",), sizes=(5,), sources=(1,)))
     with pytest.raises(ConfigError, match=r"tinybenchmarks-gpirt needs at least 3"):
         plan_study(matrix, StudyConfig(methods=("tinybenchmarks-gpirt",), sizes=(5,),

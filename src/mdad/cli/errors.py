@@ -63,6 +63,8 @@ OPTION_NAMES = {
     "n_models": "--models",
     "n_workers": "--workers",
     "run_dir": "--run",
+    "out_dir": "--out",
+    "allow_other_version": "--allow-other-data-version",
     "study_dir": "--run",
 }
 
@@ -74,10 +76,11 @@ def option_name(parameter: str) -> str:
 
 def as_options(message: str, parameters: tuple[str, ...]) -> str:
     """`message` with each of `parameters`, where it stands as a word, named as its CLI
-    option."""
+    option; a count before it ("300 sources") marks the plain noun, left as it is."""
     for parameter in parameters:
-        message = re.sub(rf"(?<![\w-]){re.escape(parameter)}(?![\w-])",
-                         lambda _: option_name(parameter), message)
+        option = option_name(parameter)
+        message = re.sub(rf"(?<![\w-])(?<!\d ){re.escape(parameter)}(?![\w-])",
+                         lambda _, option=option: option, message)
     return message
 
 

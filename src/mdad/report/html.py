@@ -14,9 +14,9 @@ import pandas as pd
 
 from mdad.display import censored, points
 from mdad.report.figures import FigureSpec, all_figures
-from mdad.report.run_data import RunData, load_run
 from mdad.report.sentences import findings
-from mdad.report.style import display_name, method_order
+from mdad.report.style import label, method_order
+from mdad.study.folder import StudyFolder, read_study_folder
 from mdad.study.trust import thin_data_notices
 
 CSS = """
@@ -96,11 +96,11 @@ def write_report(run_dir: Path) -> Path:
     The figures folder is replaced as a whole and the page written to a temporary
     file first, so an interrupted report leaves the previous one intact.
     """
-    run = load_run(run_dir)
+    study = read_study_folder(run_dir)
     run_dir = Path(run_dir)
     staging = Path(tempfile.mkdtemp(prefix=".figures.", dir=run_dir))  # writable? before work
     try:
-        specs = all_figures(run)
+        specs = all_figures(study)
         images = {}
         for spec in specs:
             buffer = io.BytesIO()
@@ -118,15 +118,15 @@ def write_report(run_dir: Path) -> Path:
         raise
     page = run_dir / "report.html"
     temporary = page.with_name(".report.html.tmp")
-    temporary.write_text(render_page(run, specs, images), encoding="utf-8")
+    temporary.write_text(render_page(study, specs, images), encoding="utf-8")
     os.replace(temporary, page)
     return page
 
 
-def render_page(run: RunData, specs: list[FigureSpec], images: dict[str, str]) -> str:
-    config = run.config
+def render_page(study: StudyFolder, specs: list[FigureSpec], images: dict[str, str]) -> str:
+    config = study.config
     dataset = config["dataset"]
-    study = config["study"]
+    parameters = config["study"]
     title = f"Micro-benchmark reliability: {dataset['name']}"
     parts = [
         "<!doctype html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
@@ -134,21 +134,21 @@ def render_page(run: RunData, specs: list[FigureSpec], images: dict[str, str]) -
         f"<title>{_e(title)}</title>", f"<style>{CSS}</style>", "</head>", "<body>", "<main>",
         f"<h1>{_e(title)}</h1>",
         f'<p class="subtitle">{dataset["n_models"]} models x {dataset["n_items"]} items; '
-        f'{study["n_runs"]} runs of {study["n_targets"]} target models; mdad '
+        f'{parameters["n_runs"]} runs of {parameters["n_targets"]} target models; mdad '
         f'{_e(config["mdad_version"])}</p>',
         "<h2>What the run says</h2>", '<div class="findings">',
-        *[f"<p>{_e(finding.text)}</p>" for finding in findings(run)],
+        *[f"<p>{_e(finding.text)}</p>" for finding in findings(study)],
         "</div>",
         *[f'<p class="warning"><strong>Thin data.</strong> {_e(notice)}</p>'
-          for notice in thin_data_notices(run.mdad)],
+          for notice in thin_data_notices(study.mdad)],
         '<p class="note">MDAD (minimum detectable ability difference): the smallest gap in '
         "accuracy between two models that a micro-benchmark ranks the same way as the full "
-        f"(seen) pool with probability at least {run.threshold:.0%}. Numbers are accuracy "
+        f"(seen) pool with probability at least {study.threshold:.0%}. Numbers are accuracy "
         "points; intervals are 95% bootstrap intervals. A value written \u201c&gt; x\u201d "
         "was not reached within the largest gap observed, x; an interval end of \u221e was "
         "not reached either.</p>",
     ]
-    if run.per_subtask:
+    if study.per_subtask:
         parts.append('<p class="note">Per-subtask study: figures and tables show the pooled '
                      "results, whose size is the total number of items over subtasks; each "
                      "subtask's rows are in mdad.csv.</p>")
@@ -160,25 +160,25 @@ def render_page(run: RunData, specs: list[FigureSpec], images: dict[str, str]) -
                   f"<figcaption>{_e(spec.caption)} (figures/{spec.name}.png, .svg)"
                   "</figcaption>", "</figure>"]
     parts += ["<h2>Tables</h2>", '<p class="note">Click a column to sort.</p>',
-              _results_table(run), "<h2>Configuration</h2>", _config_list(run),
+              _results_table(study), "<h2>Configuration</h2>", _config_list(study),
               f"<script>{SCRIPT}</script>", "</main>", "</body>", "</html>"]
     return "\n".join(parts) + "\n"
 
 
-def _results_table(run: RunData) -> str:
-    mdad = run.mdad.set_index(["method", "size", "sources", "split"])
-    smooth = "mdad_smooth" in run.mdad.columns
+def _results_table(study: StudyFolder) -> str:
+    mdad = study.mdad.set_index(["method", "size", "sources", "split"])
+    smooth = "mdad_smooth" in study.mdad.columns
     headers = ["method", "size", "sources"]
     for split in ("seen", "unseen"):
         headers += [f"MDAD {split}", f"95% CI {split}"] + ([f"smooth {split}"] if smooth else [])
-    headers += (["pairs"] if "pairs" in run.mdad.columns else []) + [
+    headers += (["pairs"] if "pairs" in study.mdad.columns else []) + [
         "error seen", "error unseen", "tau seen", "tau unseen"]
     rows = []
-    summary = run.summary.copy()
+    summary = study.summary.copy()
     summary["order"] = summary.method.map({m: i for i, m in enumerate(
         method_order(list(summary.method.unique())))})
     for row in summary.sort_values(["order", "size", "sources"]).itertuples():
-        cells = [(display_name(row.method), display_name(row.method)),
+        cells = [(label(row.method), label(row.method)),
                  (str(row.size), row.size), (str(row.sources), row.sources)]
         for split in ("seen", "unseen"):
             m = mdad.loc[(row.method, row.size, row.sources, split)]
@@ -186,7 +186,7 @@ def _results_table(run: RunData) -> str:
                       (_bounds(m.mdad_low, m.mdad_high), _sort_key(m.mdad_low))]
             if smooth:
                 cells.append((censored(m.mdad_smooth, m.max_gap), _sort_key(m.mdad_smooth)))
-        if "pairs" in run.mdad.columns:
+        if "pairs" in study.mdad.columns:
             pairs = int(mdad.loc[(row.method, row.size, row.sources, "seen")].pairs)
             cells.append((f"{pairs:,}", pairs))
         for column in ("mae_seen", "mae_unseen"):
@@ -212,18 +212,19 @@ def _sort_key(value: float) -> float:
     return 1e9 if pd.isna(value) else float(value)
 
 
-def _config_list(run: RunData) -> str:
-    config, study, dataset = run.config, run.config["study"], run.config["dataset"]
+def _config_list(study: StudyFolder) -> str:
+    config, parameters, dataset = study.config, study.config["study"], study.config["dataset"]
     items = [
         ("dataset", dataset["name"]), ("file", dataset["path"]), ("sha256", dataset["sha256"]),
         ("models x items", f"{dataset['n_models']} x {dataset['n_items']}"),
-        ("methods", ", ".join(study["methods"])),
-        ("sizes", ", ".join(map(str, run.sizes))),
-        ("runs", study["n_runs"]), ("targets per run", study["n_targets"]),
-        ("source models", ", ".join(map(str, study["sources"]))),
-        ("fixed targets", len(study["target_models"]) if study.get("target_models") else "no"),
-        ("seed", study["seed"]), ("threshold", study["threshold"]),
-        ("bootstrap resamples", study["n_resamples"]),
+        ("methods", ", ".join(parameters["methods"])),
+        ("sizes", ", ".join(map(str, study.sizes))),
+        ("runs", parameters["n_runs"]), ("targets per run", parameters["n_targets"]),
+        ("source models", ", ".join(map(str, parameters["sources"]))),
+        ("fixed targets", len(parameters["target_models"])
+         if parameters.get("target_models") else "no"),
+        ("seed", parameters["seed"]), ("threshold", parameters["threshold"]),
+        ("bootstrap resamples", parameters["n_resamples"]),
         ("missing data", f"{dataset['missing_policy']}: {dataset['dropped_items']} items, "
                          f"{len(dataset['dropped_models'])} models dropped"),
         ("mdad version", config["mdad_version"]),

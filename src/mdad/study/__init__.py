@@ -1,37 +1,98 @@
-"""The study protocol: plan, run, evaluate, write."""
+"""The study protocol: a request in, a study folder out.
 
-from mdad.study.config import (
-    ALL_TARGETS,
-    DEFAULT_METHODS,
-    DEFAULT_SIZES,
-    PAPER_METHODS,
-    StudyConfig,
-    StudyPlan,
-    expand_methods,
-    plan_study,
-)
-from mdad.study.design import RunDesign, draw_run, seen_pool_size, split_seen_unseen
-from mdad.study.evaluate import MDAD_COLUMNS, StudyTables, evaluate
-from mdad.study.runner import StudyResult, run_cell, run_study, select_cell
+`conduct_study` is the whole pipeline (load, plan, checkpoint, compute, evaluate,
+write, resume); `plan_study`, `run_study` and `evaluate` are its steps, for studies
+kept in memory. Names load their module on first use (PEP 562), so the CLI can read
+the defaults without pandas.
+"""
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+_MODULES = {
+    "mdad.study.config": ("ALL_TARGETS", "DEFAULT_METHODS", "DEFAULT_SIZES", "PAPER_METHODS",
+                          "StudyConfig", "StudyPlan", "expand_methods", "plan_study"),
+    "mdad.study.design": ("RunDesign", "draw_run", "seen_pool_size", "split_seen_unseen"),
+    "mdad.study.evaluate": ("MDAD_COLUMNS", "StudyTables", "evaluate"),
+    "mdad.study.folder": ("StudyFolder", "read_study_folder"),
+    "mdad.study.pipeline": ("PreparedStudy", "StudyInterrupted", "StudyOutcome",
+                            "StudyProgress", "conduct_study", "prepare_study",
+                            "saved_request"),
+    "mdad.study.records": ("StudyResult",),
+    "mdad.study.request": ("StudyRequest",),
+    "mdad.study.runner": ("run_cell", "run_studies", "run_study", "select_cell"),
+}
+_EXPORTS = {name: module for module, names in _MODULES.items() for name in names}
 __all__ = [
     "ALL_TARGETS",
     "DEFAULT_METHODS",
     "DEFAULT_SIZES",
     "MDAD_COLUMNS",
     "PAPER_METHODS",
+    "PreparedStudy",
     "RunDesign",
     "StudyConfig",
+    "StudyFolder",
+    "StudyInterrupted",
+    "StudyOutcome",
     "StudyPlan",
+    "StudyProgress",
+    "StudyRequest",
     "StudyResult",
     "StudyTables",
+    "conduct_study",
     "draw_run",
     "evaluate",
     "expand_methods",
     "plan_study",
+    "prepare_study",
+    "read_study_folder",
     "run_cell",
+    "run_studies",
     "run_study",
+    "saved_request",
     "seen_pool_size",
     "select_cell",
     "split_seen_unseen",
 ]
+
+if TYPE_CHECKING:
+    from mdad.study.config import (
+        ALL_TARGETS,
+        DEFAULT_METHODS,
+        DEFAULT_SIZES,
+        PAPER_METHODS,
+        StudyConfig,
+        StudyPlan,
+        expand_methods,
+        plan_study,
+    )
+    from mdad.study.design import RunDesign, draw_run, seen_pool_size, split_seen_unseen
+    from mdad.study.evaluate import MDAD_COLUMNS, StudyTables, evaluate
+    from mdad.study.folder import StudyFolder, read_study_folder
+    from mdad.study.pipeline import (
+        PreparedStudy,
+        StudyInterrupted,
+        StudyOutcome,
+        StudyProgress,
+        conduct_study,
+        prepare_study,
+        saved_request,
+    )
+    from mdad.study.records import StudyResult
+    from mdad.study.request import StudyRequest
+    from mdad.study.runner import run_cell, run_studies, run_study, select_cell
+
+
+def __getattr__(name: str) -> object:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

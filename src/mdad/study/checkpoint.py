@@ -12,6 +12,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import zipfile
 from collections import Counter
 from pathlib import Path
@@ -20,29 +21,32 @@ from typing import Any
 import numpy as np
 
 from mdad.errors import ConfigError
-from mdad.study.runner import CellOutput, RunAccuracies, RunOutput
+from mdad.study.records import CellKey, CellOutput, RunAccuracies, RunOutput
 
 REQUEST = "request.json"
+_CELL_NAME = re.compile(r"study\d+-run\d+-cell-method(?P<method>\d+)-size(?P<size>\d+)"
+                        r"-sources(?P<sources>\d+)")
 LOCK = "lock"
 
 
-def progress_dir(out_dir: Path) -> Path:
-    """Where the checkpoints of the run that will be written to `out_dir` live: a
+def checkpoint_dir(study_dir: Path) -> Path:
+    """Where the checkpoint of the study that will be written to `study_dir` lives: a
     hidden folder beside it."""
-    out_dir = Path(out_dir)
-    return out_dir.parent / f".{out_dir.name}.progress"
+    study_dir = Path(study_dir)
+    return study_dir.parent / f".{study_dir.name}.progress"
 
 
-class RunCheckpoint:
-    """Saves and loads finished runs in `folder` (see the module docstring)."""
+class StudyCheckpoint:
+    """Saves and loads a study's finished cells and runs in `folder` (see the module
+    docstring)."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = Path(folder)
         self._lock: int | None = None
 
     def lock(self) -> None:
-        """Make this process the folder's only writer until it exits: a second `mdad
-        run` on the same folder stops at once, naming this one's process id."""
+        """Make this process the folder's only writer until it exits: a second study
+        on the same folder stops at once, naming this one's process id."""
         self.folder.mkdir(parents=True, exist_ok=True)
         descriptor = os.open(self.folder / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -50,7 +54,7 @@ class RunCheckpoint:
         except OSError:
             owner = os.pread(descriptor, 32, 0).decode("ascii", "replace").strip()
             os.close(descriptor)
-            raise ConfigError(f"the run checkpointed in {self.folder} is being computed by "
+            raise ConfigError(f"the study checkpointed in {self.folder} is being computed by "
                               f"process {owner or '(unknown)'}; wait for it to finish, or "
                               "stop it and resume") from None
         os.ftruncate(descriptor, 0)
@@ -74,23 +78,32 @@ class RunCheckpoint:
             _atomic_write(path, (json.dumps(request, indent=1) + "\n").encode("utf-8"))
 
     def request(self) -> dict[str, Any]:
+        """The saved request, as JSON.
+
+        Raises
+        ------
+        ConfigError
+            When there is none, or it cannot be read.
+        """
         path = self.folder / REQUEST
         if not path.is_file():
-            raise ConfigError(f"--resume: no interrupted run found ({path} is missing); "
-                              "pass the --out folder of a run that was interrupted")
+            raise ConfigError(f"resume: no interrupted study found ({path} is missing); "
+                              "pass the folder of a study that was interrupted",
+                              parameters=("resume",))
         try:
             request = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
-            raise ConfigError(f"--resume: cannot read {path} ({exc}); remove {self.folder} "
-                              "and start a new run") from None
-        if not isinstance(request, dict) or not isinstance(request.get("params"), dict):
-            raise ConfigError(f"--resume: {path} is not a run request; remove {self.folder} "
-                              "and start a new run")
+            raise ConfigError(f"resume: cannot read {path} ({exc}); remove {self.folder} "
+                              "and start a new study", parameters=("resume",)) from None
+        if not isinstance(request, dict):
+            raise ConfigError(f"resume: {path} is not a study request; remove {self.folder} "
+                              "and start a new study", parameters=("resume",))
         return request
 
-    def _cell_path(self, study: int, run: int, key: tuple[int, int, int]) -> Path:
-        c, m, s = key
-        return self.folder / f"study{study:03d}-run{run:05d}-cell{c:03d}-{m:03d}-{s:03d}.npy"
+    def _cell_path(self, study: int, run: int, key: CellKey) -> Path:
+        method, size, sources = key
+        return self.folder / (f"study{study:03d}-run{run:05d}-cell-method{method:03d}"
+                              f"-size{size:03d}-sources{sources:03d}.npy")
 
     def save_cell(self, study: int, cell: CellOutput) -> None:
         """Save one finished cell: its estimates, then its time and notes."""
@@ -101,12 +114,15 @@ class RunCheckpoint:
             handle.write(json.dumps(record).encode("utf-8"))
         os.replace(temporary, self._cell_path(study, cell.run, cell.key))
 
-    def load_cells(self, study: int, run: int) -> dict[tuple[int, int, int], CellOutput]:
+    def load_cells(self, study: int, run: int) -> dict[CellKey, CellOutput]:
         """The saved cells of a run that is not finished, by key."""
         cells = {}
         for path in self.folder.glob(f"study{study:03d}-run{run:05d}-cell*.npy"):
-            key = tuple(int(part) for part in path.stem.split("-cell")[1].split("-"))
+            match = _CELL_NAME.fullmatch(path.stem)
             try:
+                if match is None:
+                    raise ValueError(path.name)  # another version's name
+                key = (int(match["method"]), int(match["size"]), int(match["sources"]))
                 with path.open("rb") as handle:
                     estimates = np.load(handle)
                     record = json.loads(handle.read().decode("utf-8"))

@@ -3,20 +3,24 @@
 from __future__ import annotations
 
 import numbers
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
 
 from mdad.data.matrix import ResponseMatrix
-from mdad.errors import ConfigError
-from mdad.selection import METHODS, SeenPool, get_method
+from mdad.errors import ConfigError, DataError
+from mdad.metrics.mdad import DEFAULT_THRESHOLD
+from mdad.selection import METHODS, get_method, largest_size, paper_methods
 from mdad.study.design import seen_pool_size
 
 DEFAULT_SIZES = (10, 25, 50, 100, 250, 500, 1000)
-# The paper's six methods, the default of `mdad run`.
-PAPER_METHODS = ("random", "subtask-equal", "diversity", "confidence-strata", "anchor-points",
-                 "tinybenchmarks")
+# The reference code's per-subtask sizes: fractions of each subtask's seen pool.
+PAPER_FRACTIONS = (0.02, 0.04, 0.08, 0.16, 0.24, 0.32, 0.4)
+DEFAULT_TARGETS = 50
+DEFAULT_SOURCES = (300,)
+# The paper's six methods (their classes say so), the default of `mdad run`.
+PAPER_METHODS = paper_methods()
 DEFAULT_METHODS = PAPER_METHODS
 ALL_TARGETS = "all"  # n_targets: every model that is not a source
 
@@ -42,10 +46,12 @@ class StudyConfig:
     methods : selection methods by registry name.
     sizes : micro-benchmark sizes; None means the dataset's or the paper's default
         grid, from which sizes larger than the seen pool are dropped with a notice.
-    n_runs, n_targets : runs, and target models drawn per run (ignored when
-        `target_models` is given); ``"all"`` makes every model that is not one of the
-        largest source set a target.
-    sources : numbers of source models; several give the paper's source grid.
+    n_runs, n_targets : runs (repetitions of the protocol), and target models drawn
+        per run (ignored when `target_models` is given); ``"all"`` makes every model
+        that is not one of the largest source set a target; None means the dataset's
+        default, else 50.
+    sources : numbers of source models; several give the paper's source grid; None
+        means the dataset's default, else 300.
     target_models : a fixed list of target model names instead of random draws.
     threshold : agreement probability that defines MDAD, in (0, 1).
     n_resamples : bootstrap resamples for MDAD intervals.
@@ -54,15 +60,45 @@ class StudyConfig:
     methods: tuple[str, ...] = DEFAULT_METHODS
     sizes: tuple[int, ...] | None = None
     n_runs: int = 50
-    n_targets: int | Literal["all"] = 50
-    sources: tuple[int, ...] = (300,)
+    n_targets: int | Literal["all"] | None = None
+    sources: tuple[int, ...] | None = None
     target_models: tuple[str, ...] | None = None
-    threshold: float = 0.8
+    threshold: float = DEFAULT_THRESHOLD
     seed: int = 0
     n_resamples: int = 1000
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> StudyConfig:
+        """The config `to_json` wrote; lists become tuples.
+
+        Raises
+        ------
+        ConfigError
+            For a key that is not a parameter.
+        """
+        unknown = sorted(set(data) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise ConfigError(f"StudyConfig has no parameter {', '.join(unknown)}; it has "
+                              f"{', '.join(cls.__dataclass_fields__)}")
+        known = dict(data)
+        for name in ("methods", "sizes", "sources", "target_models"):
+            if isinstance(known.get(name), list):
+                known[name] = tuple(known[name])
+        return cls(**known)
+
+    def with_defaults(self, *, n_targets: int | None = None,
+                      sources: tuple[int, ...] | None = None) -> StudyConfig:
+        """This config with unset target and source counts taken from a dataset's
+        defaults (`n_targets`, `sources`), else the paper's (50 and 300)."""
+        return replace(
+            self,
+            n_targets=self.n_targets if self.n_targets is not None
+            else (n_targets or DEFAULT_TARGETS),
+            sources=self.sources if self.sources is not None
+            else (sources or DEFAULT_SOURCES))
 
 
 @dataclass(frozen=True, eq=False)
@@ -90,9 +126,10 @@ class StudyPlan:
         return c.n_runs * len(c.sources) * len(c.methods) * len(self.sizes)
 
 
-def _check_positive(value: int, option: str, minimum: int = 1) -> None:
-    if value < minimum:
-        raise ConfigError(f"{option} must be an integer >= {minimum}; got {value}")
+def _check_whole(value: object, parameter: str, minimum: int = 1) -> None:
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < minimum:
+        raise ConfigError(f"{parameter} must be an integer >= {minimum}; got {value!r}",
+                          parameters=(parameter,))
 
 
 def plan_study(
@@ -108,49 +145,62 @@ def plan_study(
     seen pool, or than a method can build, are dropped with a notice, while an explicit
     size that large is an error.
 
+    Unset target and source counts take the paper's defaults (see
+    `StudyConfig.with_defaults`); the plan's config holds the resolved values.
+
     Raises
     ------
     ConfigError
-        Naming the option, the rule and the value, e.g. too few models for the
+        Naming the parameter, the rule and the value, e.g. too few models for the
         requested targets and sources (with the largest valid values), a size larger
         than the seen pool, or an unknown method.
     """
+    config = config.with_defaults()
     if not config.methods:
-        raise ConfigError("--methods must name at least one method")
+        raise ConfigError("methods must name at least one method", parameters=("methods",))
     methods = [get_method(name) for name in config.methods]
     if len(set(config.methods)) != len(config.methods):
-        raise ConfigError(f"--methods lists a method twice: {','.join(config.methods)}")
-    _check_positive(config.n_runs, "--runs")
-    _check_positive(config.n_resamples, "--resamples")
-    if config.seed < 0:
-        raise ConfigError(f"--seed must be a non-negative integer; got {config.seed}")
+        raise ConfigError(f"methods lists a method twice: {','.join(config.methods)}",
+                          parameters=("methods",))
+    _check_whole(config.n_runs, "n_runs")
+    _check_whole(config.n_resamples, "n_resamples")
+    _check_whole(config.seed, "seed", minimum=0)
     if not 0.0 < config.threshold < 1.0:
-        raise ConfigError(f"--threshold must be in (0, 1); got {config.threshold}")
+        raise ConfigError(f"threshold must be in (0, 1); got {config.threshold}",
+                          parameters=("threshold",))
     if not config.sources:
-        raise ConfigError("--sources must give at least one number of source models")
+        raise ConfigError("sources must give at least one number of source models",
+                          parameters=("sources",))
     if len(set(config.sources)) != len(config.sources):
-        raise ConfigError(f"--sources lists a count twice: {','.join(map(str, config.sources))}")
+        raise ConfigError(f"sources lists a count twice: {','.join(map(str, config.sources))}",
+                          parameters=("sources",))
     for n in config.sources:
-        _check_positive(n, "--sources")
+        _check_whole(n, "sources")
 
     fixed = None
     n_sources = max(config.sources)
     n_targets = config.n_targets
     if config.target_models is not None:
-        fixed = matrix.model_index(list(config.target_models), what="--target-models: model")
+        try:
+            fixed = matrix.model_index(list(config.target_models), what="target_models: model")
+        except DataError as exc:
+            raise DataError(str(exc), parameters=("target_models",)) from None
         n_targets = fixed.size
     elif n_targets == ALL_TARGETS:
         n_targets = matrix.n_models - n_sources
     if not isinstance(n_targets, numbers.Integral) or isinstance(n_targets, bool):
-        raise ConfigError(f"--targets must be an integer or 'all'; got {n_targets!r}")
+        raise ConfigError(f"n_targets must be an integer or 'all'; got {n_targets!r}",
+                          parameters=("n_targets",))
     n_targets = int(n_targets)
     if n_targets < 2:
-        raise ConfigError(f"--targets must be at least 2 to form pairs; got {n_targets}"
+        raise ConfigError(f"n_targets must be at least 2 to form pairs; got {n_targets}"
                           + (f" ({matrix.n_models} models - {n_sources} sources)"
-                             if config.n_targets == ALL_TARGETS else ""))
+                             if config.n_targets == ALL_TARGETS else ""),
+                          parameters=("n_targets",))
     if n_targets + n_sources > matrix.n_models:
         raise ConfigError(_too_few_models(matrix, n_targets, n_sources,
-                                          max(1, *(m.min_sources for m in methods))))
+                                          max(1, *(m.min_sources for m in methods))),
+                          parameters=("n_targets", "sources"))
 
     pool_size = seen_pool_size(matrix.subtask_codes)
     notices: list[str] = []
@@ -161,31 +211,30 @@ def plan_study(
             notices.append(f"sizes {', '.join(map(str, dropped))} dropped: the seen pool "
                            f"holds {pool_size} items (half of each subtask)")
         if not sizes:
-            raise ConfigError(f"the seen pool holds only {pool_size} items; pass --sizes")
+            raise ConfigError(f"the seen pool holds only {pool_size} items; pass sizes",
+                              parameters=("sizes",))
     else:
         sizes = tuple(config.sizes)
         if not sizes:
-            raise ConfigError("--sizes must give at least one size")
+            raise ConfigError("sizes must give at least one size", parameters=("sizes",))
         if len(set(sizes)) != len(sizes):
-            raise ConfigError(f"--sizes lists a size twice: {','.join(map(str, sizes))}")
+            raise ConfigError(f"sizes lists a size twice: {','.join(map(str, sizes))}",
+                              parameters=("sizes",))
         for size in sizes:
-            _check_positive(size, "--sizes")
+            _check_whole(size, "sizes")
             if size > pool_size:
                 raise ConfigError(
-                    f"--sizes {size} is larger than the seen pool of {pool_size} items "
-                    f"(half of each subtask of {matrix.source}); use sizes up to {pool_size}"
-                )
+                    f"sizes {size} is larger than the seen pool of {pool_size} items "
+                    f"(half of each subtask of {matrix.source}); use sizes up to {pool_size}",
+                    parameters=("sizes",))
     # Per-method limits depend only on the seen pool's subtask sizes, the same every run.
     half = np.bincount(matrix.subtask_codes) // 2
-    codes = np.repeat(np.arange(half[half > 0].size), half[half > 0])
-    shape_only = SeenPool(np.empty((0, codes.size)), np.empty((0, codes.size)), codes)
     for method in methods:
         if min(config.sources) < method.min_sources:
             raise ConfigError(
                 f"method {method.name} needs at least {method.min_sources} source models; "
-                f"got --sources {min(config.sources)}"
-            )
-        limit = method.max_size(shape_only)
+                f"got sources {min(config.sources)}", parameters=("sources",))
+        limit = largest_size(method.name, half[half > 0])
         too_big = [s for s in sizes if s > limit]
         if too_big and config.sizes is None and len(too_big) < len(sizes):
             sizes = tuple(s for s in sizes if s <= limit)
@@ -194,8 +243,7 @@ def plan_study(
         elif too_big:
             raise ConfigError(
                 f"method {method.name} cannot build {too_big[0]} items from this seen pool "
-                f"(at most {limit}); lower --sizes or drop the method"
-            )
+                f"(at most {limit}); lower sizes or drop the method", parameters=("sizes",))
     return StudyPlan(config, sizes, n_targets, fixed, tuple(notices))
 
 
@@ -210,9 +258,9 @@ def _too_few_models(matrix: ResponseMatrix, n_targets: int, n_sources: int,
                 f"{min_sources} source{'s' if min_sources > 1 else ''} for these methods)")
     options = []
     if n - n_targets >= min_sources:
-        options.append(f"--sources {n - n_targets} or less with {n_targets} targets")
+        options.append(f"sources {n - n_targets} or less with {n_targets} targets")
     if n - n_sources >= 2:
-        options.append(f"--targets {n - n_sources} or less with {n_sources} sources")
+        options.append(f"n_targets {n - n_sources} or less with {n_sources} sources")
     if not options:  # n >= 2 + min_sources, so this one works
-        options.append(f"--targets 2 --sources {n - 2}")
+        options.append(f"n_targets 2 and sources {n - 2}")
     return f"{text}; use " + ", or ".join(options)

@@ -1,4 +1,12 @@
-"""Write a study's run directory all at once: it exists complete, or not at all."""
+"""The study folder that `mdad run` writes (and `report`, `plan --run` and `select --run`
+read): its files, writing it all at once (it exists complete, or not at all), and
+reading it back.
+
+Files: ``config.json`` (the resolved request, the data's sha256, notices, timing),
+``mdad.csv`` (MDAD per method, size, source count and split), ``summary.csv``,
+``agreement.csv`` (the binned agreement curves) and ``results.parquet`` (one row per
+estimate). A per-subtask study's tables have ``subtask`` and ``fraction`` columns.
+"""
 
 from __future__ import annotations
 
@@ -8,19 +16,26 @@ import platform
 import re
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
-from mdad.data.registry import Dataset
-from mdad.errors import ConfigError
-from mdad.study.config import StudyPlan
+from mdad.errors import ConfigError, DataError
 from mdad.study.design import seen_pool_size
-from mdad.study.evaluate import StudyTables
 
-STAGING = "mdad-staging-"  # marks the folders mdad writes a run into before renaming
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from mdad.data.registry import Dataset
+    from mdad.study.config import StudyPlan
+    from mdad.study.evaluate import StudyTables
+
+STAGING = "mdad-staging-"  # marks the folders mdad writes a study into before renaming
+POOLED = "(pooled)"  # the subtask name of a per-subtask study's pooled rows
+LEGACY_NOT_REACHED = 0.5  # mdad 0.1's stand-in for "never reached"
+REQUIRED = ("config.json", "mdad.csv", "summary.csv", "results.parquet")
 
 
 def check_out_dir(out_dir: Path) -> Path:
@@ -33,15 +48,16 @@ def check_out_dir(out_dir: Path) -> Path:
     try:
         taken = out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir()))
     except OSError as exc:
-        raise ConfigError(f"--out {out_dir}: cannot read it ({exc.strerror}); choose "
-                          "another folder") from None
+        raise ConfigError(f"out_dir {out_dir}: cannot read it ({exc.strerror}); choose "
+                          "another folder", parameters=("out_dir",)) from None
     if taken:
         what = "is a file" if not out_dir.is_dir() else "is not empty"
-        raise ConfigError(f"--out {out_dir} already exists and {what}; "
-                          "choose another folder or remove it")
+        raise ConfigError(f"out_dir {out_dir} already exists and {what}; "
+                          "choose another folder or remove it", parameters=("out_dir",))
     blocking = next((p for p in out_dir.parents if p.exists() and not p.is_dir()), None)
     if blocking is not None:
-        raise ConfigError(f"--out {out_dir}: {blocking} is a file, not a folder")
+        raise ConfigError(f"out_dir {out_dir}: {blocking} is a file, not a folder",
+                          parameters=("out_dir",))
     _probe_writable(out_dir)
     return out_dir
 
@@ -54,27 +70,27 @@ def _probe_writable(out_dir: Path) -> None:
         probe = tempfile.mkdtemp(prefix=f".{out_dir.name}.{STAGING}", dir=existing)
         os.rmdir(probe)
     except OSError as exc:
-        raise ConfigError(f"--out {out_dir}: cannot write there ({exc.strerror}); choose a "
-                          "folder you can write to, with a shorter name if it is long"
-                          ) from None
+        raise ConfigError(f"out_dir {out_dir}: cannot write there ({exc.strerror}); choose "
+                          "a folder you can write to, with a shorter name if it is long",
+                          parameters=("out_dir",)) from None
 
 
 def remove_stale_staging(out_dir: Path) -> None:
     """Remove staging folders (`.<name>.*`) that an interrupted final write left beside
-    `out_dir`; only the process that owns the run (holds its lock) may call this."""
+    `out_dir`; only the process that owns the study (holds its lock) may call this."""
     staging = re.compile(rf"\.{re.escape(Path(out_dir).name)}\.{STAGING}[a-z0-9_]{{8}}")
     for path in Path(out_dir).parent.iterdir():
         if staging.fullmatch(path.name) and path.is_dir():
             shutil.rmtree(path, ignore_errors=True)
 
 
-def run_config(dataset: Dataset, plan: StudyPlan, *, version: str,
+def study_config_json(dataset: Dataset, plan: StudyPlan, *, version: str,
                command: list[str] | None = None,
                per_subtask: dict[str, Any] | None = None,
                notices: tuple[str, ...] = ()) -> dict[str, Any]:
     """Everything needed to rerun the study exactly (config.json). `per_subtask`
     records a separate-subtasks study's fractions and per-subtask sizes (then the
-    study's `sizes` is null); `notices` is every notice of the plan and the run."""
+    study's `sizes` is null); `notices` is every notice of the plan and the runs."""
     matrix = dataset.matrix
     confidence_methods = [name for name in plan.config.methods
                           if _reads_confidence(name)]
@@ -112,8 +128,8 @@ def _reads_confidence(method: str) -> bool:
     return bool(get_method(method).reads_confidence)
 
 
-def write_run_dir(out_dir: Path, results: pd.DataFrame, tables: StudyTables,
-                  config: dict[str, Any]) -> Path:
+def write_study_folder(out_dir: Path, results: pd.DataFrame, tables: StudyTables,
+                       config: dict[str, Any]) -> Path:
     """Write `results` (one row per estimate) as results.parquet, with mdad.csv,
     agreement.csv, summary.csv and config.json, into a hidden temporary folder
     beside `out_dir`, then rename it into place."""
@@ -127,7 +143,8 @@ def write_run_dir(out_dir: Path, results: pd.DataFrame, tables: StudyTables,
         os.umask(umask)
         staging.chmod(0o777 & ~umask)  # mkdtemp makes it private; a run folder is not
     except OSError as exc:
-        raise ConfigError(f"--out {out_dir}: cannot create it ({exc.strerror})") from None
+        raise ConfigError(f"out_dir {out_dir}: cannot create it ({exc.strerror})",
+                          parameters=("out_dir",)) from None
     try:
         results.to_parquet(staging / "results.parquet", index=False)
         tables.mdad.to_csv(staging / "mdad.csv", index=False)
@@ -141,3 +158,95 @@ def write_run_dir(out_dir: Path, results: pd.DataFrame, tables: StudyTables,
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return out_dir
+
+
+@dataclass(frozen=True, eq=False)
+class StudyFolder:
+    """A finished study read back: its configuration and tables.
+
+    For a per-subtask study the tables are the pooled block (`subtask` = "(pooled)"),
+    whose sizes are totals over subtasks.
+
+    Attributes
+    ----------
+    mdad : one row per method, size, source count and split (mdad.csv).
+    summary : one row per method, size and source count (summary.csv).
+    results : one row per estimate (results.parquet).
+    """
+
+    path: Path
+    config: dict
+    mdad: pd.DataFrame
+    summary: pd.DataFrame
+    results: pd.DataFrame
+
+    @property
+    def per_subtask(self) -> bool:
+        return self.config.get("per_subtask") is not None
+
+    @property
+    def threshold(self) -> float:
+        return float(self.config["study"]["threshold"])
+
+    @property
+    def methods(self) -> list[str]:
+        return list(self.config["study"]["methods"])
+
+    @property
+    def sizes(self) -> list[int]:
+        return sorted(int(s) for s in self.mdad["size"].unique())
+
+    @property
+    def sources(self) -> list[int]:
+        return sorted(int(s) for s in self.mdad["sources"].unique())
+
+    @property
+    def main_sources(self) -> int:
+        """The source count the single-count figures show: the largest."""
+        return self.sources[-1]
+
+    @property
+    def seen_pool_size(self) -> int | None:
+        return self.config.get("dataset", {}).get("seen_pool_size")
+
+
+def read_study_folder(path: Path) -> StudyFolder:
+    """Read the study folder `path`.
+
+    Raises
+    ------
+    DataError
+        When a file is missing or unreadable, naming it.
+    """
+    import pandas as pd
+
+    path = Path(path)
+    if not path.is_dir():
+        raise DataError(f"{path}: not a folder; pass the folder `mdad run` wrote (--out)")
+    missing = [name for name in REQUIRED if not (path / name).is_file()]
+    if missing:
+        raise DataError(f"{path}: no {', '.join(missing)}; pass a folder written by "
+                        "`mdad run`")
+    try:
+        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+        mdad = pd.read_csv(path / "mdad.csv")
+        summary = pd.read_csv(path / "summary.csv")
+        results = pd.read_parquet(path / "results.parquet")
+    except (OSError, ValueError) as exc:
+        raise DataError(f"{path}: cannot read the study's files ({exc})") from None
+    if "subtask" in mdad.columns:
+        mdad = mdad[mdad.subtask == POOLED].reset_index(drop=True)
+        summary = summary[summary.subtask == POOLED].reset_index(drop=True)
+    return StudyFolder(path, config, censor_legacy(mdad), summary, results)
+
+
+def censor_legacy(mdad: pd.DataFrame) -> pd.DataFrame:
+    """mdad.csv of mdad 0.1 wrote "never reached" as 0.5: read it as censored."""
+    if "reached" in mdad.columns:
+        return mdad
+    mdad = mdad.copy()
+    mdad["reached"] = mdad.mdad < LEGACY_NOT_REACHED
+    for column in {"mdad", "mdad_low", "mdad_high"} & set(mdad.columns):
+        mdad.loc[mdad[column] >= LEGACY_NOT_REACHED, column] = np.nan
+    mdad["max_gap"] = np.nan
+    return mdad

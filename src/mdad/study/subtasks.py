@@ -18,14 +18,11 @@ import pandas as pd
 
 from mdad.data.matrix import ResponseMatrix
 from mdad.errors import ConfigError
-from mdad.study.config import StudyConfig, StudyPlan, plan_study
+from mdad.study.config import PAPER_FRACTIONS, StudyConfig, StudyPlan, plan_study
 from mdad.study.design import seen_pool_size
 from mdad.study.evaluate import StudyTables, evaluate
-from mdad.study.runner import ProgressCallback, StudyResult, run_studies
-
-# The reference code's fractions of each subtask's seen pool.
-PAPER_FRACTIONS = (0.02, 0.04, 0.08, 0.16, 0.24, 0.32, 0.4)
-POOLED = "(pooled)"
+from mdad.study.folder import POOLED
+from mdad.study.records import StudyResult
 
 
 @dataclass(frozen=True, eq=False)
@@ -48,16 +45,19 @@ def fraction_sizes(pool_size: int, fractions: tuple[float, ...], subtask: str) -
     """
     for fraction in fractions:
         if not 0.0 < fraction <= 1.0:
-            raise ConfigError(f"--fractions must lie in (0, 1]; got {fraction}")
+            raise ConfigError(f"fractions must lie in (0, 1]; got {fraction}",
+                              parameters=("fractions",))
     if pool_size < 1:
         raise ConfigError(f"subtask {subtask!r} has no seen items (it has fewer than 2 items); "
-                          "--per-subtask needs at least 2 items in every subtask")
+                          "per_subtask needs at least 2 items in every subtask",
+                          parameters=("per_subtask",))
     sizes = tuple(max(1, round(f * pool_size)) for f in fractions)
     if len(set(sizes)) != len(sizes):
         raise ConfigError(
-            f"subtask {subtask!r} has {pool_size} seen items, too few for --fractions "
+            f"subtask {subtask!r} has {pool_size} seen items, too few for fractions "
             f"{','.join(map(str, fractions))} (two give the same size: "
-            f"{','.join(map(str, sizes))}); pass fewer, larger fractions")
+            f"{','.join(map(str, sizes))}); pass fewer, larger fractions",
+            parameters=("fractions",))
     return sizes
 
 
@@ -66,9 +66,10 @@ def plan_per_subtask(matrix: ResponseMatrix, config: StudyConfig,
     """Validate one study per subtask; `config.sizes` must be None (sizes come from
     `fractions`)."""
     if config.sizes is not None:
-        raise ConfigError("--sizes does not apply with --per-subtask; use --fractions")
+        raise ConfigError("sizes does not apply with per_subtask; use fractions",
+                          parameters=("sizes", "per_subtask", "fractions"))
     if len(set(fractions)) != len(fractions) or not fractions:
-        raise ConfigError("--fractions must list distinct fractions")
+        raise ConfigError("fractions must list distinct fractions", parameters=("fractions",))
     studies = []
     for code, name in enumerate(matrix.subtask_names):
         items = np.flatnonzero(matrix.subtask_codes == code)
@@ -78,15 +79,6 @@ def plan_per_subtask(matrix: ResponseMatrix, config: StudyConfig,
         studies.append(SubtaskStudy(str(name), matrix,
                                     replace(plan, items=items, stream=str(name))))
     return studies
-
-
-def run_per_subtask(studies: list[SubtaskStudy], *, workers: int = 1,
-                    progress: ProgressCallback | None = None, checkpoint=None,
-                    scheduler: str | None = None) -> list[StudyResult]:
-    """Run every subtask's study (see `run_studies`); `progress` counts cells over all
-    of them."""
-    return run_studies([(study.matrix, study.plan) for study in studies], workers=workers,
-                       progress=progress, checkpoint=checkpoint, scheduler=scheduler)
 
 
 def pool_results(results: list[StudyResult], fractions: tuple[float, ...]) -> StudyResult:

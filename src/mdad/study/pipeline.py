@@ -1,0 +1,342 @@
+"""The whole study, from a request to a study folder: load, plan, checkpoint, compute,
+evaluate, write, and resume after an interruption.
+
+    >>> from mdad.study import StudyConfig, StudyRequest, conduct_study
+    >>> request = StudyRequest("gpqa", StudyConfig(methods=("random",), n_runs=10))
+    >>> outcome = conduct_study(request, "runs/gpqa-random")  # doctest: +SKIP
+
+The library never prints: notices come back in the outcome, and progress goes to a
+callback.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mdad.errors import ConfigError, DataError, MdadError
+from mdad.study.checkpoint import StudyCheckpoint, checkpoint_dir
+from mdad.study.config import DEFAULT_SIZES, StudyPlan, plan_study
+from mdad.study.folder import (
+    check_out_dir,
+    remove_stale_staging,
+    study_config_json,
+    write_study_folder,
+)
+from mdad.study.request import StudyRequest
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
+    from mdad.data.registry import Dataset
+    from mdad.study.backends import Backend
+    from mdad.study.evaluate import StudyTables
+    from mdad.study.subtasks import SubtaskStudy
+
+
+@dataclass(frozen=True)
+class StudyProgress:
+    """Where a study stands, passed to the progress callback.
+
+    `stage` is "cells" while cells are computed (`cells_done` of `cells_total`, of
+    which `cells_resumed` were found in the checkpoint) and "metrics" once they are
+    all done; `elapsed_seconds` counts from the start of the cells.
+    """
+
+    stage: str
+    cells_done: int
+    cells_total: int
+    cells_resumed: int
+    elapsed_seconds: float
+
+    @property
+    def remaining_seconds(self) -> float | None:
+        """Time left for the cells at the rate of those computed so far; None before
+        the first."""
+        computed = self.cells_done - self.cells_resumed
+        if self.stage != "cells" or computed <= 0:
+            return None
+        return self.elapsed_seconds / computed * (self.cells_total - self.cells_done)
+
+
+ProgressReporter = Callable[[StudyProgress], None]
+
+
+@dataclass(frozen=True, eq=False)
+class PreparedStudy:
+    """A request resolved against its data: the dataset, the validated plan(s), the
+    number of cells, and the notices a user should see before the work starts.
+
+    `plan` is the whole-benchmark plan; a per-subtask study has one plan per subtask
+    in `subtasks` (then `plan` is the first subtask's, for the shared counts)."""
+
+    request: StudyRequest
+    dataset: Dataset
+    plan: StudyPlan
+    subtasks: list[SubtaskStudy] | None
+    n_cells: int
+    notices: tuple[str, ...]
+    fractions: tuple[float, ...] | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class StudyOutcome:
+    """A finished study: the folder written, its tables, its config.json content, and
+    every notice of the plan and the runs (also in config.json)."""
+
+    path: Path
+    tables: StudyTables
+    config: dict[str, Any]
+    notices: tuple[str, ...]
+    prepared: PreparedStudy
+
+
+class StudyInterrupted(BaseException):
+    """The study stopped before its end (Ctrl-C, SIGTERM): what it had finished is saved
+    in `checkpoint` unless nothing was (then the checkpoint is removed).
+
+    Continue with ``conduct_study(request, out_dir, resume=True)``; `cause` is the
+    exception that stopped it.
+    """
+
+    def __init__(self, out_dir: Path, checkpoint: Path, runs_saved: int, cells_saved: int,
+                 cause: BaseException) -> None:
+        super().__init__(f"{runs_saved} finished runs and {cells_saved} cells saved in "
+                         f"{checkpoint}")
+        self.out_dir, self.checkpoint = out_dir, checkpoint
+        self.runs_saved, self.cells_saved, self.cause = runs_saved, cells_saved, cause
+
+    @property
+    def saved_anything(self) -> bool:
+        return bool(self.runs_saved or self.cells_saved)
+
+
+def load_study_data(request: StudyRequest) -> Dataset:
+    """The request's dataset, loaded with its options (see `mdad.data.load_dataset`)."""
+    from mdad.data import load_dataset
+
+    options = dict(request.load_options)
+    missing = options.pop("missing", "drop-items")
+    return load_dataset(request.dataset, missing=missing, **options)
+
+
+def prepare_study(request: StudyRequest, *, dataset: Dataset | None = None) -> PreparedStudy:
+    """Load the request's data (unless `dataset` is it, loaded by `load_study_data`)
+    and validate its plan, before any work.
+
+    Raises
+    ------
+    ConfigError, DataError
+        For a request that cannot be run on this data, naming the parameter.
+    """
+    if dataset is None:
+        dataset = load_study_data(request)
+    spec = dataset.spec
+    config = request.config.with_defaults(
+        n_targets=spec.n_targets if spec else None,
+        sources=(spec.n_sources,) if spec and spec.n_sources else None)
+    if not request.per_subtask:
+        plan = plan_study(dataset.matrix, config,
+                          default_sizes=spec.sizes if spec and spec.sizes else DEFAULT_SIZES)
+        return PreparedStudy(request, dataset, plan, None, plan.n_cells, plan.notices)
+    from mdad.study.subtasks import PAPER_FRACTIONS, plan_per_subtask
+
+    fractions = request.fractions or PAPER_FRACTIONS
+    subtasks = plan_per_subtask(dataset.matrix, config, fractions)
+    notices = tuple(f"subtask {study.name}: {notice}"
+                    for study in subtasks for notice in study.plan.notices)
+    return PreparedStudy(request, dataset, subtasks[0].plan, subtasks,
+                         sum(study.plan.n_cells for study in subtasks), notices, fractions)
+
+
+def saved_request(out_dir: Path) -> StudyRequest:
+    """The request of the interrupted study that was writing to `out_dir`.
+
+    Raises
+    ------
+    ConfigError
+        When `out_dir` has no interrupted study, or its request cannot be read.
+    """
+    saved = StudyCheckpoint(checkpoint_dir(Path(out_dir))).request()
+    return StudyRequest.from_json(saved.get("request"))
+
+
+def conduct_study(study: StudyRequest | PreparedStudy | None, out_dir: str | Path, *,
+                  resume: bool = False, backend: str | Backend = "auto",
+                  n_workers: int | None = None, scheduler: str | None = None,
+                  progress: ProgressReporter | None = None,
+                  command: list[str] | None = None, version: str | None = None
+                  ) -> StudyOutcome:
+    """Run a study and write its folder `out_dir`.
+
+    Parameters
+    ----------
+    study : the request (or the request prepared by `prepare_study`); None with
+        `resume` continues the saved request.
+    out_dir : the study folder to write; it must not exist or be empty. Finished
+        cells are saved beside it (see `checkpoint_dir`) as they complete.
+    resume : continue the interrupted study that was writing to `out_dir`, reusing
+        what it finished; the request must be the saved one.
+    backend, n_workers, scheduler : where runs are computed (see `choose_backend`),
+        or a backend object. The numbers do not depend on it.
+    progress : called with a `StudyProgress` as cells finish, then once for the
+        metrics.
+    command, version : recorded in config.json.
+
+    Raises
+    ------
+    ConfigError, DataError
+        Before any work, for a request or folder that cannot be used; during it, for a
+        write that fails (naming what was saved).
+    StudyInterrupted
+        On KeyboardInterrupt or another interrupt, once the workers have stopped.
+    """
+    from mdad import __version__
+    from mdad.study.backends import choose_backend
+
+    out_dir = check_out_dir(Path(out_dir).expanduser())
+    checkpoint = StudyCheckpoint(checkpoint_dir(out_dir))
+    if resume and study is None:
+        study = saved_request(out_dir)
+    if study is None:
+        raise ConfigError("give a study request, or set resume to continue the saved one",
+                          parameters=("resume",))
+    prepared = study if isinstance(study, PreparedStudy) else prepare_study(study)
+    if not isinstance(backend, str):
+        chosen = backend
+    else:
+        chosen = choose_backend(backend, n_workers=n_workers, scheduler=scheduler)
+    if hasattr(chosen, "check"):
+        chosen.check()
+    sha256 = prepared.dataset.matrix.sha256
+    _open_checkpoint(checkpoint, out_dir, prepared.request, sha256, resume=resume)
+    started = time.perf_counter()
+    try:
+        computed = _compute(prepared, chosen, checkpoint, progress, started)
+    except BaseException as exc:
+        _stopped(exc, checkpoint, out_dir)
+        raise  # _stopped raises for every exception; this keeps type checkers content
+    cells_done = time.perf_counter()
+    if progress is not None:
+        progress(StudyProgress("metrics", prepared.n_cells, prepared.n_cells, 0,
+                               cells_done - started))
+    try:
+        tables, frame, notices, method_seconds = _evaluate(prepared, computed)
+        from mdad.study.trust import thin_data_notices
+
+        notices = (*notices, *thin_data_notices(tables.mdad))
+        config = study_config_json(
+            prepared.dataset, prepared.plan, version=version or __version__, command=command,
+            per_subtask=_subtask_json(prepared), notices=(*prepared.notices, *notices))
+        used = getattr(chosen, "chosen", chosen.name)  # what "auto" ended up using
+        config["timing"] = {
+            "backend": used,
+            "workers": 1 if used == "in-process" else chosen.n_workers,
+            "cells_seconds": round(cells_done - started, 3),
+            "metrics_seconds": round(time.perf_counter() - cells_done, 3),
+            "method_cpu_seconds": {
+                name: round(float(seconds), 3) for name, seconds in
+                zip(prepared.plan.config.methods, method_seconds, strict=True)},
+        }
+        write_study_folder(out_dir, frame, tables, config)
+    except BaseException as exc:
+        _stopped(exc, checkpoint, out_dir)
+        raise
+    shutil.rmtree(checkpoint.folder, ignore_errors=True)
+    checkpoint.unlock()  # only now: the folder is written and the checkpoint gone
+    return StudyOutcome(out_dir, tables, config, (*prepared.notices, *notices), prepared)
+
+
+def _open_checkpoint(checkpoint: StudyCheckpoint, out_dir: Path, request: StudyRequest,
+                     sha256: str | None, *, resume: bool) -> None:
+    """Lock the checkpoint and record the request, or check it against the saved one."""
+    exists = checkpoint.folder.exists()
+    if exists and not resume:
+        raise ConfigError(f"out_dir {out_dir} has an interrupted study ({checkpoint.folder}); "
+                          f"continue it with resume {out_dir}, or remove that folder",
+                          parameters=("out_dir", "resume"))
+    if resume and not (checkpoint.folder / "request.json").is_file():
+        checkpoint.request()  # raises: nothing to resume
+    checkpoint.lock()
+    try:
+        remove_stale_staging(out_dir)
+        checkpoint.start({"request": request.to_json(), "sha256": sha256})
+        saved = checkpoint.request()
+        if saved.get("request") != json.loads(json.dumps(request.to_json())):
+            raise ConfigError(f"resume {out_dir} continues the saved request as it was; "
+                              "start a new study for another", parameters=("resume",))
+        if saved.get("sha256") != sha256:
+            raise ConfigError(f"resume {out_dir}: the data changed since the study started "
+                              "(sha256 differs); start a new study", parameters=("resume",))
+    except BaseException:
+        checkpoint.unlock()
+        raise
+
+
+def _compute(prepared: PreparedStudy, backend: Backend, checkpoint: StudyCheckpoint,
+             progress: ProgressReporter | None, started: float) -> list:
+    """Every cell, through `backend`: one StudyResult per study."""
+    from mdad.study.runner import run_studies
+
+    resumed: list[int] = []
+
+    def report(done: int, total: int) -> None:
+        if not resumed:  # the first report counts the cells found in the checkpoint
+            resumed.append(done)
+        if progress is not None:
+            progress(StudyProgress("cells", done, total, resumed[0],
+                                   time.perf_counter() - started))
+
+    studies = ([(s.matrix, s.plan) for s in prepared.subtasks] if prepared.subtasks
+               else [(prepared.dataset.matrix, prepared.plan)])
+    return run_studies(studies, backend=backend, progress=report, checkpoint=checkpoint)
+
+
+def _evaluate(prepared: PreparedStudy, results: list
+              ) -> tuple[StudyTables, pd.DataFrame, tuple[str, ...], np.ndarray]:
+    """Tables, rows of results.parquet, the methods' notices and CPU seconds per method."""
+    if prepared.subtasks is None:
+        from mdad.study.evaluate import evaluate
+
+        (result,) = results
+        return evaluate(result), result.to_frame(), result.notices, result.method_seconds
+    from mdad.study.subtasks import collect_per_subtask
+
+    output = collect_per_subtask(prepared.subtasks, results, prepared.fractions)
+    return output.tables, output.frame, output.notices, output.method_seconds
+
+
+def _subtask_json(prepared: PreparedStudy) -> dict[str, Any] | None:
+    if prepared.subtasks is None:
+        return None
+    return {"fractions": list(prepared.fractions),
+            "sizes": {study.name: list(study.plan.sizes) for study in prepared.subtasks}}
+
+
+def _stopped(exc: BaseException, checkpoint: StudyCheckpoint, out_dir: Path) -> None:
+    """Release the checkpoint after `exc` stopped the study (removing it when it holds
+    nothing), then raise what the caller should see. SIGKILL cannot be caught: then the
+    checkpoint stays, and a new study into `out_dir` is refused, naming resume."""
+    checkpoint.unlock()
+    runs_saved, cells_saved = checkpoint.finished()
+    if runs_saved == cells_saved == 0:
+        shutil.rmtree(checkpoint.folder, ignore_errors=True)
+    interrupted = StudyInterrupted(out_dir, checkpoint.folder, runs_saved, cells_saved, exc)
+    if not isinstance(exc, Exception):  # KeyboardInterrupt, a signal's exception
+        raise interrupted from exc
+    saved = (f"{interrupted}; continue with resume {out_dir}" if interrupted.saved_anything
+             else "nothing was finished")
+    if isinstance(exc, OSError):  # e.g. a full disk: one line, and how to go on
+        raise DataError(f"{exc.filename or out_dir}: {exc.strerror or exc}; {saved}",
+                        parameters=("resume",)) from None
+    if isinstance(exc, MdadError) and interrupted.saved_anything:
+        raise type(exc)(f"{exc}; {saved}", parameters=(*exc.parameters, "resume")) from None
+    raise exc
+
+

@@ -1,0 +1,127 @@
+"""The study pipeline as a Python user calls it: a request in, a study folder out, with
+progress, interruption and resume, and the dataset's own defaults."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from shared import GPQA_CSV, MMLU_PRO_CSV, shared_data
+
+from mdad.errors import ConfigError
+from mdad.study import (
+    StudyConfig,
+    StudyInterrupted,
+    StudyRequest,
+    conduct_study,
+    prepare_study,
+    read_study_folder,
+    saved_request,
+)
+from mdad.study.checkpoint import checkpoint_dir
+
+SMALL = StudyConfig(methods=("random", "anchor-points"), sizes=(10, 25), n_runs=6,
+                    n_resamples=40)
+
+
+def request(**changes) -> StudyRequest:
+    return StudyRequest("gpqa", StudyConfig(**{**SMALL.__dict__, **changes}))
+
+
+def test_a_request_round_trips_through_json(tmp_path: Path) -> None:
+    csv = tmp_path / "data.csv"
+    csv.write_text("item_id,m1,m2\nq1,1,0\n")
+    original = StudyRequest(str(csv.relative_to(tmp_path.parent)), SMALL,
+                            {"missing": "drop-models", "orientation": "items-as-rows"},
+                            per_subtask=True, fractions=(0.1, 0.2))
+    saved = json.loads(json.dumps(original.to_json()))
+    back = StudyRequest.from_json(saved)
+    assert back.config == SMALL and back.fractions == (0.1, 0.2) and back.per_subtask
+    assert back.load_options == original.load_options
+    assert Path(back.dataset).is_absolute() or not Path(original.dataset).exists()
+    with pytest.raises(ConfigError, match="another version of mdad"):
+        StudyRequest.from_json({**saved, "format": "mdad-study-request/0"})
+    with pytest.raises(ConfigError, match="StudyConfig has no parameter n_items"):
+        StudyRequest.from_json({**saved, "config": {**saved["config"], "n_items": 3}})
+    with pytest.raises(ConfigError, match=r"^fractions applies only with per_subtask"):
+        StudyRequest("gpqa", fractions=(0.1,))
+
+
+def test_the_dataset_defaults_apply_in_the_library() -> None:
+    """mmlu-pro-29 has 29 models: its 19 sources and 10 targets come with the data, so a
+    Python user gets what the CLI gets."""
+    shared_data(MMLU_PRO_CSV)
+    prepared = prepare_study(StudyRequest("mmlu-pro-29", StudyConfig(n_runs=2)))
+    assert prepared.plan.config.sources == (19,) and prepared.plan.n_targets == 10
+    gpqa = prepare_study(StudyRequest("gpqa", StudyConfig(n_runs=2)))
+    assert gpqa.plan.config.sources == (300,) and gpqa.plan.n_targets == 50
+    assert gpqa.plan.sizes == (10, 25, 50, 100, 200)  # GPQA's own grid
+    explicit = prepare_study(StudyRequest("gpqa", StudyConfig(n_runs=2, n_targets=20,
+                                                              sources=(100,))))
+    assert explicit.plan.config.sources == (100,) and explicit.plan.n_targets == 20
+
+
+def test_conduct_writes_the_folder_reports_progress_and_never_prints(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    shared_data(GPQA_CSV)
+    events = []
+    outcome = conduct_study(request(), tmp_path / "study", progress=events.append)
+    assert capsys.readouterr() == ("", "")
+    folder = read_study_folder(outcome.path)
+    assert folder.methods == ["random", "anchor-points"] and folder.sizes == [10, 25]
+    assert outcome.tables.mdad.equals(pd.read_csv(outcome.path / "mdad.csv"))
+    n_cells = 6 * 2 * 2
+    cells = [e for e in events if e.stage == "cells"]
+    assert cells[0].cells_done == 0 and cells[-1].cells_done == n_cells
+    assert [e.cells_done for e in cells] == sorted(e.cells_done for e in cells)
+    assert len(cells) == n_cells + 1  # one event per cell, in every backend
+    assert all(e.cells_total == n_cells for e in cells)
+    assert cells[1].remaining_seconds is not None and cells[-1].remaining_seconds == 0
+    assert events[-1].stage == "metrics" and events[-1].remaining_seconds is None
+    assert list(outcome.config["study"]["sources"]) == [300]
+    assert outcome.config["timing"]["backend"] in ("in-process", "processes")
+    assert not checkpoint_dir(outcome.path).exists()
+
+
+def test_an_interrupted_study_resumes_to_the_same_numbers(tmp_path: Path) -> None:
+    shared_data(GPQA_CSV)
+    whole = conduct_study(request(), tmp_path / "whole", backend="in-process")
+
+    def stop_after_some_cells(state) -> None:
+        if state.stage == "cells" and state.cells_done == 11:
+            raise KeyboardInterrupt
+
+    out = tmp_path / "stopped"
+    with pytest.raises(StudyInterrupted) as info:
+        conduct_study(request(), out, backend="in-process", progress=stop_after_some_cells)
+    stop = info.value
+    assert (stop.runs_saved, stop.cells_saved) == (2, 3)  # 4 cells per run
+    assert isinstance(stop.cause, KeyboardInterrupt) and not out.exists()
+    assert saved_request(out) == request()
+    with pytest.raises(ConfigError, match=r"has an interrupted study .*continue it with resume"):
+        conduct_study(request(), out)
+    with pytest.raises(ConfigError, match=r"^resume .* continues the saved request"):
+        conduct_study(request(n_runs=7), out, resume=True)
+    events = []
+    resumed = conduct_study(None, out, resume=True, progress=events.append)
+    assert events[0].cells_resumed == 11 and events[0].cells_done == 11
+    for name in ("mdad.csv", "summary.csv", "agreement.csv"):
+        assert (resumed.path / name).read_bytes() == (whole.path / name).read_bytes()
+    assert pd.read_parquet(resumed.path / "results.parquet").equals(
+        pd.read_parquet(whole.path / "results.parquet"))
+
+
+def test_library_errors_name_python_parameters(tmp_path: Path) -> None:
+    shared_data(GPQA_CSV)
+    with pytest.raises(ConfigError, match=r"^n_runs must be an integer >= 1; got 0") as info:
+        conduct_study(request(n_runs=0), tmp_path / "x")
+    assert info.value.parameters == ("n_runs",)
+    with pytest.raises(ConfigError, match=r"^n_workers must be >= 1"):
+        conduct_study(request(), tmp_path / "y", backend="processes", n_workers=-1)
+    with pytest.raises(ConfigError, match=r"^backend must be one of"):
+        conduct_study(request(), tmp_path / "z", backend="threads")
+    with pytest.raises(ConfigError, match=r"^resume: no interrupted study found"):
+        conduct_study(None, tmp_path / "none", resume=True)
+    assert not any(tmp_path.iterdir())
