@@ -43,12 +43,12 @@ def test_methods_lists_the_plugin_with_what_its_class_says(tmp_path: Path):
     rows = {line.split()[0]: line for line in out.splitlines() if line.strip()}
     assert "Toy (shrunk mean)" in rows["toy"] and "correctness" in rows["toy"]
     assert "yes" not in rows["toy"]  # not in the paper, no analytic MDAD
-    assert "Every other item from a random start" in rows["toy"]
+    assert "Every other item from a random start" in rows["toy:"]  # its description
     # the built-in ones read from their classes too, in registry order, plugin last
     names = [line.split()[0] for line in out.splitlines()
              if line.split() and line.split()[0] in ("random", "subtask-equal", "toy")]
     assert names == ["random", "subtask-equal", "toy"]
-    assert "yes (uniform)" in rows["random"] and "yes (subtask-stratified)" in rows[
+    assert "uniform sampling" in rows["random"] and "subtask-stratified" in rows[
         "subtask-equal"]
     # without the entry point, no toy
     assert "toy" not in ok(mdad("methods", cwd=tmp_path, path=[])).split()

@@ -7,25 +7,23 @@ and each command start fast.
 
 from __future__ import annotations
 
+import importlib
+import sys
 from typing import Annotated
 
 import typer
 
-from mdad.cli import data_cmd
-from mdad.cli.estimate_cmd import compare, estimate
-from mdad.cli.methods_cmd import methods
-from mdad.cli.plan_cmd import plan
-from mdad.cli.report_cmd import report
-from mdad.cli.run_cmd import run
-from mdad.cli.select_cmd import select
-
-app = typer.Typer(
-    name="mdad",
-    help="How reliable is your micro-benchmark? MDAD for language-model evaluation.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-)
+# command -> (module, attribute): a function, or the Typer app of a command group
+COMMANDS = {
+    "run": ("mdad.cli.run_cmd", "run"),
+    "methods": ("mdad.cli.methods_cmd", "methods"),
+    "report": ("mdad.cli.report_cmd", "report"),
+    "plan": ("mdad.cli.plan_cmd", "plan"),
+    "select": ("mdad.cli.select_cmd", "select"),
+    "estimate": ("mdad.cli.estimate_cmd", "estimate"),
+    "compare": ("mdad.cli.estimate_cmd", "compare"),
+    "data": ("mdad.cli.data_cmd", "app"),
+}
 
 
 def _print_version(value: bool) -> None:
@@ -36,7 +34,6 @@ def _print_version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
 def _root(
     version: Annotated[bool, typer.Option(
         "--version", help="Print the version and exit.", is_eager=True,
@@ -45,12 +42,32 @@ def _root(
     """How reliable is your micro-benchmark? MDAD for language-model evaluation."""
 
 
-app.command("run")(run)
-app.command("methods")(methods)
-app.command("report")(report)
-for _command in (plan, select, estimate, compare):
-    app.command(_command.__name__)(_command)
-app.add_typer(data_cmd.app, name="data")
+def build_app(only: str | None = None) -> typer.Typer:
+    """The `mdad` app with every command, or with command `only` alone: running one
+    command imports that command's module only."""
+    app = typer.Typer(
+        name="mdad",
+        help="How reliable is your micro-benchmark? MDAD for language-model evaluation.",
+        no_args_is_help=True,
+        pretty_exceptions_enable=False,
+        add_completion=False,
+        rich_markup_mode=None,  # plain help: typer's rich help costs 30 ms at every start
+    )
+    app.callback()(_root)
+    for name, (module, attribute) in COMMANDS.items():
+        if only is None or name == only:
+            target = getattr(importlib.import_module(module), attribute)
+            if isinstance(target, typer.Typer):
+                app.add_typer(target, name=name)
+            else:
+                app.command(name)(target)
+    return app
+
+
+def __getattr__(name: str) -> object:
+    if name == "app":  # the whole app, built when asked for (tests drive it)
+        return build_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _show_flags_as_flags(command) -> None:
@@ -64,7 +81,9 @@ def _show_flags_as_flags(command) -> None:
 
 
 def main() -> None:
-    command = typer.main.get_command(app)
+    # the first word that is not an option names the command (the root has only flags)
+    name = next((arg for arg in sys.argv[1:] if not arg.startswith("-")), None)
+    command = typer.main.get_command(build_app(name if name in COMMANDS else None))
     _show_flags_as_flags(command)
     command(prog_name="mdad")
 

@@ -14,7 +14,8 @@ from mdad.data.wide_csv import Orientation
 if TYPE_CHECKING:
     from mdad.data.lm_eval import LmEvalFiles
 
-app = typer.Typer(help="Inspect results files and named datasets.", no_args_is_help=True)
+app = typer.Typer(help="Inspect results files and named datasets.", no_args_is_help=True,
+                  rich_markup_mode=None)
 
 
 @app.command("info")

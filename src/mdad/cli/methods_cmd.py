@@ -6,13 +6,14 @@ import inspect
 
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from mdad.cli.errors import user_errors
 from mdad.selection import METHODS
 
 # How each analytic MDAD kind reads in the table.
-ANALYTIC = {"uniform": "yes (uniform)", "stratified": "yes (subtask-stratified)"}
+ANALYTIC = {"uniform": "uniform sampling", "stratified": "subtask-stratified"}
 
 
 @user_errors
@@ -20,16 +21,19 @@ def methods() -> None:
     """List the selection methods, what they read, and how they estimate."""
     table = Table(box=box.SIMPLE_HEAD, title="selection methods (--methods NAME,... or all)",
                   title_justify="left")
-    table.add_column("name", no_wrap=True)
-    table.add_column("display name")
-    table.add_column("in the paper")
-    table.add_column("reads")
-    table.add_column("analytic MDAD")
-    table.add_column("description")
+    for column in ("name", "display name", "in the paper", "reads", "analytic MDAD"):
+        table.add_column(column, no_wrap=True)
+    descriptions = []
     for name, cls in METHODS.items():
-        summary = " ".join(inspect.cleandoc(cls.__doc__ or "").split("\n\n")[0].split())
         table.add_row(name, cls.display_name or name, "yes" if cls.in_paper else "",
                       "confidence" if cls.reads_confidence else "correctness",
-                      ANALYTIC.get(cls.analytic_mdad or "", ""), summary)
-    Console().print(table)
-    Console().print("Methods that read confidence use correctness where the data has none.")
+                      ANALYTIC.get(cls.analytic_mdad or "", ""))
+        summary = " ".join(inspect.cleandoc(cls.__doc__ or "").split("\n\n")[0].split())
+        descriptions.append(f"{name}: {summary}")
+    console = Console(highlight=False)
+    if not console.is_terminal:  # piped: wide enough for the table, not 80 columns
+        console = Console(highlight=False, width=120)
+    console.print(table)
+    console.print("Methods that read confidence use correctness where the data has none.\n")
+    for line in descriptions:
+        console.print(escape(line))
