@@ -165,11 +165,12 @@ def _request(options: dict) -> StudyRequest:
     from mdad.study.config import StudyConfig, expand_methods
     from mdad.study.request import StudyRequest
 
-    load_options: dict = {"missing": options["missing"].value}
+    # ctx.params holds the parsed values, enums as their text or as members by version
+    load_options: dict = {"missing": MissingPolicy(options["missing"]).value}
     if options["metric"] is not None:
         load_options["metric"] = options["metric"]
-    if options["orientation"] is not Orientation.AUTO:
-        load_options["orientation"] = options["orientation"].value
+    if Orientation(options["orientation"]) is not Orientation.AUTO:
+        load_options["orientation"] = Orientation(options["orientation"]).value
     if options["models"] is not None:
         load_options["n_models"] = options["models"]
     if options["data_seed"] is not None:
@@ -181,7 +182,7 @@ def _request(options: dict) -> StudyRequest:
         n_runs=options["runs"],
         n_targets=_parse_targets(options["targets"]) if options["targets"] else None,
         sources=parse_int_list(options["sources"], "--sources") if options["sources"] else None,
-        target_models=(read_name_list(options["target_models"], option="--target-models")
+        target_models=(read_name_list(Path(options["target_models"]), option="--target-models")
                        if options["target_models"] is not None else None),
         threshold=options["threshold"],
         seed=options["seed"],
