@@ -379,6 +379,7 @@ def test_data_info_mmlu_pro_counts_missing_cells(tmp_path: Path) -> None:
     assert re.search(r"missing cells\W+1713 \(3 models, 1706 items\)", text)
 
 
+@pytest.mark.slow
 def test_mmlu_pro_run_drops_items_and_says_so(tmp_path: Path) -> None:
     shared_data(MMLU_PRO_CSV)
     out = tmp_path / "mmlu"

@@ -23,6 +23,9 @@ from scipy.stats import mannwhitneyu
 
 from mdad.study import StudyConfig, evaluate, plan_study, run_study
 
+# Each study of the paper's protocol takes seconds: the quick tier leaves them to CI.
+pytestmark = pytest.mark.slow
+
 SIZES = (10, 25, 50, 100, 200)
 PUBLISHED = {  # S = 300, PAPER.md's last section
     "seen": (0.255, 0.12, 0.075, 0.04, 0.015),

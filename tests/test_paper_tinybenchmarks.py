@@ -23,6 +23,9 @@ import pytest
 from mdad.study import StudyConfig, evaluate, plan_study, run_study
 from mdad.study.backends import ProcessBackend
 
+# Each study of the paper's protocol takes seconds: the quick tier leaves them to CI.
+pytestmark = pytest.mark.slow
+
 SIZES = (10, 25, 50, 100, 200)
 # S = 150, 200, 250, 300; the last is the published S = 300 value.
 REFERENCE = {

@@ -18,7 +18,7 @@ SIZES = (10, 25, 50, 100, 200)
 
 @pytest.mark.parametrize(("shape", "n_items", "n_subtasks"),
                          [("gpqa", 448, 1), ("bbh", 5761, 24), ("mmlu", 14042, 57),
-                          ("mmlu-pro", 12032, 14)])
+                          pytest.param("mmlu-pro", 12032, 14, marks=pytest.mark.slow)])
 def test_shapes_follow_the_real_benchmarks(shape, n_items, n_subtasks):
     shared_data(GPQA_CSV)
     shared_data(MMLU_PRO_CSV)
