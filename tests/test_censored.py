@@ -91,7 +91,7 @@ def test_thin_data_notice_names_rows_and_suggests_more_runs() -> None:
     assert "1 of 3 rows" in flat_notice and "anchor-points at 10 items" in flat_notice
     assert "10 of 5000 pairs differ" in flat_notice
     assert "1 of 3 rows" in thin and "random at 10 items, 300 sources, seen (225 pairs, " \
-        "crossing bin 3)" in thin and "--runs" in thin
+        "crossing bin 3)" in thin and "more runs or targets" in thin
     assert thin_data_notices(rows.iloc[[1]]) == ()
 
 

@@ -304,7 +304,7 @@ def test_a_study_of_other_data_is_refused_unless_allowed(gpqa_data, tmp_path: Pa
     assert_ok(mdad_cli("run", "gpqa", "--methods", "anchor-points", "--runs", "2",
                        "--resamples", "10", "--out", run_dir, cwd=tmp_path))
     config = json.loads((run_dir / "config.json").read_text())
-    answer = plan(gpqa_data, size=30, method="anchor-points", run_dir=run_dir)
+    answer = plan(gpqa_data, size=30, method="anchor-points", study_dir=run_dir)
     assert answer.how == "interpolated"
     mdad = {r["size"]: r["mdad"] for r in _seen_rows(run_dir, "anchor-points")}
     expected = np.interp(np.log(30), np.log([25, 50]), [mdad[25], mdad[50]])

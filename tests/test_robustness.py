@@ -210,8 +210,8 @@ def test_resume_from_elsewhere_refuses_extras_and_cleans_staging(tmp_path: Path)
     out = interrupted_run(tmp_path)
     assert_user_error(mdad_cli("run", "gpqa", "--resume", out, cwd=tmp_path),
                       r"continues the saved request as it was; drop DATASET")
-    assert_user_error(mdad_cli("run", "--resume", out, "--runs", "3", cwd=tmp_path),
-                      r"drop --runs")
+    assert_user_error(mdad_cli("run", "--resume", out, "--runs", "3", "--workers", "1",
+                               cwd=tmp_path), r"drop --runs, or start")  # --workers is free
     # a second process on the folder stops at once, naming the first
     lock = os.open(checkpoint_dir(out) / LOCK, os.O_RDWR)
     fcntl.flock(lock, fcntl.LOCK_EX)

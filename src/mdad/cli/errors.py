@@ -62,7 +62,6 @@ OPTION_NAMES = {
     "n_resamples": "--resamples",
     "n_models": "--models",
     "n_workers": "--workers",
-    "run_dir": "--run",
     "out_dir": "--out",
     "allow_other_version": "--allow-other-data-version",
     "study_dir": "--run",

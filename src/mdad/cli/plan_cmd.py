@@ -57,7 +57,7 @@ def plan(
 
     data = load_practice_data(dataset, missing=missing, metric=metric)
     names = read_name_list(target_models, option="--target-models") if target_models else None
-    answer = make_plan(data, gap=gap, size=size, method=method, run_dir=run,
+    answer = make_plan(data, gap=gap, size=size, method=method, study_dir=run,
                        target_models=names, threshold=threshold,
                        allow_other_version=other_version, against=against)
     _degenerate_notes(answer)

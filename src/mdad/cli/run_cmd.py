@@ -33,6 +33,10 @@ if TYPE_CHECKING:
     from mdad.study.request import StudyRequest
 
 
+# Options that say where and how a study runs, not what it is: free on --resume.
+_NOT_REQUEST = ("resume", "workers", "backend", "scheduler", "with_report")
+
+
 class Backend(StrEnum):
     LOCAL = "local"
     DASK = "dask"
@@ -117,8 +121,9 @@ def run(
     from mdad.study.pipeline import load_study_data, prepare_study, saved_request
 
     if resume is not None:
-        # typer vendors click: its ParameterSource is compared by name
-        given = [param for param in ctx.command.params if param.name != "resume"
+        # where and how it runs is not part of the request; typer vendors click, so its
+        # ParameterSource is compared by name
+        given = [param for param in ctx.command.params if param.name not in _NOT_REQUEST
                  and ctx.get_parameter_source(param.name).name != "DEFAULT"]
         if given:
             shown = ", ".join("DATASET" if param.name == "dataset" else param.opts[0]
@@ -140,9 +145,9 @@ def run(
         from mdad.study.folder import check_out_dir
 
         out = check_out_dir(out)
-    dataset = load_study_data(request)
-    _print_notices(err, _load_notices(dataset))  # before the plan, which may refuse
-    prepared = prepare_study(request, dataset=dataset)
+    data = load_study_data(request)
+    _print_notices(err, _load_notices(data))  # before the plan, which may refuse
+    prepared = prepare_study(request, dataset=data)
     _print_notices(err, prepared.notices)
     out_dir = resume or out or Path("runs") / (
         f"{prepared.dataset.name}-{datetime.now():%Y%m%d-%H%M%S}")

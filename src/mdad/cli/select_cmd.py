@@ -79,7 +79,7 @@ def select(
     pool_ids = (read_name_list(pool, option="--pool", what="item ids") if pool is not None
                 else None)
     bundle = select_microbenchmark(data, method, size, seed=seed, pool=pool_ids,
-                                   run_dir=run, allow_other_version=other_version,
+                                   study_dir=run, allow_other_version=other_version,
                                    metric=data_metric(data, metric),
                                    progress=delayed_progress())
     samples = lm_eval_samples_json(bundle) if output_format == "lm-eval" else None

@@ -245,22 +245,26 @@ class ResponseMatrix:
             sha256=self.sha256,
         )
 
-    def model_index(self, names: list[str], *, what: str = "model") -> np.ndarray:
-        """Indices of the named models, in the given order.
+    def model_index(self, names: list[str], *, what: str = "model",
+                    parameter: str | None = None) -> np.ndarray:
+        """Indices of the named models, in the given order; `what` starts the error
+        message, which names `parameter` (the caller's, that holds `names`).
 
         Raises
         ------
         DataError
             If a name is unknown or repeated.
         """
+        parameters = () if parameter is None else (parameter,)
         lookup = {name: i for i, name in enumerate(self.model_names.tolist())}
         unknown = [n for n in names if n not in lookup]
         if unknown:
             raise DataError(
                 f"{what} {str(unknown[0])!r} is not in {self.source} "
-                f"({len(unknown)} of {len(names)} names unknown); check the spelling"
-            )
+                f"({len(unknown)} of {len(names)} names unknown); check the spelling",
+                parameters=parameters)
         if len(set(names)) != len(names):
             dup = next(n for n in names if names.count(n) > 1)
-            raise DataError(f"{what} {str(dup)!r} is listed more than once")
+            raise DataError(f"{what} {str(dup)!r} is listed more than once",
+                            parameters=parameters)
         return np.array([lookup[n] for n in names], dtype=np.int64)

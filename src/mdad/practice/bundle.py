@@ -154,13 +154,13 @@ class MicroBenchmarkFile:
 
 def select_microbenchmark(dataset: Dataset, method: str, size: int, *, seed: int = 0,
                           pool: list[str] | None = None,
-                          threshold: float = DEFAULT_THRESHOLD, run_dir: Path | None = None,
+                          threshold: float = DEFAULT_THRESHOLD, study_dir: Path | None = None,
                           allow_other_version: bool = False, metric: str | None = None,
                           progress: SelectProgress | None = None) -> MicroBenchmarkFile:
     """Choose `size` items of `dataset` (or of the item ids in `pool`) with `method`,
     using every model of the dataset as a source.
 
-    `run_dir` is a finished study of the method (see `mdad plan --run`) whose seen
+    `study_dir` is a finished study of the method (see `mdad plan --run`) whose seen
     split's MDAD curve is interpolated; without it, methods with an analytic MDAD get
     theirs and other methods uniform random sampling's, marked as such. `metric` is
     the metric the data was read with (default the dataset's own). `progress` is
@@ -188,7 +188,7 @@ def select_microbenchmark(dataset: Dataset, method: str, size: int, *, seed: int
     cross_validate = cls.analytic_mdad != "uniform"
     total = 1 + (CV_FOLDS if cross_validate else 0)
     report = progress or (lambda done, total, step: None)
-    curve = _mdad_curve(dataset, matrix, cls, size, threshold, run_dir, allow_other_version)
+    curve = _mdad_curve(dataset, matrix, cls, size, threshold, study_dir, allow_other_version)
     report(0, total, f"selecting {size} items with {method} from {matrix.n_models} models")
     # One BLAS thread, as a study's cells run: the same computation whatever the
     # machine's cores, and threads only add waiting for fits this size (on 2 cores
@@ -220,13 +220,13 @@ def select_microbenchmark(dataset: Dataset, method: str, size: int, *, seed: int
 
 
 def _mdad_curve(dataset: Dataset, matrix: ResponseMatrix, cls: type[MethodDefaults],
-                size: int, threshold: float, run_dir: Path | None, allow_other_version: bool):
+                size: int, threshold: float, study_dir: Path | None, allow_other_version: bool):
     """(mdad, max_gap, pairs, how, curve sizes, curve values) of the file: the
     analytic curve over 1..size, or the study's seen curve up to `size`."""
-    if run_dir is not None:
+    if study_dir is not None:
         from mdad.practice.plan import interpolate, study_curve, study_mdad_curve
 
-        points = study_curve(Path(run_dir), cls.name, threshold,
+        points = study_curve(Path(study_dir), cls.name, threshold,
                              None if allow_other_version else dataset.matrix.sha256)
         _, point = interpolate(points, gap=None, size=size)
         known = study_mdad_curve(points, size)

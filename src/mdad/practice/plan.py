@@ -45,7 +45,7 @@ class StudyPoint:
 
 
 def plan(dataset: Dataset, *, gap: float | None = None, size: int | str | None = None,
-         method: str = "random", run_dir: Path | None = None,
+         method: str = "random", study_dir: Path | None = None,
          target_models: list[str] | None = None, threshold: float = DEFAULT_THRESHOLD,
          allow_other_version: bool = False, against: str = "full") -> Plan:
     """Answer one planning question for `dataset`'s models and items.
@@ -55,7 +55,7 @@ def plan(dataset: Dataset, *, gap: float | None = None, size: int | str | None =
     whole benchmark for random) is given. Random methods are computed analytically
     from every pair of the dataset's models over all its items, measured `against`
     the full benchmark (finite population correction) or the task's universe of items
-    (none). Any other method needs a finished study (`run_dir`, its mdad.csv) whose
+    (none). Any other method needs a finished study (`study_dir`, its mdad.csv) whose
     MDAD curve on the seen split (``against="full"``) or the unseen split
     (``"universe"``) is interpolated. An MDAD that is not reached is None, never a
     number.
@@ -81,22 +81,23 @@ def plan(dataset: Dataset, *, gap: float | None = None, size: int | str | None =
     limit = largest_size(matrix, method)
     size = _parse_size(size, limit, method, dataset.name)
     analytic = method_class(method).analytic_mdad
-    if analytic is not None and run_dir is None:
+    if analytic is not None and study_dir is None:
         answer = _analytic_plan(dataset, gap, size, method, threshold, against, limit,
                                 stratified=analytic == "stratified")
     else:
-        if run_dir is None:
-            raise ConfigError(f"method {method} has no analytic MDAD; pass run_dir RUN_DIR, a "
+        if study_dir is None:
+            raise ConfigError(f"method {method} has no analytic MDAD; pass study_dir RUN_DIR, a "
                               f"finished `mdad run --methods {method}` on this dataset",
-                              parameters=("run_dir",))
+                              parameters=("study_dir",))
         split = STUDY_SPLIT[against]
-        curve = study_curve(Path(run_dir), method, threshold,
+        curve = study_curve(Path(study_dir), method, threshold,
                             None if allow_other_version else matrix.sha256, split=split)
         found, point = interpolate(curve, gap=gap, size=size)
         answer = Plan(method, found, point.value, point.value is not None, point.max_gap,
                       point.pairs, gap, threshold, "interpolated", against, split=split)
     if target_models is not None:
-        index = matrix.model_index(target_models, what="--target-models: model")
+        index = matrix.model_index(target_models, what="target_models: model",
+                                   parameter="target_models")
         accuracy = matrix.accuracy()[index]
         i, j = np.triu_indices(index.size, k=1)
         settled = (0.0 if answer.mdad is None
@@ -144,7 +145,7 @@ def largest_size(matrix, method: str) -> int:
     return method_largest_size(method, np.bincount(codes))
 
 
-def study_curve(run_dir: Path, method: str, threshold: float, sha256: str | None, *,
+def study_curve(study_dir: Path, method: str, threshold: float, sha256: str | None, *,
                 split: str = "seen") -> list[StudyPoint]:
     """The method's MDAD by size (ascending) on `split` at the study's largest source
     count; the study's data must have `sha256` unless it is None.
@@ -154,22 +155,22 @@ def study_curve(run_dir: Path, method: str, threshold: float, sha256: str | None
     """
     from mdad.study.folder import read_study_folder
 
-    run = read_study_folder(run_dir)
+    run = read_study_folder(study_dir)
     studied = run.config["dataset"]["sha256"]
     if sha256 is not None and studied != sha256:
-        raise ConfigError(f"run_dir {run_dir} was made on other data (sha256 "
+        raise ConfigError(f"study_dir {study_dir} was made on other data (sha256 "
                           f"{studied[:12]}..., this dataset {sha256[:12]}...); rerun the study, "
                           "or pass allow_other_version",
-                          parameters=("run_dir", "allow_other_version"))
+                          parameters=("study_dir", "allow_other_version"))
     if abs(run.threshold - threshold) > 1e-12:
-        raise ConfigError(f"run_dir {run_dir} used threshold {run.threshold}; pass threshold "
+        raise ConfigError(f"study_dir {study_dir} used threshold {run.threshold}; pass threshold "
                           f"{run.threshold} or rerun the study",
-                          parameters=("run_dir", "threshold"))
+                          parameters=("study_dir", "threshold"))
     table = run.mdad[(run.mdad.method == method) & (run.mdad.split == split)
                      & (run.mdad.sources == run.main_sources)].sort_values("size")
     if table.empty:
-        raise DataError(f"run_dir {run_dir} has no {split}-split results for method "
-                        f"{method}; it ran {', '.join(run.methods)}", parameters=("run_dir",))
+        raise DataError(f"study_dir {study_dir} has no {split}-split results for method "
+                        f"{method}; it ran {', '.join(run.methods)}", parameters=("study_dir",))
     return [_study_point(row) for row in table.to_dict("records")]
 
 

@@ -90,15 +90,15 @@ window.addEventListener("load", function () {
 """
 
 
-def write_report(run_dir: Path) -> Path:
-    """Write `run_dir`/report.html and `run_dir`/figures/*.png, *.svg; returns the page.
+def write_report(study_dir: Path) -> Path:
+    """Write `study_dir`/report.html and `study_dir`/figures/*.png, *.svg; returns the page.
 
     The figures folder is replaced as a whole and the page written to a temporary
     file first, so an interrupted report leaves the previous one intact.
     """
-    study = read_study_folder(run_dir)
-    run_dir = Path(run_dir)
-    staging = Path(tempfile.mkdtemp(prefix=".figures.", dir=run_dir))  # writable? before work
+    study = read_study_folder(study_dir)
+    study_dir = Path(study_dir)
+    staging = Path(tempfile.mkdtemp(prefix=".figures.", dir=study_dir))  # writable? before work
     try:
         specs = all_figures(study)
         images = {}
@@ -109,14 +109,14 @@ def write_report(run_dir: Path) -> Path:
             spec.figure.savefig(staging / f"{spec.name}.svg", format="svg")
             images[spec.name] = base64.b64encode(buffer.getvalue()).decode("ascii")
         staging.chmod(0o755)
-        figures_dir = run_dir / "figures"
+        figures_dir = study_dir / "figures"
         if figures_dir.exists():
             shutil.rmtree(figures_dir)
         os.replace(staging, figures_dir)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    page = run_dir / "report.html"
+    page = study_dir / "report.html"
     temporary = page.with_name(".report.html.tmp")
     temporary.write_text(render_page(study, specs, images), encoding="utf-8")
     os.replace(temporary, page)

@@ -9,7 +9,7 @@ from typing import Any, Literal
 import numpy as np
 
 from mdad.data.matrix import ResponseMatrix
-from mdad.errors import ConfigError, DataError
+from mdad.errors import ConfigError
 from mdad.metrics.mdad import DEFAULT_THRESHOLD
 from mdad.selection import METHODS, get_method, largest_size, paper_methods
 from mdad.study.design import seen_pool_size
@@ -181,10 +181,8 @@ def plan_study(
     n_sources = max(config.sources)
     n_targets = config.n_targets
     if config.target_models is not None:
-        try:
-            fixed = matrix.model_index(list(config.target_models), what="target_models: model")
-        except DataError as exc:
-            raise DataError(str(exc), parameters=("target_models",)) from None
+        fixed = matrix.model_index(list(config.target_models), what="target_models: model",
+                                   parameter="target_models")
         n_targets = fixed.size
     elif n_targets == ALL_TARGETS:
         n_targets = matrix.n_models - n_sources

@@ -64,6 +64,6 @@ def thin_data_notices(mdad: pd.DataFrame) -> tuple[str, ...]:
             f"{MIN_GROUP_PAIRS:,} pairs in the row, or fewer than {MIN_CROSSING_PAIRS} in the "
             "bin that sets the value): "
             + _named(thin, lambda r: f"{r.pairs:,} pairs, crossing bin {r.crossing_pairs}")
-            + "; these values can move by several points with the seed: use more --runs or "
-            "--targets, and compare with the smooth estimate")
+            + "; these values can move by several points with the seed: use more runs or "
+            "targets, and compare with the smooth estimate")
     return tuple(notices)
