@@ -35,8 +35,9 @@ def test_degenerate_data_is_censored_and_says_so(kind: str, tmp_path: Path) -> N
                    "all-wrong": np.zeros((12, 40), int)}[kind]
     data = write_wide_csv(tmp_path / "flat.csv", correctness)
     out = tmp_path / "run"
+    report = ("--report",) if kind == "identical" else ()  # the page once: it is slow
     proc = mdad_cli("run", data, "--methods", "random", "--runs", "3", "--targets", "6",
-                    "--sources", "5", "--sizes", "5,10", "--resamples", "20", "--report",
+                    "--sources", "5", "--sizes", "5,10", "--resamples", "20", *report,
                     "--out", out, cwd=tmp_path)
     assert_ok(proc)
     assert "no MDAD can be measured where (almost) no target pair differs" in flat(proc.stderr)
@@ -49,7 +50,8 @@ def test_degenerate_data_is_censored_and_says_so(kind: str, tmp_path: Path) -> N
     header, first = (out / "mdad.csv").read_text().splitlines()[:2]
     assert dict(zip(header.split(","), first.split(","), strict=True))["mdad"] == ""
     assert "> 0.0" in proc.stdout and "50.0" not in proc.stdout
-    assert "not reached within the observed gaps" in (out / "report.html").read_text()
+    if report:
+        assert "not reached within the observed gaps" in (out / "report.html").read_text()
     # the agreement curve behind it: every pair tied, none agrees
     curves = pd.read_csv(out / "agreement.csv")
     assert (curves.gap == 0).all() and (curves.agreeing == 0).all()

@@ -334,7 +334,8 @@ def test_auto_orientation_reads_a_small_items_as_rows_file(
         small_gpqa: Path, tmp_path: Path) -> None:
     """100 items x 420 models with a `subset` column: still one row per item."""
     out = tmp_path / "auto"
-    proc = mdad_cli("run", small_gpqa, *FAST, "--sources", "50", "--out", out, cwd=tmp_path)
+    proc = mdad_cli("run", small_gpqa, *FAST, "--methods", "random", "--sources", "50",
+                    "--out", out, cwd=tmp_path)
     assert_ok(proc)
     assert re.search(r"sizes 100, 250, 500, 1000 dropped", flat(proc.stderr))
 
@@ -433,7 +434,8 @@ def test_an_empty_cell_is_missing_not_an_error(tmp_path: Path) -> None:
     path = tmp_path / "one_gap.csv"
     frame.to_csv(path, index=False)
     out = tmp_path / "gap"
-    proc = mdad_cli("run", path, *FAST, "--sizes", "10", "--out", out, cwd=tmp_path)
+    proc = mdad_cli("run", path, *FAST, "--methods", "random", "--sizes", "10", "--out", out,
+                    cwd=tmp_path)
     assert_ok(proc)
     assert re.search(rf"dropped 1 items? that lacks? a result for at least one model \(1 "
                      rf"cells? without a result: {re.escape(frame.columns[3])} \(1\)\)",

@@ -208,6 +208,7 @@ def test_report_of_a_folder_that_is_not_a_run(tmp_path: Path) -> None:
     assert_user_error(proc, r"nowhere: not a folder; pass the folder `mdad run` wrote")
 
 
+@pytest.mark.slow
 def test_python_api_writes_the_same_figures(run_dir: Path, tmp_path: Path) -> None:
     copy = tmp_path / "copy"
     shutil.copytree(run_dir, copy)

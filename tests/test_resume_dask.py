@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 from shared import GPQA_CSV, shared_data
 from test_cli import MDAD, assert_ok, assert_user_error, mdad_cli
 
@@ -26,6 +27,7 @@ ARGS = ("run", "gpqa", "--methods", "random,tinybenchmarks", "--runs", "10", "--
         "--resamples", "50")
 
 
+@pytest.mark.slow
 def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path: Path) -> None:
     shared_data(GPQA_CSV)
     out = tmp_path / "killed"
@@ -34,13 +36,13 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path: Path) -> None
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and (len(list(progress.glob("*-run*.npz"))) < 3
-                                           or not list(progress.glob("*-cell*.npy"))):
+                                           or not list(progress.glob("*.cells"))):
         time.sleep(0.02)
     process.send_signal(signal.SIGKILL)
     process.wait()
     finished = sorted(p.name for p in progress.glob("*-run*.npz"))
     assert 3 <= len(finished) < 10, finished
-    assert list(progress.glob("*-cell*.npy")), "killed between runs: no cell to resume"
+    assert list(progress.glob("*.cells")), "killed between runs: no cell to resume"
     assert not out.exists()
     # a new run into the same folder is refused: it would lose the finished runs
     assert_user_error(mdad_cli(*ARGS, "--out", out, cwd=tmp_path),
@@ -97,10 +99,24 @@ def test_saved_cells_are_taken_not_recomputed(tmp_path: Path) -> None:
     assert any("noted" in notice for notice in resumed.notices)
     assert calls[0] == 2 and calls[-1] == plan.n_cells  # the saved cells count as done
     assert checkpoint.finished() == (3, 0)  # each finished run replaced its cells
-    # a cell file cut short (power loss) is dropped and its cell recomputed
-    broken = checkpoint.folder / "study000-run00002-cell-method000-size000-sources000.npy"
-    broken.write_bytes(b"\x93NUMPY")
-    assert checkpoint.load_cells(0, 2) == {} and not broken.exists()
+    # a record cut short (a kill or power loss mid-write) ends the log: the cells
+    # before it are kept, it is dropped from the file, and new cells append after them
+    checkpoint.save_cell(0, CellOutput(2, (0, 0, 0), cells[(0, 0, 0)].estimates, 1.0, ()))
+    log = next(checkpoint.folder.glob("study000-run00002.*"))
+    whole = log.stat().st_size
+    checkpoint.save_cell(0, CellOutput(2, (0, 1, 0), cells[(0, 1, 0)].estimates, 1.0, ()))
+    log.write_bytes(log.read_bytes()[:-5])
+    assert set(checkpoint.load_cells(0, 2)) == {(0, 0, 0)} and log.stat().st_size == whole
+    checkpoint.save_cell(0, CellOutput(2, (1, 0, 0), cells[(1, 0, 0)].estimates, 1.0,
+                                       ("a note",)))
+    again = checkpoint.load_cells(0, 2)
+    assert set(again) == {(0, 0, 0), (1, 0, 0)} and again[(1, 0, 0)].notes == ("a note",)
+    assert checkpoint.finished() == (3, 2)
+    # a flipped byte fails the record's checksum: it and what follows are recomputed
+    damaged = bytearray(log.read_bytes())
+    damaged[whole + 40] ^= 0xFF
+    log.write_bytes(bytes(damaged))
+    assert set(checkpoint.load_cells(0, 2)) == {(0, 0, 0)}
 
 
 def test_worker_processes_save_every_cell(tmp_path: Path) -> None:
@@ -155,15 +171,22 @@ def test_dask_local_cluster_is_bit_identical_to_local(tmp_path: Path) -> None:
     for cell in saved:
         m, s, c = cell.key
         assert np.array_equal(cell.estimates, local.estimates[m, s, c, cell.run])
-    out = tmp_path / "dask"
-    assert_ok(mdad_cli("run", "gpqa", "--methods", "random", "--runs", "3", "--resamples",
-                       "20", "--backend", "dask", "--workers", "2", "--out", out,
-                       cwd=tmp_path))
     assert_user_error(mdad_cli("run", "gpqa", "--methods", "random", "--runs", "2",
                                "--backend", "dask", "--scheduler", "tcp://127.0.0.1:9",
                                "--out", tmp_path / "nowhere", cwd=tmp_path),
                       r"--scheduler tcp://127.0.0.1:9: cannot connect")
     assert not checkpoint_dir(tmp_path / "nowhere").exists()
+
+
+@pytest.mark.slow
+def test_dask_backend_through_the_cli(tmp_path: Path) -> None:
+    shared_data(GPQA_CSV)
+    args = ("run", "gpqa", "--methods", "random", "--runs", "3", "--resamples", "20")
+    assert_ok(mdad_cli(*args, "--backend", "dask", "--workers", "2", "--out",
+                       tmp_path / "dask", cwd=tmp_path))
+    assert_ok(mdad_cli(*args, "--out", tmp_path / "local", cwd=tmp_path))
+    assert ((tmp_path / "dask" / "mdad.csv").read_bytes()
+            == (tmp_path / "local" / "mdad.csv").read_bytes())
 
 
 def _progress_calls(backend, tmp_path: Path, name: str):

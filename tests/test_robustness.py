@@ -50,9 +50,9 @@ def _default_signals() -> None:
 def wait_for_work(out: Path, timeout: float = 120.0) -> None:
     progress = checkpoint_dir(out)
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and not list(progress.glob("*.np[yz]")):
+    while time.monotonic() < deadline and not list(progress.glob("*-run*.*")):
         time.sleep(0.05)
-    assert list(progress.glob("*.np[yz]")), "no cell finished in time"
+    assert list(progress.glob("*-run*.*")), "no cell finished in time"
 
 
 def group_alive(group: int) -> bool:
@@ -300,6 +300,7 @@ def test_estimate_prints_model_names_literally(tmp_path: Path) -> None:
     assert "[bold]x: estimated accuracy" in flat(proc.stdout)
 
 
+@pytest.mark.slow
 def test_report_where_figures_is_a_file_is_one_line(tmp_path: Path) -> None:
     shared_data(GPQA_CSV)
     out = tmp_path / "run"

@@ -115,8 +115,12 @@ def first_crossing_mdad(
     valid = pairs > 0
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.where(valid, agreeing / np.maximum(pairs, 1), 0.0)
-    draws = rng.binomial(pairs, mean, size=(n_resamples, pairs.size)) / np.maximum(pairs, 1)
-    lower, upper = np.quantile(draws, QUANTILES, axis=0)
+    # Only non-empty bins are drawn: a Binomial(0, p) draw takes nothing from the
+    # generator, so the draws (and the generator's state after them) are those of
+    # drawing every bin.
+    lower, upper = np.zeros((2, pairs.size))
+    draws = rng.binomial(pairs[valid], mean[valid], size=(n_resamples, int(valid.sum())))
+    lower[valid], upper[valid] = np.quantile(draws / pairs[valid], QUANTILES, axis=0)
     point = float(_first_at_least(mean, valid, threshold))
     crossing = 0 if np.isnan(point) else int(pairs[gap_bins(np.array(point + 1e-12))])
     return MdadResult(
@@ -228,7 +232,10 @@ def smooth_mdad(
             total_pairs[None, span], run_agreeing.sum(axis=0)[None, :], threshold)
         point, crossing = float(points[0]), int(crossings_pairs[0])
         counts = rng.multinomial(n_runs, np.full(n_runs, 1.0 / n_runs), size=n_resamples)
-        crossings, _ = monotone_crossings(counts @ run_pairs, counts @ run_agreeing, threshold)
+        # float products are exact for these integer counts, and BLAS is 20x faster
+        counts = counts.astype(np.float64)
+        crossings, _ = monotone_crossings(counts @ run_pairs.astype(np.float64),
+                                          counts @ run_agreeing.astype(np.float64), threshold)
         # an unreached resample is far above any gap (a finite stand-in: numpy's
         # interpolation with inf gives NaN even at weight 0); ends past 1 are unbounded
         low, high = np.quantile(np.where(np.isnan(crossings), UNREACHED, crossings),

@@ -65,35 +65,40 @@ _NEG, _ZERO, _POS = 0, 1, 2
 
 
 def _run_tallies(estimates: np.ndarray, reference: np.ndarray, block: int) -> np.ndarray:
-    """Tallies of one run's pairs, shape (N_BINS, 2, 3): [bin, d_ref == 0, est sign].
+    """Tallies of each run's pairs, shape (n_runs, N_BINS, 2, 3): [run, bin, d_ref == 0,
+    est sign], for runs given as (n_runs, n_targets) arrays.
 
-    Targets are stably sorted by reference, so a pair (p < q) in sorted order has
-    d_ref = ref[q] - ref[p] >= 0, exactly |ref_i - ref_j|, and a tied pair keeps the
-    target order of its models.
+    Each run's targets are stably sorted by reference, so a pair (p < q) in sorted
+    order has d_ref = ref[q] - ref[p] >= 0, exactly |ref_i - ref_j|, and a tied pair
+    keeps the target order of its models. Rows of the pair matrix are processed about
+    `block` pairs at a time, over all the given runs at once.
     """
-    order = np.argsort(reference, kind="stable")
-    ref, est = reference[order], estimates[order]
-    n = ref.size
-    has_nan = bool(np.isnan(est).any())
-    tallies = np.zeros(N_BINS * _CLASSES + 1, dtype=np.int64)  # last slot: unused pairs
-    rows = max(1, min(n, block // max(n, 1)))
+    n_runs, n = estimates.shape
+    order = np.argsort(reference, axis=1, kind="stable")
+    ref = np.take_along_axis(reference, order, axis=1)
+    est = np.take_along_axis(estimates, order, axis=1)
+    per_run = N_BINS * _CLASSES
+    unused = n_runs * per_run  # the last slot: pairs below the diagonal
+    tallies = np.zeros(unused + 1, dtype=np.int64)
+    offset = (np.arange(n_runs, dtype=np.int64) * per_run)[:, None, None]
+    rows = max(1, min(n, block // max(n * n_runs, 1)))
     for start in range(0, n - 1, rows):
         stop = min(start + rows, n - 1)
-        d_ref = ref[None, start + 1:] - ref[start:stop, None]
-        d_est = est[None, start + 1:] - est[start:stop, None]
+        d_ref = ref[:, None, start + 1:] - ref[:, start:stop, None]
+        d_est = est[:, None, start + 1:] - est[:, start:stop, None]
         code = (d_ref * float(BINS_PER_UNIT)).astype(np.int64)  # floor: d_ref >= 0
         code *= _CLASSES
         code += 3 * (d_ref == 0)
         code += d_est > 0
         code += d_est >= 0
-        if has_nan:
-            code += np.isnan(d_est)  # a tie: never agrees
+        code += np.isnan(d_est)  # a tie: never agrees
+        code += offset
         # column c of row r is the pair (start + r, start + 1 + c): keep c >= r
-        square = min(stop - start, code.shape[1])
+        square = min(stop - start, code.shape[2])
         below = np.tril_indices(square, k=-1)
-        code[below] = N_BINS * _CLASSES
+        code[:, below[0], below[1]] = unused
         tallies += np.bincount(code.ravel(), minlength=tallies.size)
-    return tallies[:-1].reshape(N_BINS, 2, 3)
+    return tallies[:-1].reshape(n_runs, N_BINS, 2, 3)
 
 
 def pair_counts(estimates: np.ndarray, reference: np.ndarray, *, block: int = 1 << 18,
@@ -112,7 +117,8 @@ def pair_counts(estimates: np.ndarray, reference: np.ndarray, *, block: int = 1 
     block : int
         Pairs processed at once (memory about 40 bytes per pair).
     threads : int
-        Runs tallied at once; numpy releases the GIL, so threads use several cores.
+        Batches of runs tallied at once; numpy releases the GIL, so threads use
+        several cores.
 
     Returns
     -------
@@ -122,16 +128,23 @@ def pair_counts(estimates: np.ndarray, reference: np.ndarray, *, block: int = 1 
     reference = np.asarray(reference, dtype=np.float64)
     n_runs, n_targets = estimates.shape
 
-    def tally(run: int) -> np.ndarray:
-        return _run_tallies(estimates[run], reference[run], block)
+    # Runs with few targets are tallied together (one bincount for many runs); runs
+    # with many are tallied one at a time, in threads.
+    per_batch = max(1, block // max(n_targets * n_targets // 2, 1))
+    batches = [slice(start, min(start + per_batch, n_runs))
+               for start in range(0, n_runs, per_batch)]
+
+    def tally(batch: slice) -> np.ndarray:
+        return _run_tallies(estimates[batch], reference[batch], block)
 
     tallies = np.zeros((n_runs, N_BINS, 2, 3), dtype=np.int64)
-    if threads > 1 and n_runs > 1:
-        with ThreadPoolExecutor(min(threads, n_runs)) as pool:
-            tallies[:] = list(pool.map(tally, range(n_runs)))
+    if threads > 1 and len(batches) > 1:
+        with ThreadPoolExecutor(min(threads, len(batches))) as pool:
+            for batch, counted in zip(batches, pool.map(tally, batches), strict=True):
+                tallies[batch] = counted
     else:
-        for run in range(n_runs):
-            tallies[run] = tally(run)
+        for batch in batches:
+            tallies[batch] = tally(batch)
     pairs = tallies.sum(axis=(2, 3))
     # agree: d_ref > 0 with a positive estimated gap. (The reference code reads a tied
     # reference as +0 and counts it as agreeing half the time, by target order.)

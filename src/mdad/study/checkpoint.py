@@ -1,10 +1,12 @@
 """Finished cells saved as they complete, so an interrupted study loses nothing.
 
-A study's checkpoint folder holds the request that started it (`request.json`), one
-file per finished cell (a method at one size and source count in one run) and, once
-all cells of a run are done, one file for the run that replaces its cells' files.
-Each file is written to a temporary name and renamed into place, so it exists
-complete or not at all, even after SIGKILL; run files are also flushed to disk.
+A study's checkpoint folder holds the request that started it (`request.json`), per
+unfinished run a log of its finished cells (a method at one size and source count),
+and, once all cells of a run are done, one file for the run that replaces its log.
+A cell is appended to its run's log as one checksummed record as soon as it is
+done (a write the kernel keeps even after SIGKILL; a record cut short is dropped
+when the log is read). Run files are written to a temporary name, flushed to disk
+and renamed into place, so they exist complete or not at all.
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import re
+import struct
 import zipfile
+import zlib
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -24,8 +27,11 @@ from mdad.errors import ConfigError
 from mdad.study.records import CellKey, CellOutput, RunAccuracies, RunOutput
 
 REQUEST = "request.json"
-_CELL_NAME = re.compile(r"study\d+-run\d+-cell-method(?P<method>\d+)-size(?P<size>\d+)"
-                        r"-sources(?P<sources>\d+)")
+# A cell record: magic, (method, size, sources), seconds, number of estimates, length
+# of the notes' JSON; then the float64 estimates, the notes, and a CRC-32 of it all.
+_MAGIC = b"MDC1"
+_HEADER = struct.Struct("<4s3idII")
+_CRC = struct.Struct("<I")
 LOCK = "lock"
 
 
@@ -100,38 +106,39 @@ class StudyCheckpoint:
                               "and start a new study", parameters=("resume",))
         return request
 
-    def _cell_path(self, study: int, run: int, key: CellKey) -> Path:
-        method, size, sources = key
-        return self.folder / (f"study{study:03d}-run{run:05d}-cell-method{method:03d}"
-                              f"-size{size:03d}-sources{sources:03d}.npy")
+    def _log_path(self, study: int, run: int) -> Path:
+        return self.folder / f"study{study:03d}-run{run:05d}.cells"
 
     def save_cell(self, study: int, cell: CellOutput) -> None:
-        """Save one finished cell: its estimates, then its time and notes."""
-        record = {"seconds": cell.seconds, "notes": list(cell.notes)}
-        temporary = self._cell_path(study, cell.run, cell.key).with_suffix(".tmp")
-        with temporary.open("wb") as handle:
-            np.save(handle, np.asarray(cell.estimates, dtype=np.float64))
-            handle.write(json.dumps(record).encode("utf-8"))
-        os.replace(temporary, self._cell_path(study, cell.run, cell.key))
+        """Append one finished cell to its run's log: its estimates, time and notes."""
+        estimates = np.ascontiguousarray(cell.estimates, dtype="<f8")
+        notes = json.dumps(list(cell.notes)).encode("utf-8")
+        record = (_HEADER.pack(_MAGIC, *cell.key, cell.seconds, estimates.size, len(notes))
+                  + estimates.tobytes() + notes)
+        record += _CRC.pack(zlib.crc32(record))
+        descriptor = os.open(self._log_path(study, cell.run),
+                             os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            written = os.write(descriptor, record)
+        finally:
+            os.close(descriptor)
+        if written != len(record):  # a full disk can cut a write short
+            raise OSError(28, "no space left on device", str(self._log_path(study, cell.run)))
 
     def load_cells(self, study: int, run: int) -> dict[CellKey, CellOutput]:
-        """The saved cells of a run that is not finished, by key."""
-        cells = {}
-        for path in self.folder.glob(f"study{study:03d}-run{run:05d}-cell*.npy"):
-            match = _CELL_NAME.fullmatch(path.stem)
-            try:
-                if match is None:
-                    raise ValueError(path.name)  # another version's name
-                key = (int(match["method"]), int(match["size"]), int(match["sources"]))
-                with path.open("rb") as handle:
-                    estimates = np.load(handle)
-                    record = json.loads(handle.read().decode("utf-8"))
-                cells[key] = CellOutput(run, key, estimates, float(record["seconds"]),
-                                        tuple(record["notes"]))
-            except (OSError, ValueError, EOFError, KeyError, TypeError):  # cut short
-                path.unlink(missing_ok=True)  # the cell is recomputed
-                continue
-        return cells  # type: ignore[return-value]
+        """The saved cells of a run that is not finished, by key. A record cut short (a
+        kill during its write) or damaged ends the log: it and what follows are dropped
+        from the file, and those cells are recomputed."""
+        path = self._log_path(study, run)
+        try:
+            content = path.read_bytes()
+        except FileNotFoundError:
+            return {}
+        cells, end = _read_records(content, run)
+        if end < len(content):
+            with path.open("r+b") as handle:
+                handle.truncate(end)
+        return cells
 
     def save(self, study: int, out: RunOutput) -> None:
         """Save a finished run, then drop its cells' files."""
@@ -147,8 +154,7 @@ class StudyCheckpoint:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(temporary, self._path(study, out.run))
-        for path in self.folder.glob(f"study{study:03d}-run{out.run:05d}-cell*.npy"):
-            path.unlink(missing_ok=True)
+        self._log_path(study, out.run).unlink(missing_ok=True)
 
     def load(self, study: int, run: int) -> RunOutput | None:
         """A finished run, or None."""
@@ -170,7 +176,35 @@ class StudyCheckpoint:
         """(finished runs, finished cells of unfinished runs) saved in the folder."""
         runs = sum(1 for path in self.folder.glob("study*-run*.npz")
                    if not path.name.endswith(".tmp.npz"))
-        return runs, sum(1 for _ in self.folder.glob("study*-run*-cell*.npy"))
+        cells = sum(len(_read_records(path.read_bytes(), 0)[0])
+                    for path in self.folder.glob("study*-run*.cells"))
+        return runs, cells
+
+
+def _read_records(content: bytes, run: int) -> tuple[dict[CellKey, CellOutput], int]:
+    """The cells of a run's log, and where its last whole, undamaged record ends."""
+    cells: dict[CellKey, CellOutput] = {}
+    at = 0
+    while at + _HEADER.size <= len(content):
+        magic, method, size, sources, seconds, n_values, n_notes = _HEADER.unpack_from(
+            content, at)
+        end = at + _HEADER.size + 8 * n_values + n_notes + _CRC.size
+        if magic != _MAGIC or end > len(content):
+            break
+        (crc,) = _CRC.unpack_from(content, end - _CRC.size)
+        if crc != zlib.crc32(content[at:end - _CRC.size]):
+            break
+        values_at = at + _HEADER.size
+        estimates = np.frombuffer(content, dtype="<f8", count=n_values, offset=values_at)
+        try:
+            notes = json.loads(content[values_at + 8 * n_values:end - _CRC.size])
+        except ValueError:
+            break
+        key = (method, size, sources)
+        cells[key] = CellOutput(run, key, estimates.astype(np.float64), seconds,
+                                tuple(notes))
+        at = end
+    return cells, at
 
 
 def _atomic_write(path: Path, content: bytes) -> None:

@@ -3,6 +3,7 @@ estimation error and Kendall tau."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -67,42 +68,35 @@ def largest_gap(reference: np.ndarray) -> float:
     return float(np.max(reference.max(axis=1) - reference.min(axis=1)))
 
 
-def evaluate(result: StudyResult, *, stream: str = "") -> StudyTables:
+def evaluate(result: StudyResult, *, stream: str = "", threads: int = 2) -> StudyTables:
     """Compute every table of `result`. Bootstrap draws come from generators derived
     from the study seed, `stream` (e.g. a subtask) and the group, so tables recompute
-    identically; the smooth estimate draws after the first crossing's, from the same
-    generator."""
+    identically, in any order; the smooth estimate draws after the first crossing's,
+    from the same generator. Groups are computed in `threads` threads (numpy releases
+    the GIL); the tables do not depend on it."""
     config = result.plan.config
-    mdad_rows, summary_rows, curves = [], [], []
-    for m, method in enumerate(config.methods):
-        for s, size in enumerate(result.plan.sizes):
-            for c, sources in enumerate(config.sources):
-                estimates = result.estimates[m, s, c]
-                row: dict = {"method": method, "size": size, "sources": sources}
-                for split in SPLITS:
-                    reference = result.seen if split == "seen" else result.unseen
-                    counts = pair_counts(estimates, reference)
-                    labels = (stream, method) if stream else (method,)
-                    rng = metric_rng(config.seed, *labels, size, sources, split)
-                    pairs, agreeing = counts.pairs.sum(axis=0), counts.agreeing.sum(axis=0)
-                    shared = {"threshold": config.threshold, "n_resamples": config.n_resamples,
-                              "rng": rng, "max_gap": largest_gap(reference),
-                              "tied_pairs": int(counts.tied.sum())}
-                    faithful = first_crossing_mdad(pairs, agreeing, **shared)
-                    smooth = smooth_mdad(counts.pairs, counts.agreeing, **shared)
-                    group = {**row, "split": split}
-                    mdad_rows.append(_mdad_row(group, faithful, smooth))
-                    nonempty = np.flatnonzero(pairs)
-                    curves.append(pd.DataFrame({
-                        **group, "gap": bin_edges(nonempty), "pairs": pairs[nonempty],
-                        "agreeing": agreeing[nonempty]}, columns=AGREEMENT_COLUMNS))
-                    error = np.abs(estimates - reference).mean(axis=1)
-                    row[f"mae_{split}"], row[f"mae_{split}_se"] = _mean_and_se(error)
-                    tau = counts.kendall_tau
-                    row[f"kendall_tau_{split}"], row[f"kendall_tau_{split}_se"] = (
-                        _mean_and_se(tau))
-                row["runs"] = estimates.shape[0]
-                summary_rows.append(row)
+    groups = [(m, s, c, split) for m in range(len(config.methods))
+              for s in range(len(result.plan.sizes)) for c in range(len(config.sources))
+              for split in SPLITS]
+
+    def measure(group: tuple[int, int, int, str]) -> tuple[dict, pd.DataFrame, dict]:
+        return _split_tables(result, *group, stream=stream)
+
+    if threads > 1 and len(groups) > 1:
+        with ThreadPoolExecutor(threads) as pool:
+            measured = list(pool.map(measure, groups))
+    else:
+        measured = [measure(group) for group in groups]
+    mdad_rows = [mdad_row for mdad_row, _, _ in measured]
+    curves = [curve for _, curve, _ in measured]
+    summary_rows = []
+    for (m, s, c, split), (_, _, metrics) in zip(groups, measured, strict=True):
+        if split == SPLITS[0]:
+            summary_rows.append({"method": config.methods[m], "size": result.plan.sizes[s],
+                                 "sources": config.sources[c]})
+        summary_rows[-1].update(metrics)
+        if split == SPLITS[-1]:
+            summary_rows[-1]["runs"] = result.estimates.shape[3]
     agreement = (pd.concat(curves, ignore_index=True) if curves
                  else pd.DataFrame(columns=AGREEMENT_COLUMNS))
     return StudyTables(
@@ -110,3 +104,32 @@ def evaluate(result: StudyResult, *, stream: str = "") -> StudyTables:
         summary=pd.DataFrame(summary_rows),
         agreement=agreement,
     )
+
+
+def _split_tables(result: StudyResult, m: int, s: int, c: int, split: str, *,
+                  stream: str) -> tuple[dict, pd.DataFrame, dict]:
+    """One method, size and source count on one split: its mdad.csv row, its
+    agreement curve, and its summary.csv columns (error and tau)."""
+    config = result.plan.config
+    method, size, sources = config.methods[m], result.plan.sizes[s], config.sources[c]
+    estimates = result.estimates[m, s, c]
+    reference = result.seen if split == "seen" else result.unseen
+    counts = pair_counts(estimates, reference, threads=1)
+    labels = (stream, method) if stream else (method,)
+    rng = metric_rng(config.seed, *labels, size, sources, split)
+    pairs, agreeing = counts.pairs.sum(axis=0), counts.agreeing.sum(axis=0)
+    shared = {"threshold": config.threshold, "n_resamples": config.n_resamples,
+              "rng": rng, "max_gap": largest_gap(reference),
+              "tied_pairs": int(counts.tied.sum())}
+    faithful = first_crossing_mdad(pairs, agreeing, **shared)
+    smooth = smooth_mdad(counts.pairs, counts.agreeing, **shared)
+    group = {"method": method, "size": size, "sources": sources, "split": split}
+    nonempty = np.flatnonzero(pairs)
+    curve = pd.DataFrame({**group, "gap": bin_edges(nonempty), "pairs": pairs[nonempty],
+                          "agreeing": agreeing[nonempty]}, columns=AGREEMENT_COLUMNS)
+    metrics = {}
+    error = np.abs(estimates - reference).mean(axis=1)
+    metrics[f"mae_{split}"], metrics[f"mae_{split}_se"] = _mean_and_se(error)
+    metrics[f"kendall_tau_{split}"], metrics[f"kendall_tau_{split}_se"] = (
+        _mean_and_se(counts.kendall_tau))
+    return _mdad_row(group, faithful, smooth), curve, metrics
