@@ -3,7 +3,7 @@ baselines measured in the same run (goal: at most 5 s; issue 13 point 6).
 
 Variants, each a fresh `python -m mdad select` process:
 - "now": the command as shipped: the main IRT fit and the 5 cross-validation fits
-  with one BLAS thread (threadpoolctl), as a study's cells run them.
+  in two threads, each with one BLAS thread (threadpoolctl), as a study's cells run.
 - "old path": every fit with the default BLAS threads (one per core), as before this
   change (threadpoolctl.threadpool_limits made a no-op in that process). Its items
   depend on the machine's core count: BLAS sums in another order with more threads.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -365,8 +366,10 @@ def test_select_saves_through_the_method_class_and_reports_progress(gpqa_data,
     bundle = select_microbenchmark(gpqa_data, "tinybenchmarks-pirt", 10, seed=2,
                                    progress=lambda done, total, what: steps.append(
                                        (done, total, what)))
-    assert [s[:2] for s in steps] == [(k, 6) for k in range(6)]
-    assert steps[0][2].startswith("selecting 10 items") and "fold 5 of 5" in steps[-1][2]
+    assert [s[:2] for s in steps] == [(k, 6) for k in range(7)]
+    assert steps[0][2].startswith("selecting 10 items") and "5 folds" in steps[0][2]
+    assert sorted(s[2] for s in steps[1:]) == [f"cross-validation fold {k} of 5 done"
+                                               for k in range(1, 6)] + ["selected"]
     assert bundle.estimator["kind"] == "irt" and list(bundle.estimator) == [
         "kind", "weights", "gp_weight", "discrimination", "difficulty",
         "others_discrimination", "others_difficulty"]
@@ -391,7 +394,7 @@ def test_select_saves_through_the_method_class_and_reports_progress(gpqa_data,
     # uniform random sampling: no cross-validation, one step
     steps.clear()
     select_microbenchmark(gpqa_data, "random", 10, progress=lambda *s: steps.append(s))
-    assert [s[:2] for s in steps] == [(0, 1)]
+    assert [s[:2] for s in steps] == [(0, 1), (1, 1)]
 
 
 def test_a_file_with_an_unknown_estimator_kind_names_it(gpqa_data, tmp_path: Path):
@@ -411,3 +414,19 @@ def test_a_file_with_an_unknown_estimator_kind_names_it(gpqa_data, tmp_path: Pat
     with pytest.raises(DataError, match=r"made by method 'uninstalled-plugin', which no "
                                         r"installed package registers"):
         MicroBenchmarkFile.load(path)
+
+
+def test_select_progress_line_shows_only_past_its_delay(capsys):
+    from mdad.cli.select_cmd import delayed_progress
+
+    quiet = delayed_progress(after=1e9)
+    quiet(0, 6, "selecting 50 items")
+    quiet(1, 6, "selected")
+    assert capsys.readouterr().err == ""
+    late = delayed_progress(after=0.0)
+    late(0, 6, "selecting 50 items")
+    late(3, 6, "cross-validation fold 2 of 5 done")
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == "mdad select: selecting 50 items"
+    assert re.fullmatch(r"mdad select: 3 of 6 fits: cross-validation fold 2 of 5 done "
+                        r"\(\d+\.\d s\)", lines[1])

@@ -43,8 +43,8 @@ def _root(
 
 
 def build_app(only: str | None = None) -> typer.Typer:
-    """The `mdad` app with every command, or with command `only` alone: running one
-    command imports that command's module only."""
+    """The `mdad` app with every command, or with command `only` alone (none for ""):
+    running one command imports that command's module only."""
     app = typer.Typer(
         name="mdad",
         help="How reliable is your micro-benchmark? MDAD for language-model evaluation.",
@@ -83,7 +83,9 @@ def _show_flags_as_flags(command) -> None:
 def main() -> None:
     # the first word that is not an option names the command (the root has only flags)
     name = next((arg for arg in sys.argv[1:] if not arg.startswith("-")), None)
-    command = typer.main.get_command(build_app(name if name in COMMANDS else None))
+    if name is None and "--version" in sys.argv[1:]:
+        name = ""  # --version is eager: it needs no command
+    command = typer.main.get_command(build_app(name if name in COMMANDS or name == "" else None))
     _show_flags_as_flags(command)
     command(prog_name="mdad")
 

@@ -29,16 +29,24 @@ PROGRESS_AFTER_SECONDS = 2.0
 
 
 def delayed_progress(after: float = PROGRESS_AFTER_SECONDS) -> Callable[[int, int, str], None]:
-    """A progress callback for `select_microbenchmark` that prints "step k of n: what"
-    on stderr, elapsed seconds included, for each step that starts `after` seconds or
-    more into the command, so quick selections stay silent and long ones show life."""
+    """A progress callback for `select_microbenchmark` that prints "k of n fits: what"
+    on stderr, elapsed seconds included, for each report `after` seconds or more into
+    the command (and, once one has been printed, what was under way), so quick
+    selections stay silent and long ones show life."""
     start = time.perf_counter()
+    under_way: list[str] = []
 
     def show(done: int, total: int, step: str) -> None:
         elapsed = time.perf_counter() - start
+        if done == 0:
+            under_way.append(step)
         if elapsed >= after:
-            print(f"mdad select: step {done + 1} of {total}: {step} ({elapsed:.1f} s)",
-                  file=sys.stderr, flush=True)
+            for started in under_way:
+                print(f"mdad select: {started}", file=sys.stderr, flush=True)
+            under_way.clear()
+            if done:
+                print(f"mdad select: {done} of {total} fits: {step} ({elapsed:.1f} s)",
+                      file=sys.stderr, flush=True)
 
     return show
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -164,9 +165,9 @@ def select_microbenchmark(dataset: Dataset, method: str, size: int, *, seed: int
     split's MDAD curve is interpolated; without it, methods with an analytic MDAD get
     theirs and other methods uniform random sampling's, marked as such. `metric` is
     the metric the data was read with (default the dataset's own). `progress` is
-    called with (steps done, total steps, what starts now) before each step: the
-    selection, then each fold of the cross-validated error (methods other than
-    uniform random sampling), which may take seconds each.
+    called with (fits done, total fits, what) at the start and as each fit finishes:
+    the selection and, for methods other than uniform random sampling, the 5 folds
+    of the cross-validated error, which may take seconds each.
 
     Raises
     ------
@@ -189,21 +190,16 @@ def select_microbenchmark(dataset: Dataset, method: str, size: int, *, seed: int
     total = 1 + (CV_FOLDS if cross_validate else 0)
     report = progress or (lambda done, total, step: None)
     curve = _mdad_curve(dataset, matrix, cls, size, threshold, study_dir, allow_other_version)
-    report(0, total, f"selecting {size} items with {method} from {matrix.n_models} models")
-    # One BLAS thread, as a study's cells run: the same computation whatever the
-    # machine's cores, and threads only add waiting for fits this size (on 2 cores
-    # tinyBenchmarks' IRT fit takes 0.4 s with one thread, 1.1 s with two, and far
-    # longer when the cores are busy).
-    with one_thread([cls]):
-        micro = selector.select(_seen_pool(matrix, seed), size,
-                                rng=np.random.default_rng(seed))
+    report(0, total, f"selecting {size} items with {method} from {matrix.n_models} models"
+           + (f", and cross-validating its estimate in {CV_FOLDS} folds" if cross_validate
+              else ""))
+    micro, error_sd = _select_and_validate(matrix, selector, size, seed, cross_validate,
+                                           lambda done, step: report(done, total, step))
     estimator = cls.save_estimator(micro)
     order = np.asarray(micro.items)
     ids = [str(matrix.item_ids[i]) for i in order]
     spec = dataset.spec
     lm_eval_items = _lm_eval_ids(ids, spec.lm_eval_task if spec else None)
-    error_sd = _cross_validated_error(matrix, selector, size, seed, report, total
-                                      ) if cross_validate else None
     mdad, max_gap, pairs, how, sizes, values = curve
     return MicroBenchmarkFile(
         dataset=dataset.name, sha256=matrix.sha256 or "", mdad_version=__version__,
@@ -340,27 +336,46 @@ def _lm_eval_ids(ids: list[str], task: str | None) -> list[str] | None:
     return None
 
 
-def _cross_validated_error(matrix: ResponseMatrix, selector: MethodDefaults, size: int,
-                           seed: int, report: SelectProgress, total: int) -> float:
-    """Root mean square error of the method's estimate on models it did not select
-    with: 5 folds of models, each estimated by a micro-benchmark selected on the rest.
+def _select_and_validate(matrix: ResponseMatrix, selector: MethodDefaults, size: int,
+                         seed: int, cross_validate: bool,
+                         finished: Callable[[int, str], None]
+                         ) -> tuple[MicroBenchmark, float | None]:
+    """The micro-benchmark selected from every model, and (when `cross_validate`) the
+    root mean square error of the method's estimate on models it did not select with:
+    5 folds of models, each estimated by a micro-benchmark selected on the rest.
 
-    The folds run with one BLAS thread, as the selection does.
+    The selection and the folds are independent fits, each with its own seeds: they
+    run in two threads (numpy releases the GIL), each with one BLAS thread as a
+    study's cells run: the same numbers whatever the machine's cores (on 2 cores
+    tinyBenchmarks' IRT fit takes 0.4 s with one BLAS thread, 1.1 s with two, and far
+    longer when the cores are busy). `finished(steps done, step)` follows each fit.
     """
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(8,)))
     folds = np.array_split(rng.permutation(matrix.n_models), CV_FOLDS)
     truth = matrix.accuracy()
-    errors = []
-    with one_thread([selector]):
-        for k, held in enumerate(folds):
-            report(1 + k, total, f"cross-validating the estimate: fold {k + 1} of {CV_FOLDS}")
-            train = np.setdiff1d(np.arange(matrix.n_models), held)
-            pool = _seen_pool(matrix, seed + 1000 * (k + 1), train)
-            micro = selector.select(pool, size, rng=np.random.default_rng([seed, k]))
-            scores = (matrix.gold_confidence(held) if micro.uses_confidence
-                      else matrix.scores(held))
-            errors.append(micro.estimate(scores) - truth[held])
-    return float(np.sqrt(np.mean(np.concatenate(errors) ** 2)))
+
+    def fold_error(k: int) -> np.ndarray:
+        held = folds[k]
+        train = np.setdiff1d(np.arange(matrix.n_models), held)
+        pool = _seen_pool(matrix, seed + 1000 * (k + 1), train)
+        micro = selector.select(pool, size, rng=np.random.default_rng([seed, k]))
+        scores = matrix.gold_confidence(held) if micro.uses_confidence else matrix.scores(held)
+        return micro.estimate(scores) - truth[held]
+
+    with one_thread([selector]), ThreadPoolExecutor(2 if cross_validate else 1) as threads:
+        selection = threads.submit(selector.select, _seen_pool(matrix, seed), size,
+                                   rng=np.random.default_rng(seed))
+        steps = {selection: "selected"}
+        if cross_validate:
+            steps.update({threads.submit(fold_error, k): f"cross-validation fold {k + 1} of "
+                          f"{CV_FOLDS} done" for k in range(CV_FOLDS)})
+        for done, future in enumerate(as_completed(steps), start=1):
+            future.result()  # an error in any fit stops here
+            finished(done, steps[future])
+    if not cross_validate:
+        return selection.result(), None
+    errors = np.concatenate([future.result() for future in steps if future is not selection])
+    return selection.result(), float(np.sqrt(np.mean(errors ** 2)))
 
 
 def lm_eval_samples_json(bundle: MicroBenchmarkFile) -> dict[str, list[int]]:

@@ -19,6 +19,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mdad.selection import get_method
+from mdad.selection.threads import load_libraries
 from mdad.study.backends.base import CellSink, RunSink
 from mdad.study.backends.in_process import run_here
 from mdad.study.records import CellOutput, RunJob, RunOutput, Study
@@ -87,7 +89,9 @@ class AutoBackend:
     Runs are computed here one after another; after each cell the time spent so far
     gives the cost of a run. The remaining runs (and the unfinished cells of the
     current one) go to worker processes as soon as they would finish sooner there,
-    i.e. when the estimated work left exceeds `start_seconds` x n/(n-1).
+    i.e. when the estimated work left exceeds the start cost x n/(n-1). The start
+    cost is `start_seconds` plus the time the methods' libraries took to import here
+    (each worker imports them again); that import is not counted as work.
     """
 
     name = "auto"
@@ -103,7 +107,10 @@ class AutoBackend:
         self.chosen = "in-process"
         cells_per_run = [plan.n_cells // plan.config.n_runs for _, plan in studies]
         cells_left = sum(cells_per_run[job.study] - len(job.finished) for job in jobs)
-        threshold = self.start_seconds * self.n_workers / max(self.n_workers - 1, 1)
+        methods = {name for _, plan in studies for name in plan.config.methods}
+        imports = load_libraries(get_method(name) for name in sorted(methods))
+        threshold = ((self.start_seconds + imports) * self.n_workers
+                     / max(self.n_workers - 1, 1))
         started, computed = time.perf_counter(), 0
         queue = list(jobs)
         while queue:
