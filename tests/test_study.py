@@ -206,3 +206,13 @@ def test_all_targets_are_every_model_not_a_source(gpqa):
         everyone = np.concatenate([design.targets, design.sources(300)])
         assert np.array_equal(np.sort(everyone), np.arange(420))
         assert np.array_equal(result.targets[run], design.targets)
+
+
+def test_summary_reports_the_items_a_static_micro_benchmark_used(gpqa, small_study):
+    """Every target answers every item of a static micro-benchmark: its distinct items
+    are its size, and the most-used item was seen by all targets."""
+    _, result = small_study
+    tables = evaluate(result)
+    assert (tables.summary.distinct_items == tables.summary["size"]).all()
+    assert (tables.summary.top_item_share == 1.0).all()
+    assert result.exposure.shape == (*result.estimates.shape[:4], 2)

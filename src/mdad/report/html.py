@@ -171,8 +171,10 @@ def _results_table(study: StudyFolder) -> str:
     headers = ["method", "size", "sources"]
     for split in ("seen", "unseen"):
         headers += [f"MDAD {split}", f"95% CI {split}"] + ([f"smooth {split}"] if smooth else [])
+    exposure = "distinct_items" in study.summary.columns
     headers += (["pairs"] if "pairs" in study.mdad.columns else []) + [
-        "error seen", "error unseen", "tau seen", "tau unseen"]
+        "error seen", "error unseen", "tau seen", "tau unseen"] + (
+        ["items used", "top item seen by"] if exposure else [])
     rows = []
     summary = study.summary.copy()
     summary["order"] = summary.method.map({m: i for i, m in enumerate(
@@ -194,6 +196,10 @@ def _results_table(study: StudyFolder) -> str:
         for column in ("kendall_tau_seen", "kendall_tau_unseen"):
             value = getattr(row, column)
             cells.append(("—" if pd.isna(value) else f"{value:.2f}", value))
+        if exposure:  # distinct items the targets answered, mean over runs
+            used, share = row.distinct_items, row.top_item_share
+            cells += [("—" if pd.isna(used) else f"{used:.1f}", used),
+                      ("—" if pd.isna(share) else f"{share:.0%} of targets", share)]
         rows.append("<tr>" + "".join(f'<td data-value="{_e(str(v))}">{_e(t)}</td>'
                                      for t, v in cells) + "</tr>")
     head = "".join(f"<th>{_e(h)}</th>" for h in headers)

@@ -68,6 +68,23 @@ class SeenPool:
         return np.bincount(self.subtask_codes)
 
 
+@dataclass(frozen=True)
+class ItemExposure:
+    """Which items the targets of one cell saw.
+
+    Attributes
+    ----------
+    distinct_items : items that at least one target answered (for a static
+        micro-benchmark, its distinct items).
+    top_share : share of the targets that answered the most-used item, in [0, 1]
+        (1 for a static micro-benchmark: every target answers every item; NaN
+        without targets).
+    """
+
+    distinct_items: int
+    top_share: float
+
+
 @dataclass(frozen=True, eq=False)
 class MicroBenchmark:
     """A chosen subset of the seen pool and its linear estimator.
@@ -120,6 +137,12 @@ class MicroBenchmark:
         if self.weights is None:
             return chosen.sum(axis=1) / self.items.shape[0]
         return chosen @ self.weights
+
+    def estimate_with_exposure(self, scores: np.ndarray) -> tuple[np.ndarray, ItemExposure]:
+        """`estimate(scores)` and which items the models answered: all of `items`,
+        for every model (adaptive estimators choose per model and override this)."""
+        shared = float("nan") if scores.shape[0] == 0 else 1.0
+        return self.estimate(scores), ItemExposure(int(np.unique(self.items).size), shared)
 
     def weights_json(self) -> list[float] | None:
         return None if self.weights is None else [float(w) for w in self.weights]

@@ -27,10 +27,11 @@ from mdad.errors import ConfigError
 from mdad.study.records import CellKey, CellOutput, RunAccuracies, RunOutput
 
 REQUEST = "request.json"
-# A cell record: magic, (method, size, sources), seconds, number of estimates, length
-# of the notes' JSON; then the float64 estimates, the notes, and a CRC-32 of it all.
-_MAGIC = b"MDC1"
-_HEADER = struct.Struct("<4s3idII")
+# A cell record: magic, (method, size, sources), seconds, exposure (distinct items, top
+# share), number of estimates, length of the notes' JSON; then the float64 estimates,
+# the notes, and a CRC-32 of it all.
+_MAGIC = b"MDC2"
+_HEADER = struct.Struct("<4s3i3dII")
 _CRC = struct.Struct("<I")
 LOCK = "lock"
 
@@ -113,7 +114,8 @@ class StudyCheckpoint:
         """Append one finished cell to its run's log: its estimates, time and notes."""
         estimates = np.ascontiguousarray(cell.estimates, dtype="<f8")
         notes = json.dumps(list(cell.notes)).encode("utf-8")
-        record = (_HEADER.pack(_MAGIC, *cell.key, cell.seconds, estimates.size, len(notes))
+        record = (_HEADER.pack(_MAGIC, *cell.key, cell.seconds, *cell.exposure, estimates.size,
+                               len(notes))
                   + estimates.tobytes() + notes)
         record += _CRC.pack(zlib.crc32(record))
         descriptor = os.open(self._log_path(study, cell.run),
@@ -147,7 +149,7 @@ class StudyCheckpoint:
             "estimates": out.estimates, "seen": out.accuracies.seen,
             "unseen": out.accuracies.unseen, "full": out.accuracies.full,
             "targets": out.targets, "method_seconds": out.method_seconds,
-            "notes": np.array(notes)}
+            "exposure": out.exposure, "notes": np.array(notes)}
         temporary = self._path(study, out.run).with_suffix(".tmp.npz")
         with temporary.open("wb") as handle:
             np.savez(handle, **payload)
@@ -167,7 +169,8 @@ class StudyCheckpoint:
                                  for m, s, n, c in json.loads(str(data["notes"]))})
                 return RunOutput(run, data["estimates"],
                                  RunAccuracies(data["seen"], data["unseen"], data["full"]),
-                                 data["targets"], data["method_seconds"], notes)
+                                 data["targets"], data["method_seconds"], notes,
+                                 data["exposure"])
         except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile):
             path.unlink(missing_ok=True)  # truncated or corrupt: the run is recomputed
             return None
@@ -186,8 +189,8 @@ def _read_records(content: bytes, run: int) -> tuple[dict[CellKey, CellOutput], 
     cells: dict[CellKey, CellOutput] = {}
     at = 0
     while at + _HEADER.size <= len(content):
-        magic, method, size, sources, seconds, n_values, n_notes = _HEADER.unpack_from(
-            content, at)
+        magic, method, size, sources, seconds, distinct, share, n_values, n_notes = (
+            _HEADER.unpack_from(content, at))
         end = at + _HEADER.size + 8 * n_values + n_notes + _CRC.size
         if magic != _MAGIC or end > len(content):
             break
@@ -202,7 +205,7 @@ def _read_records(content: bytes, run: int) -> tuple[dict[CellKey, CellOutput], 
             break
         key = (method, size, sources)
         cells[key] = CellOutput(run, key, estimates.astype(np.float64), seconds,
-                                tuple(notes))
+                                tuple(notes), (distinct, share))
         at = end
     return cells, at
 

@@ -97,6 +97,7 @@ def evaluate(result: StudyResult, *, stream: str = "", threads: int = 2) -> Stud
         summary_rows[-1].update(metrics)
         if split == SPLITS[-1]:
             summary_rows[-1]["runs"] = result.estimates.shape[3]
+            summary_rows[-1].update(_exposure_columns(result, m, s, c))
     agreement = (pd.concat(curves, ignore_index=True) if curves
                  else pd.DataFrame(columns=AGREEMENT_COLUMNS))
     return StudyTables(
@@ -104,6 +105,19 @@ def evaluate(result: StudyResult, *, stream: str = "", threads: int = 2) -> Stud
         summary=pd.DataFrame(summary_rows),
         agreement=agreement,
     )
+
+
+def _exposure_columns(result: StudyResult, m: int, s: int, c: int) -> dict[str, float]:
+    """Mean over runs of the items the targets answered (`distinct_items`) and of the
+    share of targets that answered the most-used one (`top_item_share`)."""
+    if result.exposure is None:
+        return {"distinct_items": float("nan"), "top_item_share": float("nan")}
+    cells = result.exposure[m, s, c]
+    known = cells[np.isfinite(cells).all(axis=1)]
+    if known.size == 0:
+        return {"distinct_items": float("nan"), "top_item_share": float("nan")}
+    return {"distinct_items": float(known[:, 0].mean()),
+            "top_item_share": float(known[:, 1].mean())}
 
 
 def _split_tables(result: StudyResult, m: int, s: int, c: int, split: str, *,

@@ -31,16 +31,22 @@ class RunAccuracies:
     full: np.ndarray
 
 
+# (distinct items the targets answered, share of targets that answered the most-used one)
+NO_EXPOSURE = (float("nan"), float("nan"))
+
+
 @dataclass(frozen=True, eq=False)
 class CellOutput:
     """One finished cell of run `run`: `estimates` of shape (n_targets,), the
-    `seconds` it took, and the fallbacks (`notes`) the method reported."""
+    `seconds` it took, the fallbacks (`notes`) the method reported, and the items'
+    `exposure` (see `mdad.selection.ItemExposure`) as (distinct items, top share)."""
 
     run: int
     key: CellKey
     estimates: np.ndarray
     seconds: float
     notes: tuple[str, ...] = ()
+    exposure: tuple[float, float] = NO_EXPOSURE
 
 
 @dataclass(frozen=True, eq=False)
@@ -55,6 +61,8 @@ class RunOutput:
     method_seconds : float array of shape (n_methods,), time spent selecting and
         estimating (work shared between methods counts for the first that needs it).
     notes : count of each (method, size, note) the methods reported.
+    exposure : float array of shape (n_methods, n_sizes, n_source_counts, 2), each
+        cell's (distinct items, top share).
     """
 
     run: int
@@ -63,6 +71,7 @@ class RunOutput:
     targets: np.ndarray
     method_seconds: np.ndarray
     notes: Counter[tuple[str, int, str]]
+    exposure: np.ndarray
 
 
 @dataclass(frozen=True, eq=False)
@@ -88,6 +97,9 @@ class StudyResult:
     method_seconds : float array of shape (n_methods,)
         Compute time per method, summed over runs and processes.
     notices : fallbacks the methods reported, one line each, with how often.
+    exposure : float array of shape (n_methods, n_sizes, n_source_counts, n_runs, 2),
+        each cell's (distinct items the targets answered, share of the targets that
+        answered the most-used item); None when unknown (NaN in the tables).
     """
 
     plan: StudyPlan
@@ -99,6 +111,7 @@ class StudyResult:
     targets: np.ndarray
     method_seconds: np.ndarray = field(default_factory=lambda: np.zeros(0))
     notices: tuple[str, ...] = ()
+    exposure: np.ndarray | None = None
 
     def to_frame(self):  # -> pandas.DataFrame
         """One row per run, method, size, source count and target model."""
@@ -132,11 +145,13 @@ class StudyCollector:
                                    n_targets))
         self.seen, self.unseen, self.full = (np.empty((n_runs, n_targets)) for _ in range(3))
         self.targets = np.empty((n_runs, n_targets), dtype=np.int64)
+        self.exposure = np.full((*self.estimates.shape[:4], 2), np.nan)
         self.method_seconds = np.zeros(n_methods)
         self.notes: Counter[tuple[str, int, str]] = Counter()
 
     def add(self, out: RunOutput) -> None:
         self.estimates[:, :, :, out.run] = out.estimates
+        self.exposure[:, :, :, out.run] = out.exposure
         self.seen[out.run], self.unseen[out.run] = out.accuracies.seen, out.accuracies.unseen
         self.full[out.run], self.targets[out.run] = out.accuracies.full, out.targets
         self.method_seconds += out.method_seconds
@@ -148,4 +163,5 @@ class StudyCollector:
         notices = tuple(f"{method} at size {size}, {count} of {cells} cells: {note}"
                         for (method, size, note), count in sorted(self.notes.items()))
         return StudyResult(self.plan, self.matrix.model_names, self.estimates, self.seen,
-                           self.unseen, self.full, self.targets, self.method_seconds, notices)
+                           self.unseen, self.full, self.targets, self.method_seconds, notices,
+                           self.exposure)

@@ -122,6 +122,7 @@ def compute_run(matrix: ResponseMatrix, plan: StudyPlan, run: int, *,
     finished = finished or {}
     scores: dict[bool, np.ndarray] = {}  # built when a cell first needs them
     estimates = np.empty((len(methods), len(plan.sizes), len(config.sources), plan.n_targets))
+    exposure = np.empty((*estimates.shape[:3], 2))
     seconds = np.zeros(len(methods))
     notes: Counter[tuple[str, int, str]] = Counter()
     with one_thread(methods):
@@ -137,15 +138,17 @@ def compute_run(matrix: ResponseMatrix, plan: StudyPlan, run: int, *,
                         flag = micro.uses_confidence
                         if flag not in scores:
                             scores[flag] = _target_scores(matrix, design, flag)
-                        cell = CellOutput(run, (m, s, c), micro.estimate(scores[flag]),
-                                          time.perf_counter() - start, micro.notes)
+                        estimated, seen = micro.estimate_with_exposure(scores[flag])
+                        cell = CellOutput(run, (m, s, c), estimated, time.perf_counter() - start,
+                                          micro.notes, (seen.distinct_items, seen.top_share))
                         if on_cell is not None:
                             on_cell(cell)
                     estimates[m, s, c] = cell.estimates
+                    exposure[m, s, c] = cell.exposure
                     seconds[m] += cell.seconds
                     notes.update((method.name, size, note) for note in cell.notes)
     return RunOutput(run, estimates, _accuracies(matrix.correctness, design), design.targets,
-                     seconds, notes)
+                     seconds, notes, exposure)
 
 
 def run_studies(studies: list[Study], *, backend: Backend | None = None,

@@ -96,7 +96,19 @@ def pool_results(results: list[StudyResult], fractions: tuple[float, ...]) -> St
         full=np.concatenate([r.full for r in results]),
         targets=np.concatenate([r.targets for r in results]),
         method_seconds=np.sum([r.method_seconds for r in results], axis=0),
+        exposure=_pooled_exposure(results),
     )
+
+
+def _pooled_exposure(results: list[StudyResult]) -> np.ndarray | None:
+    """Per run, the distinct items over all subtasks (their sum) and the largest share
+    of targets that answered one item (the largest over subtasks), repeated for each
+    subtask's block of runs so it lines up with the pooled estimates."""
+    if any(r.exposure is None for r in results):
+        return None
+    stacked = np.stack([r.exposure for r in results])  # (subtask, m, s, c, run, 2)
+    pooled = np.stack([stacked[..., 0].sum(axis=0), stacked[..., 1].max(axis=0)], axis=-1)
+    return np.concatenate([pooled] * len(results), axis=3)
 
 
 def evaluate_per_subtask(studies: list[SubtaskStudy], results: list[StudyResult],
