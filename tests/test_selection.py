@@ -34,8 +34,15 @@ class TestContract:
             first = method.select(pool, size, rng=np.random.default_rng(7))
             again = method.select(pool, size, rng=np.random.default_rng(7))
             assert np.array_equal(first.items, again.items)
-            assert first.items.size == size == np.unique(first.items).size
             assert first.items.min() >= 0 and first.items.max() < pool.n_items
+            if method.static:
+                assert first.items.size == size == np.unique(first.items).size
+                continue
+            # an adaptive test: each model answers `size` distinct items of the pool
+            targets = (np.random.default_rng(3).random((6, pool.n_items)) < 0.5)
+            estimates, exposure = first.estimate_with_exposure(targets.astype(float))
+            assert np.array_equal(estimates, again.estimate(targets.astype(float)))
+            assert first.length == size and size <= exposure.distinct_items <= pool.n_items
 
 
 def test_unknown_method_lists_the_known_ones():

@@ -177,6 +177,9 @@ def select_microbenchmark(dataset: Dataset, method: str, size: int, *, seed: int
     """
     matrix = _pool_matrix(dataset.matrix, pool)
     cls = method_class(method)
+    if not cls.static:
+        raise ConfigError(f"method {method} chooses items per model, not one fixed subset; "
+                          f"run it with `mdad adaptive start` instead", parameters=("method",))
     selector = cls()
     codes = np.unique(matrix.subtask_codes, return_inverse=True)[1]
     limit = cls.max_size_for(np.bincount(codes))

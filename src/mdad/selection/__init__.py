@@ -12,8 +12,15 @@ from mdad.selection import diversity as _diversity  # noqa: F401
 from mdad.selection import strata as _strata  # noqa: F401
 from mdad.selection import anchor_points as _anchor_points  # noqa: F401
 from mdad.selection import tinybenchmarks as _tinybenchmarks  # noqa: F401
+from mdad.selection import adaptive as _adaptive  # noqa: F401
 # isort: on
-from mdad.selection.base import MethodDefaults, MicroBenchmark, SeenPool, SelectionMethod
+from mdad.selection.base import (
+    ItemExposure,
+    MethodDefaults,
+    MicroBenchmark,
+    SeenPool,
+    SelectionMethod,
+)
 from mdad.selection.registry import (
     ENTRY_POINT_GROUP,
     METHODS,
@@ -24,6 +31,6 @@ from mdad.selection.registry import (
     register,
 )
 
-__all__ = ["ENTRY_POINT_GROUP", "METHODS", "MethodDefaults", "MicroBenchmark", "SeenPool",
+__all__ = ["ENTRY_POINT_GROUP", "METHODS", "ItemExposure", "MethodDefaults", "MicroBenchmark", "SeenPool",
            "SelectionMethod", "get_method", "largest_size", "method_class", "paper_methods",
            "register"]

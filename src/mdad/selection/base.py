@@ -205,6 +205,8 @@ class MethodDefaults:
     libraries : modules with native thread pools (BLAS, OpenMP) it imports lazily;
         they are loaded before its work runs with one thread (see `one_thread`),
         which can limit only the libraries already loaded.
+    static : it chooses one subset for every model (False for adaptive tests, which
+        choose per model: `mdad select` cannot write them as a fixed file).
     """
 
     name: ClassVar[str]
@@ -217,6 +219,7 @@ class MethodDefaults:
     analytic_mdad: ClassVar[str | None] = None
     estimators: ClassVar[tuple[type[MicroBenchmark], ...]] = (MicroBenchmark,)
     libraries: ClassVar[tuple[str, ...]] = ()
+    static: ClassVar[bool] = True
 
     def select(self, pool: SeenPool, size: int, *, rng: np.random.Generator) -> MicroBenchmark:
         """Choose `size` distinct items of `pool`; draw every random number from `rng`."""

@@ -1,0 +1,165 @@
+"""Adaptive testing (mdad.irt.cat and the `adaptive` study methods): against a slow
+per-examinee reference loop, a 3-item case worked by hand, and the study protocol."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.optimize import brentq, minimize_scalar
+from scipy.special import expit
+
+from mdad.irt.cat import administer, fisher_information, map_ability_1d
+from mdad.selection import get_method
+from mdad.selection.base import SeenPool
+
+
+def reference_cat(answers_row: np.ndarray, a: np.ndarray, b: np.ndarray, n_steps: int,
+                  draws: list[int] | None = None, top: int = 1):
+    """One examinee, one item at a time: information by the textbook formula, the
+    MAP ability by a bounded scalar optimiser, `draws[step]` picking among the top
+    items (sorted by index) when `top` > 1."""
+    used: list[int] = []
+    theta = 0.0
+    for step in range(n_steps):
+        p = expit(a * theta - b)
+        info = [a[j] ** 2 * p[j] * (1 - p[j]) if j not in used else -np.inf
+                for j in range(a.size)]
+        if top == 1:
+            chosen = int(np.argmax(info))
+        else:
+            k = min(top, a.size - step)
+            best = sorted(np.argsort(info, kind="stable")[::-1][:k])
+            chosen = int(best[draws[step]])
+        used.append(chosen)
+        y, ai, bi = answers_row[used], a[used], b[used]
+
+        def negative_log_posterior(t: float, y=y, ai=ai, bi=bi) -> float:
+            z = ai * t - bi
+            return -float(np.sum(y * z - np.logaddexp(0, z))) + 0.5 * t * t
+
+        theta = minimize_scalar(negative_log_posterior, bounds=(-20, 20), method="bounded",
+                                options={"xatol": 1e-12}).x
+    p = expit(a * theta - b)
+    p[used] = answers_row[used]
+    return p.mean(), theta, used
+
+
+def test_three_items_by_hand():
+    """a = (1, 2, 1), b = (0, 0, 1). At theta = 0 the informations are 1/4, 1 and
+    e/(1+e)^2: item 1 first. After a right answer the MAP ability solves
+    2 (1 - s(2t)) = t; there item 2 (information s(t-1)(1-s(t-1))) just beats item 0
+    (s(t)(1-s(t))). After a wrong answer on item 2 the ability solves
+    2 (1 - s(2t)) - s(t - 1) = t, and the estimate is (1 + 0 + s(t)) / 3."""
+    a, b = np.array([1.0, 2.0, 1.0]), np.array([0.0, 0.0, 1.0])
+    answers = np.array([[0.0, 1.0, 0.0]])
+    np.testing.assert_allclose(fisher_information(np.zeros(1), a, b)[0],
+                               [0.25, 1.0, np.e / (1 + np.e) ** 2])
+    t1 = brentq(lambda t: 2 * (1 - expit(2 * t)) - t, -5, 5)
+    assert t1 == pytest.approx(0.52130, abs=1e-5)
+    assert expit(t1 - 1) * (1 - expit(t1 - 1)) > expit(t1) * (1 - expit(t1))
+    t2 = brentq(lambda t: 2 * (1 - expit(2 * t)) - expit(t - 1) - t, -5, 5)
+    run = administer(answers, a, b, 2)
+    assert run.items.tolist() == [[1, 2]]
+    assert run.ability[0] == pytest.approx(t2, abs=1e-9)
+    assert run.estimates[0] == pytest.approx((1 + 0 + expit(t2)) / 3, abs=1e-9)
+    # the posterior information at the mode: the prior's 1 plus each item's
+    expected_se = 1 / np.sqrt(1 + 4 * expit(2 * t2) * (1 - expit(2 * t2))
+                              + expit(t2 - 1) * (1 - expit(t2 - 1)))
+    assert run.standard_error[0] == pytest.approx(expected_se, abs=1e-9)
+    third = administer(answers, a, b, 3)
+    assert third.items.tolist() == [[1, 2, 0]]
+    assert third.estimates[0] == pytest.approx(1 / 3, abs=1e-12)  # every item answered
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n_items=st.integers(2, 30), data=st.data())
+def test_vectorised_cat_equals_the_per_examinee_loop(seed, n_items, data):
+    rng = np.random.default_rng(seed)
+    n_examinees = data.draw(st.integers(1, 6))
+    n_steps = data.draw(st.integers(0, n_items))
+    a = rng.uniform(0.2, 2.5, n_items)
+    b = rng.normal(0, 1.5, n_items)
+    answers = (rng.random((n_examinees, n_items)) < 0.5).astype(float)
+    run = administer(answers, a, b, n_steps)
+    for i in range(n_examinees):
+        estimate, theta, used = reference_cat(answers[i], a, b, n_steps)
+        assert run.items[i].tolist() == used
+        assert run.ability[i] == pytest.approx(theta, abs=1e-6)
+        assert run.estimates[i] == pytest.approx(estimate, abs=1e-7)
+
+
+def test_randomesque_draws_among_the_five_best_as_the_loop_does():
+    rng = np.random.default_rng(3)
+    n_examinees, n_items, n_steps = 4, 25, 12
+    a, b = rng.uniform(0.3, 2.0, n_items), rng.normal(0, 1, n_items)
+    answers = (rng.random((n_examinees, n_items)) < 0.4).astype(float)
+    run = administer(answers, a, b, n_steps, top=5, rng=np.random.default_rng(11))
+    # the same generator, drawn as the vectorised test draws: one vector per step
+    draws = np.random.default_rng(11)
+    per_step = [draws.integers(5, size=n_examinees) for _ in range(n_steps)]
+    for i in range(n_examinees):
+        estimate, _, used = reference_cat(answers[i], a, b, n_steps,
+                                          draws=[int(d[i]) for d in per_step], top=5)
+        assert run.items[i].tolist() == used
+        assert run.estimates[i] == pytest.approx(estimate, abs=1e-7)
+    assert len({tuple(row) for row in run.items}) > 1  # not every examinee sees the same
+
+
+def test_map_ability_is_the_mode_and_the_prior_without_items():
+    theta, error = map_ability_1d(np.empty((3, 0)), np.empty((3, 0)), np.empty((3, 0)))
+    assert theta.tolist() == [0.0, 0.0, 0.0] and error.tolist() == [1.0, 1.0, 1.0]
+    a = np.array([[1.5, 0.5, 2.0]])
+    b = np.array([[0.2, -1.0, 1.0]])
+    y = np.array([[1.0, 1.0, 1.0]])  # every answer right: still finite, by the prior
+    theta, _ = map_ability_1d(a, b, y)
+    grad = float((a * (y - expit(theta[:, None] * a - b))).sum() - theta[0])
+    assert abs(grad) < 1e-9 and 0 < theta[0] < 5
+
+
+def _pool(seed: int, n_sources: int = 60, n_items: int = 40) -> SeenPool:
+    rng = np.random.default_rng(seed)
+    ability = rng.normal(size=n_sources)
+    p = expit(1.3 * ability[:, None] - rng.normal(0, 1, n_items)[None, :])
+    correct = (rng.random((n_sources, n_items)) < p).astype(np.uint8)
+    return SeenPool(correct, correct.astype(np.float32), np.zeros(n_items, dtype=np.int64),
+                    seed=np.random.SeedSequence(seed))
+
+
+def test_study_method_reads_only_the_administered_answers():
+    pool = _pool(0)
+    micro = get_method("adaptive").select(pool, 8, rng=np.random.default_rng(0))
+    targets = (np.random.default_rng(1).random((5, pool.n_items)) < 0.5).astype(float)
+    estimates, exposure = micro.estimate_with_exposure(targets)
+    run = administer(targets, micro.discrimination, micro.difficulty, 8)
+    np.testing.assert_array_equal(estimates, run.estimates)
+    # answers the test never gives cannot change an estimate
+    hidden = np.ones_like(targets, dtype=bool)
+    hidden[np.arange(5)[:, None], run.items] = False
+    changed = targets.copy()
+    changed[hidden] = 1 - changed[hidden]
+    np.testing.assert_array_equal(micro.estimate(changed), estimates)
+    used = np.unique(run.items)
+    assert exposure.distinct_items == used.size
+    assert exposure.top_share == 1.0  # every target starts with the same item
+
+
+def test_randomesque_spreads_exposure_and_is_seeded_by_the_cell():
+    pool = _pool(2)
+    method = get_method("adaptive-randomesque")
+    targets = (np.random.default_rng(4).random((30, pool.n_items)) < 0.5).astype(float)
+    first = method.select(pool, 6, rng=np.random.default_rng(5))
+    again = method.select(pool, 6, rng=np.random.default_rng(5))
+    np.testing.assert_array_equal(first.estimate(targets), again.estimate(targets))
+    _, exposure = first.estimate_with_exposure(targets)
+    assert exposure.top_share < 1.0
+
+
+def test_saved_and_loaded_adaptive_test_gives_the_same_estimates():
+    pool = _pool(1)
+    cls = type(get_method("adaptive-randomesque"))
+    micro = cls().select(pool, 7, rng=np.random.default_rng(9))
+    loaded = cls.load_estimator(cls.save_estimator(micro), pool.n_items)
+    targets = (np.random.default_rng(2).random((4, pool.n_items)) < 0.5).astype(float)
+    np.testing.assert_array_equal(loaded.estimate(targets), micro.estimate(targets))
