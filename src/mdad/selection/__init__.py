@@ -31,6 +31,6 @@ from mdad.selection.registry import (
     register,
 )
 
-__all__ = ["ENTRY_POINT_GROUP", "METHODS", "ItemExposure", "MethodDefaults", "MicroBenchmark", "SeenPool",
-           "SelectionMethod", "get_method", "largest_size", "method_class", "paper_methods",
-           "register"]
+__all__ = ["ENTRY_POINT_GROUP", "METHODS", "ItemExposure", "MethodDefaults", "MicroBenchmark",
+           "SeenPool", "SelectionMethod", "get_method", "largest_size", "method_class",
+           "paper_methods", "register"]
