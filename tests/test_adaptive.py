@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from scipy.optimize import brentq, minimize_scalar
 from scipy.special import expit
 
-from mdad.irt.cat import administer, fisher_information, map_ability_1d
+from mdad.irt.cat import administer, fisher_information, map_ability
 from mdad.selection import get_method
 from mdad.selection.base import SeenPool
 
@@ -62,7 +62,7 @@ def test_three_items_by_hand():
     t2 = brentq(lambda t: 2 * (1 - expit(2 * t)) - expit(t - 1) - t, -5, 5)
     run = administer(answers, a, b, 2)
     assert run.items.tolist() == [[1, 2]]
-    assert run.ability[0] == pytest.approx(t2, abs=1e-9)
+    assert run.ability[0, 0] == pytest.approx(t2, abs=1e-9)
     assert run.estimates[0] == pytest.approx((1 + 0 + expit(t2)) / 3, abs=1e-9)
     # the posterior information at the mode: the prior's 1 plus each item's
     expected_se = 1 / np.sqrt(1 + 4 * expit(2 * t2) * (1 - expit(2 * t2))
@@ -86,7 +86,7 @@ def test_vectorised_cat_equals_the_per_examinee_loop(seed, n_items, data):
     for i in range(n_examinees):
         estimate, theta, used = reference_cat(answers[i], a, b, n_steps)
         assert run.items[i].tolist() == used
-        assert run.ability[i] == pytest.approx(theta, abs=1e-6)
+        assert run.ability[i, 0] == pytest.approx(theta, abs=1e-6)
         assert run.estimates[i] == pytest.approx(estimate, abs=1e-7)
 
 
@@ -108,14 +108,51 @@ def test_randomesque_draws_among_the_five_best_as_the_loop_does():
 
 
 def test_map_ability_is_the_mode_and_the_prior_without_items():
-    theta, error = map_ability_1d(np.empty((3, 0)), np.empty((3, 0)), np.empty((3, 0)))
-    assert theta.tolist() == [0.0, 0.0, 0.0] and error.tolist() == [1.0, 1.0, 1.0]
-    a = np.array([[1.5, 0.5, 2.0]])
+    theta, covariance = map_ability(np.empty((3, 0, 2)), np.empty((3, 0)), np.empty((3, 0)))
+    assert theta.tolist() == [[0.0, 0.0]] * 3
+    assert np.array_equal(covariance, np.stack([np.eye(2)] * 3))
+    a = np.array([[[1.5], [0.5], [2.0]]])
     b = np.array([[0.2, -1.0, 1.0]])
     y = np.array([[1.0, 1.0, 1.0]])  # every answer right: still finite, by the prior
-    theta, _ = map_ability_1d(a, b, y)
-    grad = float((a * (y - expit(theta[:, None] * a - b))).sum() - theta[0])
-    assert abs(grad) < 1e-9 and 0 < theta[0] < 5
+    theta, _ = map_ability(a, b, y)
+    grad = float((a[..., 0] * (y - expit(theta[:, :1] * a[..., 0] - b))).sum() - theta[0, 0])
+    assert abs(grad) < 1e-9 and 0 < theta[0, 0] < 5
+
+
+def test_multidimensional_map_is_the_mode_of_the_log_posterior():
+    """Two dimensions: the gradient of the log posterior vanishes at the returned
+    ability, and the covariance inverts its negative Hessian there."""
+    rng = np.random.default_rng(8)
+    a = rng.normal(0, 1, (3, 12, 2))
+    c = rng.normal(0, 1, (3, 12))
+    y = (rng.random((3, 12)) < 0.5).astype(float)
+    theta, covariance = map_ability(a, c, y)
+    p = expit(np.einsum("nkd,nd->nk", a, theta) - c)
+    gradient = np.einsum("nk,nkd->nd", y - p, a) - theta
+    assert np.abs(gradient).max() < 1e-9
+    hessian = np.einsum("nk,nkd,nke->nde", p * (1 - p), a, a) + np.eye(2)
+    np.testing.assert_allclose(np.einsum("nde,nef->ndf", covariance, hessian),
+                               np.stack([np.eye(2)] * 3), atol=1e-10)
+
+
+def test_multidimensional_selection_maximises_the_determinant_gain():
+    """The chosen item is the one whose information matrix raises det(posterior
+    information) the most, checked by computing every determinant."""
+    rng = np.random.default_rng(4)
+    a = rng.normal(0, 1, (15, 3))
+    b = rng.normal(0, 1, 15)
+    answers = (rng.random((2, 15)) < 0.5).astype(float)
+    run = administer(answers, a, b, 4)
+    for i in range(2):
+        for step in range(1, 4):
+            given = run.items[i, :step]
+            partial = administer(answers[i:i + 1], a, b, step)
+            theta = partial.ability[0]
+            p = expit(a @ theta - 3 * b)
+            base = np.eye(3) + (a[given].T * (p[given] * (1 - p[given]))) @ a[given]
+            dets = [np.linalg.det(base + p[j] * (1 - p[j]) * np.outer(a[j], a[j]))
+                    if j not in given else -np.inf for j in range(15)]
+            assert run.items[i, step] == int(np.argmax(dets))
 
 
 def _pool(seed: int, n_sources: int = 60, n_items: int = 40) -> SeenPool:
@@ -145,7 +182,7 @@ def test_study_method_reads_only_the_administered_answers():
     assert exposure.top_share == 1.0  # every target starts with the same item
 
 
-def test_randomesque_spreads_exposure_and_is_seeded_by_the_cell():
+def test_randomesque_spreads_exposure_and_is_seeded_by_the_pool():
     pool = _pool(2)
     method = get_method("adaptive-randomesque")
     targets = (np.random.default_rng(4).random((30, pool.n_items)) < 0.5).astype(float)
@@ -163,3 +200,19 @@ def test_saved_and_loaded_adaptive_test_gives_the_same_estimates():
     loaded = cls.load_estimator(cls.save_estimator(micro), pool.n_items)
     targets = (np.random.default_rng(2).random((4, pool.n_items)) < 0.5).astype(float)
     np.testing.assert_array_equal(loaded.estimate(targets), micro.estimate(targets))
+
+
+@pytest.mark.parametrize("name", ["adaptive", "adaptive-randomesque", "adaptive-md"])
+def test_sizes_that_resume_a_shorter_test_equal_a_test_from_the_start(name):
+    """A study's sizes share the tests under way on a pool: size 12 after size 5 gives
+    bit for bit what size 12 gives alone, and a larger size never reuses a longer test."""
+    targets = (np.random.default_rng(6).random((9, 40)) < 0.5).astype(float)
+    method = get_method(name)
+    shared_pool = _pool(3)
+    for size in (5, 12, 3):
+        resumed = method.select(shared_pool, size, rng=np.random.default_rng(0))
+        alone = method.select(_pool(3), size, rng=np.random.default_rng(0))
+        got, got_exposure = resumed.estimate_with_exposure(targets)
+        expected, expected_exposure = alone.estimate_with_exposure(targets)
+        np.testing.assert_array_equal(got, expected)
+        assert got_exposure == expected_exposure

@@ -2,8 +2,9 @@
 
 tinyBenchmarks reads correctness only, as in the paper, so unlike the confidence-based
 methods (the published GPQA runs had option probabilities; our GPQA file has 0/1
-correctness) it is directly comparable. Our IRT fit is a MAP fit, the paper's an SVI
-fit of py-irt, so the anchors differ run by run; what must agree is the MDAD curve.
+correctness) it is directly comparable. Our fit is the same SVI as the paper's py-irt
+fork's, with other random numbers, so the anchors differ run by run; what must agree
+is the MDAD curve.
 
 Tolerance, measured rather than chosen:
 - ours: the spread of MDAD over a few independent seeds of the full study, here;

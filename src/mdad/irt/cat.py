@@ -1,26 +1,27 @@
-"""Computerized adaptive testing on a unidimensional 2PL model, for many examinees at once.
+"""Computerized adaptive testing on a 2PL model, for many examinees at once.
 
-Each examinee starts at the prior mean ability 0. At every step it answers the unused
-item with the largest Fisher information ``a**2 P (1 - P)`` at its current ability
-(or one drawn at random among the `top` most informative, to spread item exposure),
-and its ability is updated to the MAP estimate under a standard normal prior. Every
-examinee advances one item per step: the loops run over steps, never over examinees
-or items.
-
-The model is ``P(correct) = sigmoid(a * theta - b)``: `mdad.irt`'s parametrisation
-with one dimension.
+The model is `mdad.irt`'s: ``P(correct) = sigmoid(theta . a_j - D b_j)`` with
+abilities in D dimensions (D = 1 is the textbook unidimensional 2PL,
+``sigmoid(a theta - b)``). Each examinee starts at the prior mean ability 0. At every
+step it answers the unused item that adds the most to the determinant of its
+posterior information at its current ability (Segall 1996; for D = 1 this is the item
+with the largest Fisher information ``a**2 P (1 - P)``), or one drawn at random among
+the `top` best, to spread exposure; then its ability is updated to the MAP estimate
+under a standard normal prior. All examinees advance one item per step: the loops run
+over steps and Newton iterations, never over examinees or items.
 """
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 import numpy as np
 
-# Newton steps on the ability stop when the largest change falls below this.
+# Newton steps on the ability stop when the largest step falls below this.
 _NEWTON_TOLERANCE = 1e-10
 _NEWTON_MAX_STEPS = 100
-_MAX_STEP = 2.0  # damping: no step moves an ability by more than this
+_MAX_STEP = 2.0  # damping: no step moves an ability further than this
 
 
 def _sigmoid(z: np.ndarray) -> np.ndarray:
@@ -29,75 +30,102 @@ def _sigmoid(z: np.ndarray) -> np.ndarray:
     return expit(z)
 
 
+def _as_matrix(discrimination: np.ndarray) -> np.ndarray:
+    """Discriminations as (n_items, D): a vector is the unidimensional model's."""
+    a = np.asarray(discrimination, dtype=np.float64)
+    return a[:, None] if a.ndim == 1 else a
+
+
 def fisher_information(ability: np.ndarray, discrimination: np.ndarray,
                        difficulty: np.ndarray) -> np.ndarray:
-    """Item information ``a**2 P (1 - P)``, shape (n_examinees, n_items), of abilities
-    (n_examinees,) on items with discriminations and difficulties (n_items,)."""
+    """Unidimensional item information ``a**2 P (1 - P)``, shape (n_examinees,
+    n_items), of abilities (n_examinees,) on items with discriminations and
+    difficulties (n_items,)."""
     p = _sigmoid(ability[:, None] * discrimination[None, :] - difficulty[None, :])
     return discrimination[None, :] ** 2 * p * (1.0 - p)
 
 
-def map_ability_1d(discrimination: np.ndarray, difficulty: np.ndarray, answers: np.ndarray,
-                   start: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """MAP abilities under a N(0, 1) prior from each examinee's own items.
+def _posterior_precision(ability: np.ndarray, a: np.ndarray, offset: np.ndarray
+                         ) -> tuple[np.ndarray, np.ndarray]:
+    """P (n, k) at `ability` (n, D) and I + sum_j P_j (1 - P_j) a_j a_j' over each
+    examinee's items, (n, D, D), from `a` (n, k, D) and `offset` (n, k)."""
+    p = _sigmoid((a @ ability[:, :, None])[:, :, 0] - offset)
+    weighted = a.transpose(0, 2, 1) * (p * (1.0 - p))[:, None, :]
+    return p, weighted @ a + np.eye(a.shape[2])
+
+
+def map_ability(discrimination: np.ndarray, offset: np.ndarray, answers: np.ndarray,
+                start: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """MAP abilities under a N(0, I) prior from each examinee's own items.
 
     Parameters
     ----------
-    discrimination, difficulty, answers : arrays of shape (n_examinees, k)
-        The parameters of the k items each examinee answered, and its scores on them
-        in [0, 1] (fractions act as soft labels). k may be 0.
-    start : array of shape (n_examinees,), optional
-        Where Newton's method starts (default 0); the result does not depend on it.
+    discrimination : array of shape (n_examinees, k, D)
+        The discriminations of the k items each examinee answered (k may be 0).
+    offset : array of shape (n_examinees, k), ``D * difficulty`` of those items.
+    answers : array of shape (n_examinees, k), scores in [0, 1] (fractions act as
+        soft labels).
+    start : array of shape (n_examinees, D), where Newton's method starts (default
+        0); the mode does not depend on it (the log posterior is strictly concave).
 
     Returns
     -------
-    ability : array of shape (n_examinees,)
-    standard_error : array of shape (n_examinees,), 1 / sqrt(posterior information)
-        at the mode (prior included, so at most 1).
+    ability : array of shape (n_examinees, D)
+    covariance : array of shape (n_examinees, D, D), the inverse posterior
+        information at the mode (prior included).
     """
-    theta = np.zeros(answers.shape[0]) if start is None else np.array(start, dtype=np.float64)
-    a, b, y = (np.asarray(v, dtype=np.float64) for v in (discrimination, difficulty, answers))
+    a = np.asarray(discrimination, dtype=np.float64)
+    c, y = np.asarray(offset, dtype=np.float64), np.asarray(answers, dtype=np.float64)
+    theta = (np.zeros((a.shape[0], a.shape[2])) if start is None
+             else np.array(start, dtype=np.float64))
     for _ in range(_NEWTON_MAX_STEPS):
-        p = _sigmoid(theta[:, None] * a - b)
-        gradient = (a * (y - p)).sum(axis=1) - theta
-        information = (a * a * p * (1.0 - p)).sum(axis=1) + 1.0
-        step = np.clip(gradient / information, -_MAX_STEP, _MAX_STEP)
-        theta = theta + step
-        if np.max(np.abs(step), initial=0.0) < _NEWTON_TOLERANCE:
+        p, precision = _posterior_precision(theta, a, c)
+        gradient = ((y - p)[:, None, :] @ a)[:, 0, :] - theta
+        if a.shape[2] == 1:
+            step = gradient / precision[:, :, 0]
+        else:
+            step = np.linalg.solve(precision, gradient[..., None])[..., 0]
+        norm = np.linalg.norm(step, axis=1, keepdims=True)
+        theta = theta + step * np.minimum(1.0, _MAX_STEP / np.maximum(norm, 1e-300))
+        if norm.max(initial=0.0) < _NEWTON_TOLERANCE:
             break
-    p = _sigmoid(theta[:, None] * a - b)
-    information = (a * a * p * (1.0 - p)).sum(axis=1) + 1.0
-    return theta, 1.0 / np.sqrt(information)
+    return theta, np.linalg.inv(_posterior_precision(theta, a, c)[1])
 
 
-def next_items(ability: np.ndarray, available: np.ndarray, discrimination: np.ndarray,
-               difficulty: np.ndarray, *, top: int = 1,
+def next_items(ability: np.ndarray, covariance: np.ndarray, available: np.ndarray,
+               discrimination: np.ndarray, offset: np.ndarray, *, top: int = 1,
                rng: np.random.Generator | None = None) -> np.ndarray:
-    """Each examinee's next item: the available one with the most information at its
-    ability, or, with `top` > 1, one drawn uniformly among its `top` most informative.
+    """Each examinee's next item: the available one that most raises the determinant
+    of its posterior information, ``P (1 - P) a' Cov a`` (for D = 1 the largest
+    Fisher information), or, with `top` > 1, one drawn uniformly among the `top` best.
 
     Parameters
     ----------
-    ability : array of shape (n_examinees,)
+    ability : array of shape (n_examinees, D); covariance : (n_examinees, D, D)
     available : bool array of shape (n_examinees, n_items); each row has an item left.
-    discrimination, difficulty : arrays of shape (n_items,)
-    top : how many of the most informative items to draw from (1: the best; ties go
-        to the lowest index).
+    discrimination : array of shape (n_items, D); offset : (n_items,), ``D * b``.
+    top : how many of the best items to draw from (1: the best; ties go to the
+        lowest index).
     rng : the generator of the draws (needed when `top` > 1).
 
     Returns
     -------
     int array of shape (n_examinees,)
     """
-    information = fisher_information(ability, discrimination, difficulty)
-    information[~available] = -np.inf
+    p = _sigmoid(ability @ discrimination.T - offset)
+    if discrimination.shape[1] == 1:  # a' Cov a is the same positive factor for every item
+        gain = discrimination[:, 0] ** 2 * p * (1.0 - p)
+    else:
+        spread = ((discrimination @ covariance) * discrimination).sum(axis=2)  # a' Cov a
+        gain = p * (1.0 - p) * spread
+    gain[~available] = -np.inf
     if top <= 1:
-        return np.argmax(information, axis=1)
+        return np.argmax(gain, axis=1)
     if rng is None:
         raise ValueError("rng is needed to draw among the top items")
     k = int(min(top, available.sum(axis=1).min()))
     # the k best as a sorted set, so the draw does not depend on argpartition's order
-    best = np.sort(np.argpartition(-information, k - 1, axis=1)[:, :k], axis=1)
+    best = np.sort(np.argpartition(-gain, k - 1, axis=1)[:, :k], axis=1)
     return best[np.arange(best.shape[0]), rng.integers(k, size=best.shape[0])]
 
 
@@ -107,27 +135,99 @@ class AdaptiveRun:
 
     Attributes
     ----------
-    estimates : array of shape (n_examinees,), predicted accuracy on all items:
-        answered items count as answered, the others at their IRT probability.
-    ability, standard_error : arrays of shape (n_examinees,), the final MAP ability.
+    estimates : array of shape (n_examinees,), the predicted accuracy on all items:
+        answered items as answered, the others at their IRT probability.
+    ability : array of shape (n_examinees, D), the final MAP ability.
+    covariance : array of shape (n_examinees, D, D), its posterior covariance.
     items : int array of shape (n_examinees, n_steps), the items in the order given.
     """
 
     estimates: np.ndarray
     ability: np.ndarray
-    standard_error: np.ndarray
+    covariance: np.ndarray
     items: np.ndarray
 
+    @property
+    def standard_error(self) -> np.ndarray:
+        """Standard error of the ability, shape (n_examinees,) (for D > 1, of its
+        first dimension)."""
+        return np.sqrt(self.covariance[:, 0, 0])
 
-def predicted_accuracy(ability: np.ndarray, discrimination: np.ndarray,
-                       difficulty: np.ndarray, items: np.ndarray,
-                       answers: np.ndarray) -> np.ndarray:
-    """Expected accuracy on all n_items items, shape (n_examinees,): the answers on
-    each examinee's `items` (n_examinees, k) and the IRT probability on the rest."""
-    probability = _sigmoid(ability[:, None] * discrimination[None, :] - difficulty[None, :])
-    rows = np.arange(ability.shape[0])[:, None]
-    probability[rows, items] = answers
+
+def predicted_accuracy(ability: np.ndarray, discrimination: np.ndarray, offset: np.ndarray,
+                       items: np.ndarray, answers: np.ndarray) -> np.ndarray:
+    """Expected accuracy on all n_items items, shape (n_examinees,): the `answers`
+    on each examinee's `items` (n_examinees, k) and the IRT probability elsewhere,
+    for abilities (n_examinees, D), discriminations (n_items, D), offsets (n_items,)."""
+    probability = _sigmoid(ability @ discrimination.T - offset)
+    probability[np.arange(ability.shape[0])[:, None], items] = answers
     return probability.mean(axis=1)
+
+
+class AdaptiveSession:
+    """Adaptive tests in progress for `n_examinees` examinees, one item per step.
+
+    Parameters
+    ----------
+    discrimination : array of shape (n_items,) or (n_items, D)
+    difficulty : array of shape (n_items,)
+    n_examinees : examinees tested at once.
+    top, rng : see `next_items`; the session draws from `rng` as it goes.
+    """
+
+    def __init__(self, discrimination: np.ndarray, difficulty: np.ndarray, n_examinees: int,
+                 *, top: int = 1, rng: np.random.Generator | None = None) -> None:
+        self.discrimination = _as_matrix(discrimination)
+        n_items, dims = self.discrimination.shape
+        self.offset = dims * np.asarray(difficulty, dtype=np.float64)
+        self.top, self.rng = top, rng
+        self.available = np.ones((n_examinees, n_items), dtype=bool)
+        self.items = np.empty((n_examinees, 0), dtype=np.int64)
+        self.answers = np.empty((n_examinees, 0))
+        self.ability = np.zeros((n_examinees, dims))
+        self.covariance = np.broadcast_to(np.eye(dims), (n_examinees, dims, dims)).copy()
+
+    @property
+    def n_steps(self) -> int:
+        return int(self.items.shape[1])
+
+    def choose(self) -> np.ndarray:
+        """Each examinee's next item, shape (n_examinees,) (see `next_items`)."""
+        return next_items(self.ability, self.covariance, self.available, self.discrimination,
+                          self.offset, top=self.top, rng=self.rng)
+
+    def record(self, items: np.ndarray, answers: np.ndarray) -> None:
+        """Each examinee answered `items` (n_examinees, m) with `answers` (same shape,
+        scores in [0, 1]); its ability becomes the MAP estimate on all its answers."""
+        items = np.asarray(items, dtype=np.int64).reshape(self.items.shape[0], -1)
+        answers = np.asarray(answers, dtype=np.float64).reshape(items.shape)
+        self.available[np.arange(items.shape[0])[:, None], items] = False
+        self.items = np.concatenate([self.items, items], axis=1)
+        self.answers = np.concatenate([self.answers, answers], axis=1)
+        self.ability, self.covariance = map_ability(
+            self.discrimination[self.items], self.offset[self.items], self.answers,
+            self.ability)
+
+    def advance(self, scores: np.ndarray, n_steps: int) -> None:
+        """Give `n_steps` more items, one at a time, reading the answers from `scores`
+        (n_examinees, n_items); only the items given are read."""
+        rows = np.arange(scores.shape[0])
+        for _ in range(n_steps):
+            chosen = self.choose()
+            self.record(chosen[:, None], scores[rows, chosen][:, None])
+
+    def result(self) -> AdaptiveRun:
+        return AdaptiveRun(
+            predicted_accuracy(self.ability, self.discrimination, self.offset, self.items,
+                               self.answers), self.ability, self.covariance, self.items)
+
+    def copy(self) -> AdaptiveSession:
+        """An independent session in the same state (its generator copied too)."""
+        twin = copy.copy(self)
+        for name in ("available", "items", "answers", "ability", "covariance"):
+            setattr(twin, name, getattr(self, name).copy())
+        twin.rng = copy.deepcopy(self.rng)
+        return twin
 
 
 def administer(scores: np.ndarray, discrimination: np.ndarray, difficulty: np.ndarray,
@@ -139,27 +239,14 @@ def administer(scores: np.ndarray, discrimination: np.ndarray, difficulty: np.nd
     ----------
     scores : array of shape (n_examinees, n_items)
         Each examinee's score on every item; only the items administered are read.
-    discrimination, difficulty : arrays of shape (n_items,)
+    discrimination : array of shape (n_items,) or (n_items, D)
+    difficulty : array of shape (n_items,)
     n_steps : items per examinee, 0 to n_items.
     top, rng : see `next_items`.
     """
-    n_examinees, n_items = scores.shape
+    n_items = scores.shape[1]
     if not 0 <= n_steps <= n_items:
         raise ValueError(f"n_steps must lie in 0..{n_items}; got {n_steps}")
-    a = np.asarray(discrimination, dtype=np.float64)
-    b = np.asarray(difficulty, dtype=np.float64)
-    rows = np.arange(n_examinees)
-    available = np.ones((n_examinees, n_items), dtype=bool)
-    items = np.empty((n_examinees, n_steps), dtype=np.int64)
-    answers = np.empty((n_examinees, n_steps))
-    ability = np.zeros(n_examinees)
-    error = np.ones(n_examinees)
-    for step in range(n_steps):
-        chosen = next_items(ability, available, a, b, top=top, rng=rng)
-        items[:, step] = chosen
-        answers[:, step] = scores[rows, chosen]
-        available[rows, chosen] = False
-        given = items[:, : step + 1]
-        ability, error = map_ability_1d(a[given], b[given], answers[:, : step + 1], ability)
-    return AdaptiveRun(predicted_accuracy(ability, a, b, items, answers), ability, error,
-                       items)
+    session = AdaptiveSession(discrimination, difficulty, scores.shape[0], top=top, rng=rng)
+    session.advance(scores, n_steps)
+    return session.result()

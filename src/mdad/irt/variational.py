@@ -1,0 +1,233 @@
+"""The multidimensional 2PL fitted as tinyBenchmarks fitted it: stochastic variational
+inference (SVI) on the hierarchical model of the py-irt fork it used.
+
+The model (``P_ij = sigmoid(theta_i . a_j - D b_j)``, scales written as 1 / precision,
+as the fork writes them):
+
+    mu_b ~ N(0, 10),  u_b ~ Gamma(1, 1),  b_j ~ N(mu_b, 1 / u_b)
+    mu_t ~ N(0, 10),  u_t ~ Gamma(1, 1),  theta_id ~ N(mu_t_d, 1 / u_t_d)   (D each)
+    mu_a ~ N(0, 10),  u_a ~ Gamma(1, 1),  a_jd ~ N(mu_a_d, 1 / u_a_d)       (D each)
+
+with a mean-field guide: a Normal (location, scale) for every Normal variable, a
+Gamma (shape, rate) for every precision, all started at location 0, scale 1, shape and
+rate 1. Each of `epochs` steps draws one sample of every variable, differentiates the
+single-sample ELBO by the reparametrisation trick (the Gamma draws by their implicit
+derivative, as pyro does), and moves every parameter (scales, shapes and rates on the
+log scale) by Adam with learning rate 0.1. The fit keeps the parameters after the step
+whose loss was lowest, as py-irt's trainer does, and reports the guide's locations.
+
+Written with numpy because pyro (and torch, hundreds of megabytes) would be a
+dependency for one fit; it is the same algorithm, not the same random numbers: its
+results agree with the fork's in distribution (tests/test_variational.py, and the
+tinyBenchmarks reproduction in the README).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from mdad.errors import DataError
+
+HYPER_SCALE = 10.0  # the prior scale of every location hyperparameter
+EPOCHS = 2000
+LEARNING_RATE = 0.1
+_BETAS = (0.9, 0.999)
+_EPS = 1e-8
+_GAMMA_STEP = 1e-4  # relative step of the numerical derivative of the Gamma CDF
+
+
+@dataclass(frozen=True, eq=False)
+class VariationalFit:
+    """The guide's locations after the best step.
+
+    Attributes
+    ----------
+    discrimination_ : array of shape (n_items, dims)
+    difficulty_ : array of shape (n_items,)
+    ability_ : array of shape (n_models, dims)
+    best_loss : the lowest single-sample loss (negative ELBO, nats) seen.
+    """
+
+    discrimination_: np.ndarray
+    difficulty_: np.ndarray
+    ability_: np.ndarray
+    best_loss: float
+
+
+def _softplus_and_sigmoid(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    small = np.exp(-np.abs(z))
+    inverse = 1.0 / (1.0 + small)
+    return np.maximum(z, 0.0) + np.log1p(small), np.where(z >= 0, inverse, small * inverse)
+
+
+def _standard_gamma_derivative(shape: np.ndarray, draw: np.ndarray) -> np.ndarray:
+    """d draw / d shape of a Gamma(shape, 1) draw held at its quantile: minus the
+    CDF's derivative in the shape over the density (the implicit reparametrisation)."""
+    from scipy.special import gammainc, gammaln
+
+    step = _GAMMA_STEP * np.maximum(shape, 1.0)
+    d_cdf = (gammainc(shape + step, draw) - gammainc(shape - step, draw)) / (2 * step)
+    log_density = (shape - 1) * np.log(draw) - draw - gammaln(shape)
+    return -d_cdf / np.exp(log_density)
+
+
+class _Adam:
+    """torch.optim.Adam's update (no weight decay, no amsgrad) on a dict of arrays."""
+
+    def __init__(self, params: dict[str, np.ndarray], lr: float) -> None:
+        self.lr, self.t = lr, 0
+        self.m = {k: np.zeros_like(v) for k, v in params.items()}
+        self.v = {k: np.zeros_like(v) for k, v in params.items()}
+
+    def step(self, params: dict[str, np.ndarray], grads: dict[str, np.ndarray]) -> None:
+        self.t += 1
+        b1, b2 = _BETAS
+        c1, c2 = 1 - b1**self.t, 1 - b2**self.t
+        for key, grad in grads.items():
+            self.m[key] = b1 * self.m[key] + (1 - b1) * grad
+            self.v[key] = b2 * self.v[key] + (1 - b2) * grad * grad
+            denominator = np.sqrt(self.v[key]) / np.sqrt(c2) + _EPS
+            params[key] -= self.lr / c1 * self.m[key] / denominator
+
+
+def _initial(n_models: int, n_items: int, dims: int) -> dict[str, np.ndarray]:
+    """Guide parameters: locations 0, log scales 0, log shapes and rates 0."""
+    shapes = {"t": (n_models, dims), "a": (n_items, dims), "b": (n_items,),
+              "mu_t": (dims,), "mu_a": (dims,), "mu_b": (1,)}
+    params = {}
+    for name, shape in shapes.items():
+        params[f"loc_{name}"] = np.zeros(shape)
+        params[f"logscale_{name}"] = np.zeros(shape)
+    for name, size in (("u_t", dims), ("u_a", dims), ("u_b", 1)):
+        params[f"logshape_{name}"] = np.zeros(size)
+        params[f"lograte_{name}"] = np.zeros(size)
+    return params
+
+
+def elbo_gradients(params: dict[str, np.ndarray], y: np.ndarray, noise: dict[str, np.ndarray]
+                   ) -> tuple[float, dict[str, np.ndarray]]:
+    """The single-sample loss (negative ELBO) at `params` with the standard draws
+    `noise` (a N(0, 1) array per Normal variable, a Gamma(shape, 1) draw per
+    precision), and its gradient with respect to every parameter. The models x items
+    arithmetic is in the dtype of `y` (n_models, n_items).
+
+    Exposed for tests, which check the gradient by finite differences with the same
+    draws (the Gamma draws then follow their implicit derivative).
+    """
+    from scipy.special import gammaln, psi
+
+    dims = params["loc_a"].shape[1]
+    z, scale = {}, {}
+    for name in ("t", "a", "b", "mu_t", "mu_a", "mu_b"):
+        scale[name] = np.exp(params[f"logscale_{name}"])
+        z[name] = params[f"loc_{name}"] + scale[name] * noise[name]
+    shape, rate, u = {}, {}, {}
+    for name in ("u_t", "u_a", "u_b"):
+        shape[name] = np.exp(params[f"logshape_{name}"])
+        rate[name] = np.exp(params[f"lograte_{name}"])
+        u[name] = noise[name] / rate[name]
+
+    theta, a, b = z["t"], z["a"], z["b"]
+    # The models x items arrays in y's dtype: the fit passes float32, half the time and
+    # far finer than the single-sample noise of the gradient; sums are in float64.
+    work = y.dtype
+    logits = theta.astype(work) @ a.T.astype(work) - work.type(dims) * b.astype(work)[None, :]
+    softplus, probability = _softplus_and_sigmoid(logits)
+    residual = (y - probability).astype(np.float64)
+    log_p = float(np.sum(y * logits, dtype=np.float64) - softplus.sum(dtype=np.float64))
+    # d log p / d each sampled variable
+    dz = {"t": residual @ a, "a": residual.T @ theta, "b": -dims * residual.sum(axis=0)}
+    du: dict[str, np.ndarray] = {}
+    dz["mu_t"], dz["mu_a"], dz["mu_b"] = (np.zeros(dims), np.zeros(dims), np.zeros(1))
+    for value, mean, precision, dvalue, dmean in (
+            ("t", "mu_t", "u_t", "t", "mu_t"), ("a", "mu_a", "u_a", "a", "mu_a"),
+            ("b", "mu_b", "u_b", "b", "mu_b")):
+        # log N(x; mu, 1/u) = log u - u^2 (x - mu)^2 / 2 - log sqrt(2 pi)
+        deviation = z[value] - z[mean]
+        precision_value = u[precision]
+        axis = 0 if deviation.ndim > 1 else None
+        log_p += float(np.sum(np.log(precision_value) * np.ones_like(deviation))
+                       - 0.5 * np.sum(precision_value**2 * deviation**2)
+                       - 0.5 * np.log(2 * np.pi) * deviation.size)
+        dz[dvalue] = dz[dvalue] - precision_value**2 * deviation
+        pulled = precision_value**2 * deviation
+        dz[dmean] = dz[dmean] + (pulled.sum(axis=axis) if axis is not None
+                                 else np.atleast_1d(pulled.sum()))
+        count = deviation.shape[0] if deviation.ndim > 1 else deviation.size
+        spread = (deviation**2).sum(axis=axis) if axis is not None else np.atleast_1d(
+            (deviation**2).sum())
+        du[precision] = count / precision_value - precision_value * spread
+    for name in ("mu_t", "mu_a", "mu_b"):  # mu ~ N(0, 10)
+        log_p += float(-0.5 * np.sum(z[name] ** 2) / HYPER_SCALE**2
+                       - z[name].size * np.log(HYPER_SCALE * np.sqrt(2 * np.pi)))
+        dz[name] = dz[name] - z[name] / HYPER_SCALE**2
+    for name in ("u_t", "u_a", "u_b"):  # u ~ Gamma(1, 1): log p = -u
+        log_p += float(-np.sum(u[name]))
+        du[name] = du[name] - 1.0
+
+    log_q = 0.0
+    grads: dict[str, np.ndarray] = {}
+    for name in z:
+        log_q += float(np.sum(-params[f"logscale_{name}"] - 0.5 * noise[name] ** 2
+                              - 0.5 * np.log(2 * np.pi)))
+        grads[f"loc_{name}"] = -dz[name]
+        # d ELBO / d log scale = scale * dlogp/dz * eps + 1 (the entropy's)
+        grads[f"logscale_{name}"] = -(scale[name] * dz[name] * noise[name] + 1.0)
+    for name in u:
+        alpha, beta, value = shape[name], rate[name], u[name]
+        log_q += float(np.sum(alpha * np.log(beta) - gammaln(alpha)
+                              + (alpha - 1) * np.log(value) - beta * value))
+        d_value_d_alpha = _standard_gamma_derivative(alpha, noise[name]) / beta
+        d_value_d_beta = -value / beta
+        d_logq_d_value = (alpha - 1) / value - beta
+        d_logq_d_alpha = np.log(beta) - psi(alpha) + np.log(value)
+        d_logq_d_beta = alpha / beta - value
+        d_elbo_d_alpha = ((du[name] - d_logq_d_value) * d_value_d_alpha - d_logq_d_alpha)
+        d_elbo_d_beta = ((du[name] - d_logq_d_value) * d_value_d_beta - d_logq_d_beta)
+        grads[f"logshape_{name}"] = -alpha * d_elbo_d_alpha
+        grads[f"lograte_{name}"] = -beta * d_elbo_d_beta
+    return -(log_p - log_q), grads
+
+
+def draw_noise(params: dict[str, np.ndarray], rng: np.random.Generator
+               ) -> dict[str, np.ndarray]:
+    """One standard draw per guide variable: N(0, 1) for the Normal ones, Gamma(shape,
+    1) for the precisions (scaled by their rates in `elbo_gradients`)."""
+    noise = {name: rng.standard_normal(params[f"loc_{name}"].shape)
+             for name in ("t", "a", "b", "mu_t", "mu_a", "mu_b")}
+    for name in ("u_t", "u_a", "u_b"):
+        noise[name] = np.maximum(rng.standard_gamma(np.exp(params[f"logshape_{name}"])),
+                                 1e-300)
+    return noise
+
+
+def fit_variational(responses: np.ndarray, dims: int, *, rng: np.random.Generator,
+                    epochs: int = EPOCHS, learning_rate: float = LEARNING_RATE
+                    ) -> VariationalFit:
+    """Fit the fork's hierarchical multidimensional 2PL to complete 0/1 (or [0, 1])
+    `responses` of shape (n_models, n_items) by SVI (see the module docstring).
+
+    Raises
+    ------
+    DataError
+        With fewer than 2 models or items, missing cells, or values outside [0, 1].
+    """
+    y = np.asarray(responses, dtype=np.float64)
+    if y.ndim != 2 or y.shape[0] < 2 or y.shape[1] < 2:
+        raise DataError(f"IRT fit needs at least 2 models and 2 items; got shape {y.shape}")
+    if np.isnan(y).any() or (y < 0).any() or (y > 1).any():
+        raise DataError("variational IRT fit: responses must be complete scores in [0, 1]")
+    params = _initial(y.shape[0], y.shape[1], dims)
+    optimiser = _Adam(params, learning_rate)
+    y = y.astype(np.float32)
+    best_loss, best = np.inf, None
+    for _ in range(epochs):
+        loss, grads = elbo_gradients(params, y, draw_noise(params, rng))
+        optimiser.step(params, grads)
+        if loss < best_loss:  # py-irt exports the parameters after the step
+            best_loss = loss
+            best = (params["loc_a"].copy(), params["loc_b"].copy(), params["loc_t"].copy())
+    assert best is not None
+    return VariationalFit(best[0], best[1], best[2], float(best_loss))
