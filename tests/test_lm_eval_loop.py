@@ -316,3 +316,60 @@ def test_estimate_is_the_mean_of_the_real_answers(loop):
     assert estimate["accuracy"] == pytest.approx(np.mean([answers[i] for i in selected]),
                                                  abs=1e-12)
     assert estimate["low"] <= estimate["accuracy"] <= estimate["high"]
+
+
+# --- the adaptive loop: mdad adaptive start / next with lm-eval in between ----------------
+
+ADAPTIVE_BUDGET, ADAPTIVE_BATCH = 12, 4
+
+
+@pytest.fixture(scope="module")
+def adaptive_loop(loop):
+    """A new model tested adaptively on the 20 models' benchmark: `mdad adaptive start`,
+    then per batch the real `lm-eval run --samples` into one output folder and `mdad
+    adaptive next` on it, until the budget is spent."""
+    work = loop.work
+    state = work / "adaptive.json"
+    mdad(work, "adaptive", "start", str(loop.out), "--metric", "acc", "--budget",
+         str(ADAPTIVE_BUDGET), "--batch", str(ADAPTIVE_BATCH), "--out", str(state))
+    output = work / "adaptive-out"
+    batches, refused = [], None
+    for _ in range(ADAPTIVE_BUDGET // ADAPTIVE_BATCH):
+        batch = json.loads((work / "adaptive.samples.json").read_text(encoding="utf-8"))
+        batches.append(batch)
+        lm_eval(work, "adaptee", 0.6, 11, list(batch), output,
+                "--samples", str(work / "adaptive.samples.json"))
+        step = subprocess.run([sys.executable, "-m", "mdad", "adaptive", "next", str(state),
+                               str(output / "adaptee"), "--json"], cwd=work,
+                              capture_output=True, text=True, timeout=600, check=False)
+        assert step.returncode == 0, step.stderr
+        if refused is None:  # the same results a second time: never applied twice
+            refused = subprocess.run([sys.executable, "-m", "mdad", "adaptive", "next",
+                                      str(state), str(output / "adaptee")], cwd=work,
+                                     capture_output=True, text=True, timeout=600,
+                                     check=False)
+    final = json.loads(step.stdout)
+    return state, output / "adaptee", batches, final, refused
+
+
+def test_adaptive_loop_records_the_answers_lm_eval_logged(adaptive_loop):
+    from mdad.practice.adaptive import AdaptiveTest
+
+    state, folder, batches, final, refused = adaptive_loop
+    assert final["finished"] and final["answered"] == ADAPTIVE_BUDGET
+    assert refused.returncode == 2 and "applied already" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    test = AdaptiveTest.load(state)
+    asked = [f"{task}/{doc}" for batch in batches for task, docs in batch.items()
+             for doc in docs]
+    assert len(asked) == len(set(asked)) == ADAPTIVE_BUDGET  # no item asked twice
+    logged = {}
+    for path in sorted(folder.glob("samples_*.jsonl")):
+        task = path.name.removeprefix("samples_").split("_20")[0]
+        logged.update({f"{task}/{r['doc_id']}": float(r["acc"]) for r in read_jsonl(path)})
+    assert set(logged) == set(asked)  # lm-eval ran exactly the batches
+    names = dict(zip(test.item_ids, test.lm_eval_items, strict=True))
+    assert {names[item]: value for item, value in test.answers.items()} == logged
+    estimate = test.estimate()
+    assert estimate.accuracy == pytest.approx(final["accuracy"], abs=1e-12)
+    assert estimate.low <= estimate.accuracy <= estimate.high

@@ -40,7 +40,7 @@ def test_startup_loads_no_heavy_library(statement: str):
 
 
 @pytest.mark.parametrize("module", [
-    "mdad.cli.data_cmd", "mdad.cli.estimate_cmd", "mdad.cli.plan_cmd",
+    "mdad.cli.adaptive_cmd", "mdad.cli.data_cmd", "mdad.cli.estimate_cmd", "mdad.cli.plan_cmd",
     "mdad.cli.report_cmd", "mdad.cli.practice_common", "mdad.cli.render",
     "mdad.cli.files", "mdad.report", "mdad.practice", "mdad.practice.estimate",
 ])

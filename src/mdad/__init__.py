@@ -9,6 +9,7 @@ The public API, by task:
 - select a micro-benchmark: `select_microbenchmark`, `MicroBenchmarkFile`;
 - estimate and compare: `read_model_scores`, `estimate_score`, `compare_models`,
   `ItemScores`, `Estimate`, `Comparison`;
+- test adaptively: `start_adaptive_test`, `AdaptiveTest`;
 - errors: `MdadError`, `ConfigError`, `DataError`.
 
 Each name loads its module on first use (PEP 562), so ``import mdad`` and the command
@@ -45,10 +46,13 @@ _EXPORTS = {
     "compare_models": "mdad.practice",
     "estimate_score": "mdad.practice",
     "read_model_scores": "mdad.practice",
+    "AdaptiveTest": "mdad.practice",
+    "start_adaptive_test": "mdad.practice",
 }
 
 __all__ = [
     "DEFAULT_THRESHOLD",
+    "AdaptiveTest",
     "Comparison",
     "ConfigError",
     "DataError",
@@ -73,12 +77,14 @@ __all__ = [
     "read_study_folder",
     "select_microbenchmark",
     "smooth_mdad",
+    "start_adaptive_test",
 ]
 
 if TYPE_CHECKING:
     from mdad.data import Dataset, ResponseMatrix, load_dataset, read_results
     from mdad.metrics import DEFAULT_THRESHOLD, MdadResult, first_crossing_mdad, smooth_mdad
     from mdad.practice import (
+        AdaptiveTest,
         Comparison,
         Estimate,
         ItemScores,
@@ -88,6 +94,7 @@ if TYPE_CHECKING:
         plan,
         read_model_scores,
         select_microbenchmark,
+        start_adaptive_test,
     )
     from mdad.study import StudyConfig, StudyRequest, conduct_study, read_study_folder
 

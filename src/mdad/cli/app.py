@@ -22,6 +22,7 @@ COMMANDS = {
     "select": ("mdad.cli.select_cmd", "select"),
     "estimate": ("mdad.cli.estimate_cmd", "estimate"),
     "compare": ("mdad.cli.estimate_cmd", "compare"),
+    "adaptive": ("mdad.cli.adaptive_cmd", "app"),
     "data": ("mdad.cli.data_cmd", "app"),
 }
 

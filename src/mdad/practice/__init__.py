@@ -14,6 +14,9 @@ from typing import TYPE_CHECKING
 
 # public name -> the submodule that defines it
 _EXPORTS = {
+    "AdaptiveEstimate": "mdad.practice.adaptive",
+    "AdaptiveTest": "mdad.practice.adaptive",
+    "start_adaptive_test": "mdad.practice.adaptive",
     "MicroBenchmarkFile": "mdad.practice.bundle",
     "lm_eval_samples_json": "mdad.practice.bundle",
     "lm_eval_tasks": "mdad.practice.bundle",
@@ -38,6 +41,8 @@ _EXPORTS = {
 __all__ = [
     "CONFIDENCE",
     "RULE",
+    "AdaptiveEstimate",
+    "AdaptiveTest",
     "AnalyticMdad",
     "Comparison",
     "Estimate",
@@ -54,10 +59,12 @@ __all__ = [
     "read_model_scores",
     "select_microbenchmark",
     "size_for_gap",
+    "start_adaptive_test",
     "with_reference",
 ]
 
 if TYPE_CHECKING:
+    from mdad.practice.adaptive import AdaptiveEstimate, AdaptiveTest, start_adaptive_test
     from mdad.practice.bundle import (
         MicroBenchmarkFile,
         lm_eval_samples_json,

@@ -93,19 +93,34 @@ def read_model_scores(path: Path, bundle: MicroBenchmarkFile, *, metric: str | N
         micro-benchmark at all (results for another task or dataset).
     """
     check_metric(bundle, metric, allow_other_metric=allow_other_metric)
+    return read_item_scores(path, bundle.items, bundle.lm_eval_items,
+                            metric=metric or bundle.lm_eval_metric, dataset=bundle.dataset)
+
+
+def read_item_scores(path: Path, items: list[str], lm_eval_items: list[str] | None, *,
+                     metric: str, dataset: str, what: str = "micro-benchmark") -> ItemScores:
+    """One model's scores on `items` (their ``task/doc_id`` names are `lm_eval_items`,
+    None when the dataset has no lm-eval mapping), read from an lm-eval
+    ``--log_samples`` folder or file (with `metric`) or a CSV ``item_id,correct``.
+
+    Raises
+    ------
+    DataError
+        For a file with several models, duplicated items, or none of `items`.
+    """
     path = Path(path)
     if path.suffix.lower() == ".csv":
         model, values = path.stem, _read_csv(path)
-        wanted = bundle.items
+        wanted = items
     else:
         from mdad.data.lm_eval import load_lm_eval_samples
 
-        if bundle.lm_eval_items is None:
-            raise DataError(f"{path}: lm-eval results, but the micro-benchmark's dataset "
-                            f"{bundle.dataset} has no lm-eval task mapping; pass a CSV")
-        wanted = bundle.lm_eval_items
-        # only the micro-benchmark's tasks: results of another task say so by name
-        matrix = load_lm_eval_samples(path, metric=metric or bundle.lm_eval_metric,
+        if lm_eval_items is None:
+            raise DataError(f"{path}: lm-eval results, but the {what}'s dataset {dataset} has "
+                            "no lm-eval task mapping; pass a CSV")
+        wanted = lm_eval_items
+        # only the items' tasks: results of another task say so by name
+        matrix = load_lm_eval_samples(path, metric=metric,
                                       tasks={item.rsplit("/", 1)[0] for item in wanted})
         if matrix.n_models != 1:
             raise DataError(f"{path}: holds results of {matrix.n_models} models; pass one "
@@ -116,11 +131,11 @@ def read_model_scores(path: Path, bundle: MicroBenchmarkFile, *, metric: str | N
     found = [item for item in wanted if item in values]
     if not found:
         example = next(iter(values), "none")
-        raise DataError(f"{path}: none of the micro-benchmark's {len(wanted)} items are in "
+        raise DataError(f"{path}: none of the {what}'s {len(wanted)} items are in "
                         f"these results (e.g. {wanted[0]!r}, results have {example!r}); "
                         "are they for another task or dataset?")
     scores = np.array([values.get(item, np.nan) for item in wanted])
-    missing = [item for item, s in zip(bundle.items, scores, strict=True) if np.isnan(s)]
+    missing = [item for item, s in zip(items, scores, strict=True) if np.isnan(s)]
     return ItemScores(model, scores, missing, len(set(values) - set(wanted)))
 
 

@@ -1,0 +1,134 @@
+"""`mdad adaptive start | next | estimate`: test one new model adaptively with lm-eval."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from mdad.cli.errors import literal_console, user_errors
+from mdad.cli.files import check_new_file, write_text
+from mdad.cli.practice_common import JsonOption, data_metric, load_practice_data, print_json
+from mdad.data import MissingPolicy
+from mdad.display import points
+
+if TYPE_CHECKING:
+    from mdad.practice.adaptive import AdaptiveTest
+
+app = typer.Typer(help="Test one new model adaptively, batch by batch, with lm-eval.",
+                  no_args_is_help=True, rich_markup_mode=None)
+
+
+def _batch_file(state: Path) -> Path:
+    return state.with_suffix(".samples.json")
+
+
+def _write_batch(test: AdaptiveTest, state: Path) -> None:
+    """Write the pending batch beside the state and say how to run it."""
+    console = literal_console()
+    if test.lm_eval_items is None:
+        batch = state.with_suffix(".items.txt")
+        write_text(batch, "".join(f"{item}\n" for item in test.pending))
+        console.print(f"next batch: {len(test.pending)} items in {batch}; give them to the "
+                      f"model and pass its answers as a CSV item_id,correct to `mdad "
+                      f"adaptive next {state} RESULTS.csv`")
+        return
+    batch = _batch_file(state)
+    write_text(batch, json.dumps(test.samples_json()) + "\n")
+    console.print(f"next batch: {len(test.pending)} items in {batch}")
+    console.print(f"run it: lm-eval run --model ... --tasks {','.join(test.tasks())} "
+                  f"--samples {batch} --log_samples --output_path RESULTS")
+    console.print(f"then: mdad adaptive next {state} RESULTS")
+
+
+def _print_estimate(test: AdaptiveTest, as_json: bool) -> None:
+    from dataclasses import asdict
+
+    estimate = test.estimate()
+    if as_json:
+        print_json({**asdict(estimate), "dataset": test.dataset, "method": test.method,
+                    "metric": test.metric, "round": test.round})
+        return
+    state = "FINAL" if estimate.finished else "so far"
+    literal_console().print(
+        f"estimate ({state}, {estimate.answered} of {estimate.budget} items of "
+        f"{test.dataset}, {test.metric}): {points(estimate.accuracy)} points, 95% interval "
+        f"{points(estimate.low)} to {points(estimate.high)} (cross-validated error "
+        f"{points(estimate.cv_error)} points for this many items; ability standard error "
+        f"{estimate.standard_error:.3f}); {estimate.reason}")
+
+
+@app.command("start")
+@user_errors
+def start(
+    dataset: Annotated[str, typer.Argument(help="A dataset name or path (as `mdad run`).")],
+    budget: Annotated[int, typer.Option(help="The most items the model answers.")],
+    out: Annotated[Path, typer.Option(help="The state file to write (JSON).")],
+    batch: Annotated[int, typer.Option(help="Items per lm-eval call.")] = 1,
+    target_se: Annotated[float | None, typer.Option(
+        help="Stop early once the ability's standard error is below this.")] = None,
+    method: Annotated[str, typer.Option(
+        help="adaptive (a 1-D IRT fit) or adaptive-md (3-D).")] = "adaptive",
+    metric: Annotated[str | None, typer.Option(
+        help="lm-eval metric field, for an lm-eval samples folder (as `mdad run`).")] = None,
+    missing: Annotated[MissingPolicy, typer.Option(help="Missing cells, as in `mdad run`."
+                                                   )] = MissingPolicy.DROP_ITEMS,
+    seed: Annotated[int, typer.Option(help="Seed of the fits and folds.")] = 0,
+    force: Annotated[bool, typer.Option("--force", help="Replace OUT if it exists.")] = False,
+) -> None:
+    """Fit the item model on a dataset's models and write the first batch."""
+    from mdad.practice.adaptive import start_adaptive_test
+
+    check_new_file(out, option="--out", force=force)
+    data = load_practice_data(dataset, missing=missing, metric=metric)
+    test = start_adaptive_test(data, budget=budget, batch=batch, target_se=target_se,
+                               method=method, metric=data_metric(data, metric), seed=seed)
+    test.save(out)
+    literal_console().print(
+        f"wrote {out}: an adaptive test of up to {budget} items ({method}, batches of "
+        f"{batch}) over {len(test.item_ids)} items of {data.name}, fitted on "
+        f"{data.matrix.n_models} models; cross-validated error {points(test.cv_error[0])} "
+        f"points before any answer, {points(test.cv_error[-1])} after {budget}")
+    _write_batch(test, out)
+
+
+@app.command("next")
+@user_errors
+def next_batch(
+    state: Annotated[Path, typer.Argument(help="The state file of `mdad adaptive start`.")],
+    results: Annotated[Path, typer.Argument(
+        help="The model's results on the batch: an lm-eval --log_samples folder or file, "
+             "or a CSV item_id,correct.")],
+    metric: Annotated[str | None, typer.Option(
+        help="lm-eval metric field (default: the one the test was started on).")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Record the model's answers on the pending batch, then write the next batch or
+    print the final estimate."""
+    from mdad.practice.adaptive import AdaptiveTest
+
+    test = AdaptiveTest.load(state)
+    recorded = test.apply_results(results, metric=metric)
+    finished = test.estimate().finished
+    if not finished:
+        test.next_items()
+    test.save(state)  # the answers and the next batch, at once
+    if not as_json:
+        literal_console().print(f"recorded {recorded} answers (round {test.round})")
+    _print_estimate(test, as_json)
+    if not finished:
+        _write_batch(test, state)
+
+
+@app.command("estimate")
+@user_errors
+def estimate(
+    state: Annotated[Path, typer.Argument(help="The state file of `mdad adaptive start`.")],
+    as_json: JsonOption = False,
+) -> None:
+    """The estimate from the answers recorded so far, with its 95% interval."""
+    from mdad.practice.adaptive import AdaptiveTest
+
+    _print_estimate(AdaptiveTest.load(state), as_json)
