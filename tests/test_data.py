@@ -225,7 +225,8 @@ def small_lm_eval(directory: Path) -> Path:
 
 def test_loaders_have_distinct_names_and_say_what_they_read():
     names = [loader.name for loader in LOADERS]
-    assert names == ["synthetic", "wide-csv", "paper-arrays", "lm-eval"]
+    assert names == ["synthetic", "leaderboard", "wide-csv", "paper-arrays", "compact",
+                     "lm-eval"]
     assert all(loader.reads for loader in LOADERS)
 
 
@@ -247,13 +248,16 @@ def test_each_path_goes_to_the_loader_that_recognises_it(tmp_path):
         tmp_path / "empty_folder": "lm-eval",  # any other folder is lm-eval output
         "synthetic:gpqa": "synthetic",
         "synthetic:helm": "synthetic",  # its loader names the known shapes
+        "leaderboard:bbh": "leaderboard",  # found on the search path when it is read
     }
     (tmp_path / "empty_folder").mkdir()
     for source, name in expected.items():
         if name is None:
             with pytest.raises(DataError, match=r"unknown results format; expected a "
-                                                r"synthetic:<shape> name, a \.csv file, the "
-                                                r"paper's \.npy arrays or lm-eval --log_samples"):
+                                                r"synthetic:<shape> name, a leaderboard:<bench> "
+                                                r"name, a \.csv file, the paper's \.npy arrays, "
+                                                r"a pulled dataset folder .* or lm-eval "
+                                                r"--log_samples"):
                 find_loader(source)
         else:
             assert find_loader(source).name == name, source

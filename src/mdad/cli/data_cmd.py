@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -38,6 +39,100 @@ def info(
     console.print(f"sha256 {summary.sha256}", soft_wrap=True)
     if raw.spec is None and holds_lm_eval_samples(raw.path):
         print_lm_eval_files(console, lm_eval_files(raw.path))
+    print_provenance(console, Path(raw.matrix.source))
+
+
+def print_provenance(console: Console, folder: Path) -> None:
+    """For a pulled dataset: where its models' results came from, in summary."""
+    from mdad.data.compact import META, read_metadata
+
+    if not (folder / META).is_file():
+        return
+    meta = read_metadata(folder)
+    provenance = meta.get("provenance", {})
+    files = sum(len(p.get("files", [])) for p in provenance.values())
+    times = sorted(p.get("pulled_at", "") for p in provenance.values())
+    lines = [f"pulled: {meta.get('benchmark')} ({meta.get('metric')}) from "
+             f"{meta.get('source')} by mdad {meta.get('mdad_version')}, assembled "
+             f"{meta.get('pulled_at')}",
+             f"  {len(provenance)} models, {files} sample files, each at its repo's "
+             f"revision (commit sha); models fetched {times[0] if times else '?'} to "
+             f"{times[-1] if times else '?'}"]
+    for reason, names in meta.get("skipped", {}).items():
+        lines.append(f"  skipped {len(names)}: {reason}")
+    if meta.get("failed"):
+        lines.append(f"  failed {len(meta['failed'])}: " + ", ".join(meta["failed"]))
+    for model, p in list(provenance.items())[:3]:
+        lines.append(f"  e.g. {model}: {p.get('repo')} @ {str(p.get('revision'))[:12]}, "
+                     f"{len(p.get('files', []))} files")
+    for line in lines:
+        console.print(literal(line), soft_wrap=True, highlight=False)
+    console.print(f"  (every model's repo, revision and files: {folder / META})",
+                  soft_wrap=True, highlight=False, markup=False)
+
+
+@app.command("pull")
+@user_errors
+def pull(
+    source: Annotated[str, typer.Argument(
+        metavar="SOURCE", help="Where from: leaderboard (the Open LLM Leaderboard v2 "
+                               "details on the Hugging Face Hub).")],
+    bench: Annotated[str, typer.Argument(
+        metavar="BENCH", help="gpqa, gpqa-diamond, bbh, mmlu-pro or musr.")],
+    models: Annotated[str, typer.Option(
+        help="all, or the first N models of the hub's listing.")] = "all",
+    model_list: Annotated[Path | None, typer.Option(
+        help="File of model names (org/model), one per line, instead of the listing.")] = None,
+    jobs: Annotated[int, typer.Option(help="Models downloaded at once.")] = 4,
+    out: Annotated[Path | None, typer.Option(
+        help="The dataset folder to write (default: the data cache, usable by name).")] = None,
+) -> None:
+    """Pull one benchmark's per-item results into a compact dataset (see the README)."""
+    import os
+
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from mdad.data.datasets import cache_folder
+    from mdad.data.files import read_name_list
+    from mdad.data.leaderboard import pull_leaderboard
+    from mdad.errors import ConfigError
+
+    if source != "leaderboard":
+        raise ConfigError(f"SOURCE must be leaderboard; got {source!r}")
+    names = (read_name_list(model_list, option="--model-list", what="model names")
+             if model_list is not None else None)
+    cache = cache_folder()
+    folder = out if out is not None else cache / "leaderboard" / bench
+    columns = (TextColumn("{task.description}"), BarColumn(),
+               TextColumn("{task.completed}/{task.total} models"),
+               TextColumn("{task.fields[rate]}"), TimeRemainingColumn())
+    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task(f"pulling {bench}", total=None, rate="")
+
+        def show(state) -> None:
+            rate = state.bytes_per_second / 1e6
+            bar.update(task, completed=state.models_done, total=state.models_total,
+                       rate=f"{state.bytes_streamed / 1e6:,.1f} MB at {rate:,.1f} MB/s")
+
+        outcome = pull_leaderboard(bench, folder, models=models, model_list=names,
+                                   jobs=jobs, token=os.environ.get("HF_TOKEN"),
+                                   progress=show)
+    console = Console()
+    size = sum(f.stat().st_size for f in outcome.folder.iterdir() if f.is_file())
+    console.print(literal(
+        f"wrote {outcome.folder}: {len(outcome.pulled) + len(outcome.resumed)} models "
+        f"({len(outcome.pulled)} fetched, {len(outcome.resumed)} from an earlier pull), "
+        f"{size / 1e6:,.1f} MB; {outcome.bytes_streamed / 1e6:,.1f} MB streamed"),
+        soft_wrap=True, highlight=False)
+    for reason, skipped in outcome.skipped.items():
+        console.print(literal(f"skipped {len(skipped)} models: {reason}"), soft_wrap=True,
+                      highlight=False)
+    for model, why in outcome.failed.items():
+        console.print(literal(f"failed: {model}: {why}; pull again to retry it"),
+                      soft_wrap=True, highlight=False)
+    usable = (f"leaderboard:{bench}" if outcome.folder.resolve() == (
+        cache / "leaderboard" / bench).resolve() else str(outcome.folder))
+    console.print(literal(f"use it as: mdad run {usable}"), soft_wrap=True, highlight=False)
 
 
 def print_lm_eval_files(console: Console, found: LmEvalFiles) -> None:

@@ -67,13 +67,18 @@ def data_search_path() -> list[Path]:
     checkout = Path(__file__).resolve().parents[3]
     roots.append(checkout.parent / "shared" / "data")
     roots.append(Path.cwd().parent / "shared" / "data")
-    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "mdad"
-    roots.append(cache)
+    roots.append(cache_folder())
     unique: list[Path] = []
     for root in roots:
         if root not in unique:
             unique.append(root)
     return unique
+
+
+def cache_folder() -> Path:
+    """The user's data cache, last on the search path: ``$XDG_CACHE_HOME/mdad`` or
+    ``~/.cache/mdad`` (where ``mdad data pull`` writes by default)."""
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "mdad"
 
 
 def find_dataset_file(spec: DatasetSpec) -> Path:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -263,11 +263,20 @@ def _check_repeat(record: dict[str, Any], doc: str, expected: str, first_filter:
 
 
 def _read_task(path: Path, metric: str) -> _TaskScores:
-    """Parse one samples file.
+    """Parse one samples file (see `read_task_lines`)."""
+    with open(path, "rb") as handle:
+        return read_task_lines(handle, path, metric)
+
+
+def read_task_lines(lines: Iterable[bytes], path: Path | str, metric: str) -> _TaskScores:
+    """Parse one samples file's lines (raw bytes, as a file or a stream yields them),
+    keeping only each record's doc_id, `metric` and option log-likelihoods; `path`
+    names the file in errors.
 
     The harness writes one full pass over the documents per filter (gsm8k: strict-match,
     then flexible-extract); the first pass is used and later ones are only checked.
     """
+    path = Path(path)
     doc_ids: list[str] = []
     first_line: dict[str, int] = {}
     scores: list[float] = []
@@ -277,34 +286,33 @@ def _read_task(path: Path, metric: str) -> _TaskScores:
     rows: list[int] = []
     key = first_filter = None
     repeats = 0  # records after the first pass
-    with open(path, "rb") as handle:
-        for n, raw in enumerate(handle, 1):
-            line = _decode(raw, path, n)
-            if not line.strip():
-                continue
-            record, doc = _parse(line, path, n)
-            if repeats or doc in first_line:
-                _check_repeat(record, doc, doc_ids[repeats % len(doc_ids)], first_filter,
-                              first_line, path, n)
-                repeats += 1
-                continue
-            if key is None:
-                key, first_filter = _metric_key(record, metric, path, n), record.get("filter")
-            if key not in record:
-                raise _missing_metric(record, key, path, n)
-            try:
-                scores.append(float(record[key]))
-            except (TypeError, ValueError):
-                raise DataError(f"{path}: line {n}: {key} is {record[key]!r}, not a number; "
-                                "fix that record") from None
-            first_line[doc] = n
-            lls = _loglikelihoods(record)
-            if lls and (index := _gold_index(record, len(lls))) >= 0:
-                rows.append(len(doc_ids))
-                flat.extend(lls)
-                counts.append(len(lls))
-                gold.append(index)
-            doc_ids.append(doc)
+    for n, raw in enumerate(lines, 1):
+        line = _decode(raw, path, n)
+        if not line.strip():
+            continue
+        record, doc = _parse(line, path, n)
+        if repeats or doc in first_line:
+            _check_repeat(record, doc, doc_ids[repeats % len(doc_ids)], first_filter,
+                          first_line, path, n)
+            repeats += 1
+            continue
+        if key is None:
+            key, first_filter = _metric_key(record, metric, path, n), record.get("filter")
+        if key not in record:
+            raise _missing_metric(record, key, path, n)
+        try:
+            scores.append(float(record[key]))
+        except (TypeError, ValueError):
+            raise DataError(f"{path}: line {n}: {key} is {record[key]!r}, not a number; "
+                            "fix that record") from None
+        first_line[doc] = n
+        lls = _loglikelihoods(record)
+        if lls and (index := _gold_index(record, len(lls))) >= 0:
+            rows.append(len(doc_ids))
+            flat.extend(lls)
+            counts.append(len(lls))
+            gold.append(index)
+        doc_ids.append(doc)
     if not doc_ids:
         raise DataError(f"{path}: no records; remove the empty file or re-run the task")
     if repeats % len(doc_ids):
@@ -403,6 +411,14 @@ def load_lm_eval_samples(path: str | Path, *, metric: str = "acc",
             used.extend(f for group in grouped.values() for f in group)
     if not per_model:
         raise _no_such_task(path, sorted(wanted or ()), found.tasks())
+    root = path if path.is_dir() else path.parent
+    return build_matrix(per_model, source=str(path), sha256=files_sha256(used, root))
+
+
+def build_matrix(per_model: dict[str, dict[str, _TaskScores]], *, source: str,
+                 sha256: str | None = None) -> ResponseMatrix:
+    """One matrix from each model's scores by task: models sorted by name, items
+    ``"<task>/<doc_id>"`` sorted by task then doc_id, NaN where a model lacks an item."""
     models = sorted(per_model)
     task_names = sorted({task for scores in per_model.values() for task in scores})
     columns: dict[str, dict[str, int]] = {}
@@ -421,11 +437,10 @@ def load_lm_eval_samples(path: str | Path, *, metric: str = "acc",
                                len(scores.doc_ids))
             correctness[m, cols] = scores.scores
             confidence[m, cols] = scores.confidence
-    root = path if path.is_dir() else path.parent
     return ResponseMatrix(
         correctness, models, item_ids, subtasks,
         None if np.isnan(confidence).all() else confidence,
-        source=str(path), sha256=files_sha256(used, root),
+        source=source, sha256=sha256,
     )
 
 

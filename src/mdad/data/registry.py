@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mdad.data import lm_eval, paper_arrays, wide_csv
+from mdad.data import compact, lm_eval, paper_arrays, wide_csv
 from mdad.data.datasets import (
     DATASETS,
     DatasetSpec,
@@ -31,12 +31,14 @@ def _read_named(name: str) -> ResponseMatrix:
     return read_dataset(name).matrix
 
 
-# In recognition order: names first; the paper's arrays before lm-eval, which takes any
-# other folder.
+# In recognition order: names first; the paper's arrays and pulled (compact) folders
+# before lm-eval, which takes any other folder.
 LOADERS: tuple[Loader, ...] = (
     SyntheticLoader(read_named=_read_named),
+    compact.LeaderboardLoader(),
     wide_csv.LOADER,
     paper_arrays.LOADER,
+    compact.LOADER,
     lm_eval.LOADER,
 )
 

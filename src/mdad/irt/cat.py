@@ -78,6 +78,9 @@ def map_ability(discrimination: np.ndarray, offset: np.ndarray, answers: np.ndar
     c, y = np.asarray(offset, dtype=np.float64), np.asarray(answers, dtype=np.float64)
     theta = (np.zeros((a.shape[0], a.shape[2])) if start is None
              else np.array(start, dtype=np.float64))
+    if a.shape[2] == 1:
+        ability, variance = _map_ability_1d(a[:, :, 0], c, y, theta[:, 0])
+        return ability[:, None], variance[:, None, None]
     for _ in range(_NEWTON_MAX_STEPS):
         p, precision = _posterior_precision(theta, a, c)
         gradient = ((y - p)[:, None, :] @ a)[:, 0, :] - theta
@@ -90,6 +93,22 @@ def map_ability(discrimination: np.ndarray, offset: np.ndarray, answers: np.ndar
         if norm.max(initial=0.0) < _NEWTON_TOLERANCE:
             break
     return theta, np.linalg.inv(_posterior_precision(theta, a, c)[1])
+
+
+def _map_ability_1d(a: np.ndarray, c: np.ndarray, y: np.ndarray, theta: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """`map_ability` for one dimension, in plain (n, k) arithmetic: the same Newton
+    steps, damping and tolerance, without the matrix machinery."""
+    for _ in range(_NEWTON_MAX_STEPS):
+        p = _sigmoid(a * theta[:, None] - c)
+        gradient = (a * (y - p)).sum(axis=1) - theta
+        information = (a * a * p * (1.0 - p)).sum(axis=1) + 1.0
+        step = np.clip(gradient / information, -_MAX_STEP, _MAX_STEP)
+        theta = theta + step
+        if np.abs(step).max(initial=0.0) < _NEWTON_TOLERANCE:
+            break
+    p = _sigmoid(a * theta[:, None] - c)
+    return theta, 1.0 / ((a * a * p * (1.0 - p)).sum(axis=1) + 1.0)
 
 
 def next_items(ability: np.ndarray, covariance: np.ndarray, available: np.ndarray,

@@ -1,0 +1,203 @@
+"""A local stand-in for the parts of the Hugging Face Hub's HTTP API that `mdad data pull`
+uses, served to the real `huggingface_hub` client through ``HF_ENDPOINT``.
+
+This machine cannot reach the hub, so the tests run the real client code path against
+this server instead (the README says so). It implements:
+
+- ``GET /api/datasets?author=...&search=...``: the listing (one page);
+- ``GET /api/datasets/{repo}`` and ``/api/datasets/{repo}/revision/{rev}``: a repo's
+  commit sha and its files with their sizes (``siblings``), gated flag included;
+- ``GET /api/datasets/{repo}/tree/{rev}/{path}``: a folder's entries (the file
+  system's listing, which it consults before it streams a file);
+- ``GET`` and ``HEAD /datasets/{repo}/resolve/{rev}/{path}``: a file's bytes, with
+  ``Range: bytes=N-`` support; a gated repo answers 403 with ``X-Error-Code:
+  GatedRepo``, as the hub does.
+
+Faults are injected per file, each used once, in order: ``"429"`` (with
+``Retry-After: 1``), ``"500"``, and ``"truncate"`` (a full ``Content-Length`` but the
+connection closed after half the body).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, unquote, urlparse
+
+
+@dataclass
+class Repo:
+    """One dataset repo: its files (path -> bytes), whether it is gated, and faults
+    still to inject (path -> list of "429", "500", "truncate")."""
+
+    files: dict[str, bytes]
+    gated: bool = False
+    faults: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def sha(self) -> str:
+        digest = hashlib.sha1()
+        for path in sorted(self.files):
+            digest.update(path.encode() + self.files[path])
+        return digest.hexdigest()
+
+
+class HubStandIn:
+    """The server; `repos` maps repo ids to `Repo`s; `requests` records (method, path,
+    status) of every request."""
+
+    def __init__(self, repos: dict[str, Repo]) -> None:
+        self.repos = repos
+        self.requests: list[tuple[str, str, int]] = []
+        self._lock = threading.Lock()
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def __enter__(self) -> HubStandIn:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        hub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:  # quiet
+                pass
+
+            def do_HEAD(self) -> None:
+                self._route(head=True)
+
+            def do_GET(self) -> None:
+                self._route(head=False)
+
+            def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None,
+                      head: bool = False, cut: bool = False) -> None:
+                with hub._lock:
+                    hub.requests.append((self.command, self.path, status))
+                self.send_response(status)
+                for key, value in (headers or {}).items():
+                    self.send_header(key, value)
+                self.send_header("Content-Length", str(len(body)))
+                if cut:
+                    self.send_header("Connection", "close")
+                self.end_headers()
+                if head:
+                    return
+                if cut:
+                    self.wfile.write(body[: len(body) // 2])
+                    self.wfile.flush()
+                    self.close_connection = True
+                    return
+                self.wfile.write(body)
+
+            def _json(self, status: int, value: object, headers: dict | None = None) -> None:
+                self._send(status, json.dumps(value).encode(),
+                           {"Content-Type": "application/json", **(headers or {})})
+
+            def _route(self, head: bool) -> None:
+                url = urlparse(self.path)
+                parts = [unquote(p) for p in url.path.strip("/").split("/")]
+                if parts[:2] == ["api", "datasets"] and len(parts) == 2:
+                    return self._listing(parse_qs(url.query))
+                if parts[:2] == ["api", "datasets"] and len(parts) >= 6 and parts[4] == "tree":
+                    recursive = parse_qs(url.query).get("recursive", ["false"])[0] == "true"
+                    return self._tree("/".join(parts[2:4]), "/".join(parts[6:]), recursive)
+                if parts[:2] == ["api", "datasets"] and len(parts) >= 4:
+                    return self._info("/".join(parts[2:4]))
+                if parts[:1] == ["datasets"] and len(parts) >= 6 and parts[3] == "resolve":
+                    return self._file("/".join(parts[1:3]), "/".join(parts[5:]), head)
+                self._json(404, {"error": "not found"})
+
+            def _listing(self, query: dict[str, list[str]]) -> None:
+                author = query.get("author", [""])[0]
+                search = query.get("search", [""])[0]
+                found = [{"id": repo_id, "_id": repo_id, "author": repo_id.split("/")[0],
+                          "private": False, "gated": "manual" if repo.gated else False,
+                          "sha": repo.sha, "tags": []}
+                         for repo_id, repo in hub.repos.items()
+                         if repo_id.startswith(f"{author}/") and search in repo_id]
+                self._json(200, found)
+
+            def _info(self, repo_id: str) -> None:
+                repo = hub.repos.get(repo_id)
+                if repo is None:
+                    return self._json(404, {"error": "Repository not found"},
+                                      {"X-Error-Code": "RepoNotFound"})
+                siblings = [{"rfilename": path, "size": len(data),
+                             "blobId": hashlib.sha1(data).hexdigest()}
+                            for path, data in sorted(repo.files.items())]
+                self._json(200, {"id": repo_id, "_id": repo_id, "sha": repo.sha,
+                                 "private": False,
+                                 "gated": "manual" if repo.gated else False,
+                                 "disabled": False, "siblings": siblings, "tags": [],
+                                 "lastModified": "2024-06-26T17:09:20.000Z"})
+
+            def _tree(self, repo_id: str, folder: str, recursive: bool) -> None:
+                repo = hub.repos.get(repo_id)
+                if repo is None:
+                    return self._json(404, {"error": "Repository not found"},
+                                      {"X-Error-Code": "RepoNotFound"})
+                prefix = f"{folder}/" if folder else ""
+                entries: dict[str, dict] = {}
+                for path, data in sorted(repo.files.items()):
+                    if not path.startswith(prefix):
+                        continue
+                    rest = path[len(prefix):].split("/")
+                    for depth in range(1, len(rest) if recursive else 1):
+                        name = prefix + "/".join(rest[:depth])
+                        entries.setdefault(name, {"type": "directory", "oid": "0" * 40,
+                                                  "size": 0, "path": name})
+                    if len(rest) > 1 and not recursive:
+                        name = prefix + rest[0]
+                        entries.setdefault(name, {"type": "directory", "oid": "0" * 40,
+                                                  "size": 0, "path": name})
+                    else:
+                        entries[path] = {"type": "file", "path": path, "size": len(data),
+                                         "oid": hashlib.sha1(data).hexdigest()}
+                self._json(200, list(entries.values()))
+
+            def _file(self, repo_id: str, path: str, head: bool) -> None:
+                repo = hub.repos.get(repo_id)
+                if repo is None or path not in repo.files:
+                    return self._json(404, {"error": "Entry not found"},
+                                      {"X-Error-Code": "EntryNotFound"})
+                if repo.gated:
+                    return self._json(403, {"error": f"Access to dataset {repo_id} is "
+                                            "restricted. You must have access to it."},
+                                      {"X-Error-Code": "GatedRepo",
+                                       "X-Error-Message": "Access restricted"})
+                faults = repo.faults.get(path, [])
+                fault = faults.pop(0) if faults and not head else None
+                if fault == "429":
+                    return self._json(429, {"error": "rate limited"}, {"Retry-After": "1"})
+                if fault == "500":
+                    return self._json(500, {"error": "internal"})
+                data = repo.files[path]
+                start = 0
+                header = self.headers.get("Range", "")
+                if header.startswith("bytes="):
+                    start = int(header[6:].split("-")[0] or 0)
+                headers = {"Content-Type": "application/octet-stream", "ETag": f'"{repo.sha}"',
+                           "X-Repo-Commit": repo.sha, "Accept-Ranges": "bytes"}
+                if start:
+                    if start >= len(data):
+                        return self._send(416, b"", headers, head)
+                    headers["Content-Range"] = f"bytes {start}-{len(data) - 1}/{len(data)}"
+                    return self._send(206, data[start:], headers, head,
+                                      cut=fault == "truncate")
+                self._send(200, data, headers, head, cut=fault == "truncate")
+
+        return Handler
