@@ -135,10 +135,12 @@ def elbo_gradients(params: dict[str, np.ndarray], y: np.ndarray, noise: dict[str
     work = y.dtype
     logits = theta.astype(work) @ a.T.astype(work) - work.type(dims) * b.astype(work)[None, :]
     softplus, probability = _softplus_and_sigmoid(logits)
-    residual = (y - probability).astype(np.float64)
+    residual = y - probability
     log_p = float(np.sum(y * logits, dtype=np.float64) - softplus.sum(dtype=np.float64))
     # d log p / d each sampled variable
-    dz = {"t": residual @ a, "a": residual.T @ theta, "b": -dims * residual.sum(axis=0)}
+    theta_w, a_w = theta.astype(work), a.astype(work)
+    dz = {"t": (residual @ a_w).astype(np.float64), "a": (residual.T @ theta_w).astype(np.float64),
+          "b": -dims * residual.sum(axis=0, dtype=np.float64)}
     du: dict[str, np.ndarray] = {}
     dz["mu_t"], dz["mu_a"], dz["mu_b"] = (np.zeros(dims), np.zeros(dims), np.zeros(1))
     for value, mean, precision, dvalue, dmean in (

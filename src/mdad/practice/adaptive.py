@@ -446,7 +446,8 @@ def run_batches(discrimination: np.ndarray, difficulty: np.ndarray, scores: np.n
         chosen = np.argsort(-gain, axis=1, kind="stable")[:, :k]
         given = np.concatenate([given, chosen], axis=1)
         answers = np.concatenate([answers, scores[rows, chosen]], axis=1)
-        ability, covariance = map_ability(a[given], offset[given], answers, ability)
+        ability, covariance = map_ability(a[given], offset[given], answers, ability,
+                                          exact_covariance=False)
         counts.append(given.shape[1])
         estimates.append(predicted_accuracy(ability, a, offset, given, answers))
     return counts, np.array(estimates)
