@@ -107,6 +107,7 @@ def pulled(tmp_path_factory):
     return tmp_path, repos, proc, again, first_requests, second_requests, info, run
 
 
+@pytest.mark.slow  # five pulls and a study through the CLI
 def test_pull_writes_the_matrix_the_local_loader_reads(pulled):
     tmp_path, repos, proc, *_ = pulled
     assert proc.returncode == 0, proc.stderr
@@ -134,6 +135,7 @@ def test_pull_writes_the_matrix_the_local_loader_reads(pulled):
     np.testing.assert_array_equal(matrix.correctness[row, :3], newer.correctness[0])
 
 
+@pytest.mark.slow  # five pulls and a study through the CLI
 def test_faults_were_met_and_survived(pulled):
     _, _, proc, _, requests, *_ = pulled
     statuses = [status for _, path, status in requests if "org1__model-1" in path
@@ -146,6 +148,7 @@ def test_faults_were_met_and_survived(pulled):
     assert "8 models (8 fetched, 0 from an earlier pull)" in text
 
 
+@pytest.mark.slow  # five pulls and a study through the CLI
 def test_gated_and_empty_repos_are_skipped_and_said(pulled):
     _, _, proc, *_ = pulled
     text = " ".join(proc.stdout.split())
@@ -156,6 +159,7 @@ def test_gated_and_empty_repos_are_skipped_and_said(pulled):
     assert "contents" not in text
 
 
+@pytest.mark.slow  # five pulls and a study through the CLI
 def test_a_second_pull_fetches_no_finished_model(pulled):
     _, _, _, again, _, second, *_ = pulled
     assert again.returncode == 0, again.stderr
@@ -165,6 +169,7 @@ def test_a_second_pull_fetches_no_finished_model(pulled):
     assert "8 models (0 fetched, 8 from an earlier pull)" in " ".join(again.stdout.split())
 
 
+@pytest.mark.slow  # five pulls and a study through the CLI
 def test_the_pulled_dataset_is_usable_by_name_with_its_provenance(pulled):
     tmp_path, repos, _, _, _, _, info, run = pulled
     assert info.returncode == 0, info.stderr

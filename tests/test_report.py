@@ -26,7 +26,7 @@ from mdad.report.style import display_name
 from mdad.study.folder import read_study_folder
 
 MODEL_SET = "open-llm-leaderboard-v2/model-sets/gpqa_7b_instruct.txt"
-METHODS = "random,subtask-equal,anchor-points,tinybenchmarks"
+METHODS = "random,subtask-equal,anchor-points,tinybenchmarks-map"
 EXPECTED_FIGURES = {
     *(f"{kind}_{split}" for kind in ("mdad_vs_size", "agreement", "error_tau",
                                      "mdad_vs_sources") for split in ("seen", "unseen")),
@@ -76,7 +76,8 @@ def test_page_is_self_contained(run_dir: Path) -> None:
 def test_legends_name_the_method_and_its_cli_name(run_dir: Path) -> None:
     svg = next(run_dir.rglob("mdad_vs_size_seen.svg")).read_text(encoding="utf-8")
     for label in ("Random (uniform) (random)", "Random (subtask, equal) (subtask-equal)",
-                  "Anchor Points (anchor-points)", "tinyBenchmarks (tinybenchmarks)"):
+                  "Anchor Points (anchor-points)",
+                  "tinyBenchmarks, MAP fit (tinybenchmarks-map)"):
         assert label in svg
 
 

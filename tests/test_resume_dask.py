@@ -23,7 +23,7 @@ from mdad.study.checkpoint import StudyCheckpoint, checkpoint_dir
 from mdad.study.records import CellOutput, RunJob
 from mdad.study.runner import compute_run
 
-ARGS = ("run", "gpqa", "--methods", "random,tinybenchmarks", "--runs", "10", "--workers", "1",
+ARGS = ("run", "gpqa", "--methods", "random,tinybenchmarks-map", "--runs", "10", "--workers", "1",
         "--resamples", "50")
 
 
@@ -75,7 +75,8 @@ def test_checkpoint_round_trip_and_skipping(tmp_path: Path) -> None:
 def test_saved_cells_are_taken_not_recomputed(tmp_path: Path) -> None:
     shared_data(GPQA_CSV)
     data = load_dataset("gpqa")
-    plan = plan_study(data.matrix, StudyConfig(methods=("random", "tinybenchmarks"),
+    # the MAP variant: an IRT fit shared by sizes, without the variational fit's seconds
+    plan = plan_study(data.matrix, StudyConfig(methods=("random", "tinybenchmarks-map"),
                                                sizes=(10, 25), n_runs=3))
     full = run_study(data.matrix, plan)
     checkpoint = StudyCheckpoint(tmp_path / "progress")
@@ -147,12 +148,13 @@ def test_resume_of_a_folder_without_a_run(tmp_path: Path) -> None:
                       r"saved study request was made by another version of mdad")
 
 
+@pytest.mark.slow  # a local Dask cluster takes 10 s to start
 def test_dask_local_cluster_is_bit_identical_to_local(tmp_path: Path) -> None:
     """A real local Dask cluster of 2 worker processes."""
     shared_data(GPQA_CSV)
     data = load_dataset("gpqa")
     plan = plan_study(data.matrix, StudyConfig(methods=("random", "anchor-points",
-                                                        "tinybenchmarks"),
+                                                        "tinybenchmarks-map"),
                                                sizes=(10, 50), n_runs=4))
     local = run_study(data.matrix, plan)
     checkpoint = StudyCheckpoint(tmp_path / "progress")

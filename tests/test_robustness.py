@@ -20,7 +20,7 @@ from test_cli import FAST, MDAD, assert_ok, assert_user_error, flat, mdad_cli
 from mdad.practice.bundle import MicroBenchmarkFile
 from mdad.study.checkpoint import LOCK, checkpoint_dir
 
-SLOW_RUN = ("run", "gpqa", "--methods", "random,tinybenchmarks", "--runs", "80",
+SLOW_RUN = ("run", "gpqa", "--methods", "random,tinybenchmarks-map", "--runs", "80",
             "--resamples", "20")
 
 
@@ -183,7 +183,7 @@ def interrupted_run(tmp_path: Path, name: str = "run") -> Path:
     """A run killed after its first finished run file."""
     shared_data(GPQA_CSV)
     out = tmp_path / name
-    args = ("run", "gpqa", "--methods", "random,tinybenchmarks", "--runs", "6",
+    args = ("run", "gpqa", "--methods", "random,tinybenchmarks-map", "--runs", "6",
             "--workers", "1", "--resamples", "20")
     process = start(args, out, tmp_path)
     progress = checkpoint_dir(out)

@@ -56,6 +56,7 @@ def test_all_expands_to_every_method_once_in_registry_order():
     assert expand_methods(("random",)) == ("random",)
 
 
+@pytest.mark.slow
 def test_worker_processes_give_bit_identical_results():
     matrix = synthetic()
     plan = plan_study(matrix, StudyConfig(methods=tuple(METHODS), sizes=(5, 12), n_runs=3,
@@ -217,7 +218,7 @@ def test_cli_methods_lists_every_method(tmp_path: Path) -> None:
 def test_cli_per_subtask_on_gpqa(tmp_path: Path) -> None:
     gpqa_path()
     out = tmp_path / "per"
-    proc = mdad_cli("run", "gpqa", "--per-subtask", "--methods", "random,tinybenchmarks",
+    proc = mdad_cli("run", "gpqa", "--per-subtask", "--methods", "random,tinybenchmarks-map",
                     "--fractions", "0.04,0.4", *FAST, "--out", out, cwd=tmp_path)
     assert_ok(proc)
     assert "each subtask's MDAD is in mdad.csv" in flat(proc.stdout)
@@ -236,6 +237,7 @@ def test_cli_per_subtask_on_gpqa(tmp_path: Path) -> None:
     assert set(results.subtask) == {"gpqa_main"}
 
 
+@pytest.mark.slow
 def test_cli_all_methods_say_which_used_correctness(tmp_path: Path) -> None:
     gpqa_path()
     out = tmp_path / "all"

@@ -74,22 +74,37 @@ def _standard_gamma_derivative(shape: np.ndarray, draw: np.ndarray) -> np.ndarra
 
 
 class _Adam:
-    """torch.optim.Adam's update (no weight decay, no amsgrad) on a dict of arrays."""
+    """torch.optim.Adam's update (no weight decay, no amsgrad) on every parameter at
+    once: the parameters are views into one flat array, so a step is a few array
+    operations whatever their number."""
 
     def __init__(self, params: dict[str, np.ndarray], lr: float) -> None:
         self.lr, self.t = lr, 0
-        self.m = {k: np.zeros_like(v) for k, v in params.items()}
-        self.v = {k: np.zeros_like(v) for k, v in params.items()}
+        sizes = [value.size for value in params.values()]
+        self.flat = np.concatenate([value.ravel() for value in params.values()])
+        ends = np.cumsum(sizes)
+        self.views = {key: self.flat[end - size:end].reshape(value.shape)
+                      for (key, value), size, end in zip(params.items(), sizes, ends,
+                                                         strict=True)}
+        self.gradient = np.zeros_like(self.flat)
+        self.gradient_views = {key: self.gradient[end - size:end].reshape(value.shape)
+                               for (key, value), size, end in zip(params.items(), sizes, ends,
+                                                                  strict=True)}
+        self.m = np.zeros_like(self.flat)
+        self.v = np.zeros_like(self.flat)
 
-    def step(self, params: dict[str, np.ndarray], grads: dict[str, np.ndarray]) -> None:
+    def step(self, grads: dict[str, np.ndarray]) -> None:
+        for key, grad in grads.items():
+            self.gradient_views[key][...] = grad
         self.t += 1
         b1, b2 = _BETAS
         c1, c2 = 1 - b1**self.t, 1 - b2**self.t
-        for key, grad in grads.items():
-            self.m[key] = b1 * self.m[key] + (1 - b1) * grad
-            self.v[key] = b2 * self.v[key] + (1 - b2) * grad * grad
-            denominator = np.sqrt(self.v[key]) / np.sqrt(c2) + _EPS
-            params[key] -= self.lr / c1 * self.m[key] / denominator
+        g = self.gradient
+        self.m *= b1
+        self.m += (1 - b1) * g
+        self.v *= b2
+        self.v += (1 - b2) * g * g
+        self.flat -= self.lr / c1 * self.m / (np.sqrt(self.v) / np.sqrt(c2) + _EPS)
 
 
 def _initial(n_models: int, n_items: int, dims: int) -> dict[str, np.ndarray]:
@@ -221,13 +236,13 @@ def fit_variational(responses: np.ndarray, dims: int, *, rng: np.random.Generato
         raise DataError(f"IRT fit needs at least 2 models and 2 items; got shape {y.shape}")
     if np.isnan(y).any() or (y < 0).any() or (y > 1).any():
         raise DataError("variational IRT fit: responses must be complete scores in [0, 1]")
-    params = _initial(y.shape[0], y.shape[1], dims)
-    optimiser = _Adam(params, learning_rate)
+    optimiser = _Adam(_initial(y.shape[0], y.shape[1], dims), learning_rate)
+    params = optimiser.views  # updated in place by each step
     y = y.astype(np.float32)
     best_loss, best = np.inf, None
     for _ in range(epochs):
         loss, grads = elbo_gradients(params, y, draw_noise(params, rng))
-        optimiser.step(params, grads)
+        optimiser.step(grads)
         if loss < best_loss:  # py-irt exports the parameters after the step
             best_loss = loss
             best = (params["loc_a"].copy(), params["loc_b"].copy(), params["loc_t"].copy())
