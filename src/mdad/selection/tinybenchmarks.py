@@ -183,7 +183,7 @@ class _TinyBenchmarksBase(MethodDefaults):
     models' correctness (never confidences), and the same anchors for one fit.
 
     `irt_fit` is "variational" for the reference's fit (SVI of the py-irt fork's model,
-    `mdad.irt.variational`) or "map" (`MultidimensionalIrt`, about 20 times cheaper).
+    `mdad.irt.variational`) or "map" (`MultidimensionalIrt`, about 15 times cheaper).
     """
 
     min_sources: ClassVar[int] = 2  # an IRT fit needs two models
@@ -238,8 +238,8 @@ class TinyBenchmarks(_TinyBenchmarksBase):
 
 @register("tinybenchmarks-map")
 class TinyBenchmarksMap(TinyBenchmarks):
-    """The same estimator on anchors from the MAP fit of `mdad.irt` (20 times cheaper;
-    its error on GPQA is 10 to 18% above the reference's)."""
+    """The same estimator on anchors from the MAP fit of `mdad.irt` (about 15 times cheaper;
+    its error on GPQA is 3 to 18% above the reference's)."""
 
     display_name: ClassVar[str] = "tinyBenchmarks, MAP fit"
     line_style: ClassVar[str] = "--"
