@@ -10,8 +10,9 @@ package (e.g. `mdad.data.synthetic`) does not import the others.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from mdad._lazy import lazy_exports
 
 # public name -> the module that defines it
 _EXPORTS = {
@@ -81,13 +82,4 @@ if TYPE_CHECKING:
     from mdad.data.wide_csv import Orientation, load_wide_csv
 
 
-def __getattr__(name: str) -> object:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_EXPORTS[name]), name)
-    globals()[name] = value  # later lookups skip __getattr__
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)

@@ -7,10 +7,11 @@ pandas, the selection methods).
 
 from __future__ import annotations
 
-import importlib
 import sys
 import types
 from typing import TYPE_CHECKING
+
+from mdad._lazy import lazy_exports
 
 # public name -> the submodule that defines it
 _EXPORTS = {
@@ -92,18 +93,7 @@ if TYPE_CHECKING:
     )
 
 
-def __getattr__(name: str) -> object:
-    try:
-        module = _EXPORTS[name]
-    except KeyError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip __getattr__
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
 
 
 class _PracticePackage(types.ModuleType):

@@ -6,8 +6,9 @@ The names below load on first use (PEP 562): importing a light submodule, e.g.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from mdad._lazy import lazy_exports
 
 # public name -> the submodule that defines it
 _EXPORTS = {
@@ -20,15 +21,4 @@ if TYPE_CHECKING:
     from mdad.report.html import write_report
 
 
-def __getattr__(name: str) -> object:
-    try:
-        module = _EXPORTS[name]
-    except KeyError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip __getattr__
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)

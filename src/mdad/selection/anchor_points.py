@@ -95,7 +95,10 @@ class AnchorPoints(MethodDefaults):
     def select(self, pool: SeenPool, size: int, *, rng: np.random.Generator) -> MicroBenchmark:
         corr = pool.shared("confidence-correlation",
                            lambda _: item_correlation(pool.confidence))
-        medoids = _medoids(1.0 - corr, size, rng)
+        # One distance matrix for every size: at 7,000 items it is 390 MB, whose
+        # allocation alone cost as much as a small k-medoids fit.
+        distance = pool.shared("confidence-correlation-distance", lambda _: 1.0 - corr)
+        medoids = _medoids(distance, size, rng)
         weights = cluster_shares(corr, medoids, np.asarray(pool.confidence, dtype=np.float64))
         return MicroBenchmark(medoids, weights, uses_confidence=True)
 
@@ -165,7 +168,8 @@ class AnchorPointsPredictor(MethodDefaults):
     def select(self, pool: SeenPool, size: int, *, rng: np.random.Generator) -> MicroBenchmark:
         values = pool.shared("confidence-logit", lambda _: _logit(pool.confidence))
         gram, corr = pool.shared("confidence-logit-gram", lambda _: _gram_and_correlation(values))
-        anchors = _medoids(1.0 - np.abs(corr), size, rng)
+        distance = pool.shared("confidence-logit-distance", lambda _: 1.0 - np.abs(corr))
+        anchors = _medoids(distance, size, rng)
         floaters = np.setdiff1d(np.arange(pool.n_items), anchors)
         cross = gram[np.ix_(anchors, floaters)]  # (n_anchors, n_floaters)
         spread = np.diag(gram)[anchors][:, None]

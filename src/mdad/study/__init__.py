@@ -8,8 +8,9 @@ the defaults without pandas.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from mdad._lazy import lazy_exports
 
 _MODULES = {
     "mdad.study.config": ("ALL_TARGETS", "DEFAULT_METHODS", "DEFAULT_SIZES", "PAPER_METHODS",
@@ -86,13 +87,4 @@ if TYPE_CHECKING:
     from mdad.study.runner import run_cell, run_studies, run_study, select_cell
 
 
-def __getattr__(name: str) -> object:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_EXPORTS[name]), name)
-    globals()[name] = value  # later lookups skip __getattr__
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
