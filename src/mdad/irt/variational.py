@@ -84,6 +84,13 @@ def _standard_gamma_derivative(shape: np.ndarray, draw: np.ndarray) -> np.ndarra
     return -d_cdf / np.exp(log_density)
 
 
+def _views(flat: np.ndarray, params: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Views into `flat`, one per parameter in order, each of that parameter's shape."""
+    ends = np.cumsum([value.size for value in params.values()])
+    return {key: flat[end - value.size:end].reshape(value.shape)
+            for (key, value), end in zip(params.items(), ends, strict=True)}
+
+
 class _Adam:
     """torch.optim.Adam's update (no weight decay, no amsgrad) on every parameter at
     once: the parameters are views into one flat array, so a step is a few array
@@ -91,16 +98,10 @@ class _Adam:
 
     def __init__(self, params: dict[str, np.ndarray], lr: float) -> None:
         self.lr, self.t = lr, 0
-        sizes = [value.size for value in params.values()]
         self.flat = np.concatenate([value.ravel() for value in params.values()])
-        ends = np.cumsum(sizes)
-        self.views = {key: self.flat[end - size:end].reshape(value.shape)
-                      for (key, value), size, end in zip(params.items(), sizes, ends,
-                                                         strict=True)}
+        self.views = _views(self.flat, params)
         self.gradient = np.zeros_like(self.flat)
-        self.gradient_views = {key: self.gradient[end - size:end].reshape(value.shape)
-                               for (key, value), size, end in zip(params.items(), sizes, ends,
-                                                                  strict=True)}
+        self.gradient_views = _views(self.gradient, params)
         self.m = np.zeros_like(self.flat)
         self.v = np.zeros_like(self.flat)
 
