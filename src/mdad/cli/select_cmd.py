@@ -89,7 +89,7 @@ def select(
     bundle = select_microbenchmark(data, method, size, seed=seed, pool=pool_ids,
                                    study_dir=run, allow_other_version=other_version,
                                    metric=data_metric(data, metric),
-                                   progress=delayed_progress())
+                                   progress=delayed_progress(), spawn_worker=True)
     samples = lm_eval_samples_json(bundle) if output_format == "lm-eval" else None
     write_text(out, bundle.to_json())
     console = literal_console()

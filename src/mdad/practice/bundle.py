@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from mdad.data.registry import Dataset
 from mdad.errors import ConfigError, DataError
 from mdad.metrics.mdad import DEFAULT_THRESHOLD
 from mdad.practice.bundle_format import validate
+from mdad.practice.fit_pool import SPAWN_AFTER_SECONDS, run_fits
 from mdad.practice.planner import analytic_mdad, mdad_curve, pair_structure
 from mdad.selection import MethodDefaults, MicroBenchmark, SeenPool, method_class
 from mdad.selection.threads import one_thread
@@ -157,7 +157,8 @@ def select_microbenchmark(dataset: Dataset, method: str, size: int, *, seed: int
                           pool: list[str] | None = None,
                           threshold: float = DEFAULT_THRESHOLD, study_dir: Path | None = None,
                           allow_other_version: bool = False, metric: str | None = None,
-                          progress: SelectProgress | None = None) -> MicroBenchmarkFile:
+                          progress: SelectProgress | None = None,
+                          spawn_worker: bool = False) -> MicroBenchmarkFile:
     """Choose `size` items of `dataset` (or of the item ids in `pool`) with `method`,
     using every model of the dataset as a source.
 
@@ -167,7 +168,10 @@ def select_microbenchmark(dataset: Dataset, method: str, size: int, *, seed: int
     the metric the data was read with (default the dataset's own). `progress` is
     called with (fits done, total fits, what) at the start and as each fit finishes:
     the selection and, for methods other than uniform random sampling, the 5 folds
-    of the cross-validated error, which may take seconds each.
+    of the cross-validated error, which may take seconds each. `spawn_worker` lets
+    slow fits (the first still running after 2.5 s) use a second core through a
+    spawned worker process (see `run_fits`; a script must then guard its work with
+    ``if __name__ == "__main__":``); the numbers are the same either way.
 
     Raises
     ------
@@ -197,7 +201,8 @@ def select_microbenchmark(dataset: Dataset, method: str, size: int, *, seed: int
            + (f", and cross-validating its estimate in {CV_FOLDS} folds" if cross_validate
               else ""))
     micro, error_sd = _select_and_validate(matrix, selector, size, seed, cross_validate,
-                                           lambda done, step: report(done, total, step))
+                                           lambda done, step: report(done, total, step),
+                                           spawn_worker)
     estimator = cls.save_estimator(micro)
     order = np.asarray(micro.items)
     ids = [str(matrix.item_ids[i]) for i in order]
@@ -341,44 +346,51 @@ def _lm_eval_ids(ids: list[str], task: str | None) -> list[str] | None:
 
 def _select_and_validate(matrix: ResponseMatrix, selector: MethodDefaults, size: int,
                          seed: int, cross_validate: bool,
-                         finished: Callable[[int, str], None]
+                         finished: Callable[[int, str], None], spawn_worker: bool = False
                          ) -> tuple[MicroBenchmark, float | None]:
     """The micro-benchmark selected from every model, and (when `cross_validate`) the
     root mean square error of the method's estimate on models it did not select with:
     5 folds of models, each estimated by a micro-benchmark selected on the rest.
 
-    The selection and the folds are independent fits, each with its own seeds: they
-    run in two threads (numpy releases the GIL), each with one BLAS thread as a
-    study's cells run: the same numbers whatever the machine's cores (on 2 cores
-    tinyBenchmarks' IRT fit takes 0.4 s with one BLAS thread, 1.1 s with two, and far
-    longer when the cores are busy). `finished(steps done, step)` follows each fit.
+    The selection and the folds are independent fits, each with its own seeds and one
+    BLAS thread, as a study's cells run: the same numbers whatever the machine's cores
+    and wherever a fit runs (`run_fits`: here, and in a spawned worker when the first
+    fit is slow). `finished(steps done, step)` follows each fit.
     """
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(8,)))
     folds = np.array_split(rng.permutation(matrix.n_models), CV_FOLDS)
-    truth = matrix.accuracy()
-
-    def fold_error(k: int) -> np.ndarray:
-        held = folds[k]
-        train = np.setdiff1d(np.arange(matrix.n_models), held)
-        pool = _seen_pool(matrix, seed + 1000 * (k + 1), train)
-        micro = selector.select(pool, size, rng=np.random.default_rng([seed, k]))
-        scores = matrix.gold_confidence(held) if micro.uses_confidence else matrix.scores(held)
-        return micro.estimate(scores) - truth[held]
-
-    with one_thread([selector]), ThreadPoolExecutor(2 if cross_validate else 1) as threads:
-        selection = threads.submit(selector.select, _seen_pool(matrix, seed), size,
-                                   rng=np.random.default_rng(seed))
-        steps = {selection: "selected"}
-        if cross_validate:
-            steps.update({threads.submit(fold_error, k): f"cross-validation fold {k + 1} of "
-                          f"{CV_FOLDS} done" for k in range(CV_FOLDS)})
-        for done, future in enumerate(as_completed(steps), start=1):
-            future.result()  # an error in any fit stops here
-            finished(done, steps[future])
+    tasks = [(_select, (selector, _seen_pool(matrix, seed), size, np.random.default_rng(seed)))]
+    if cross_validate:
+        tasks += [(_fold_error, (matrix, selector, size, seed, k, folds[k]))
+                  for k in range(CV_FOLDS)]
+    results = {}
+    with one_thread([selector]):
+        fits = run_fits(tasks, methods=[selector],
+                        spawn_after=SPAWN_AFTER_SECONDS if spawn_worker else None)
+        for done, (index, result) in enumerate(fits, start=1):
+            results[index] = result
+            finished(done, "selected" if index == 0 else
+                     f"cross-validation fold {index} of {CV_FOLDS} done")
     if not cross_validate:
-        return selection.result(), None
-    errors = np.concatenate([future.result() for future in steps if future is not selection])
-    return selection.result(), float(np.sqrt(np.mean(errors ** 2)))
+        return results[0], None
+    errors = np.concatenate([results[k] for k in range(1, CV_FOLDS + 1)])
+    return results[0], float(np.sqrt(np.mean(errors ** 2)))
+
+
+def _select(selector: MethodDefaults, pool: SeenPool, size: int,
+            rng: np.random.Generator) -> MicroBenchmark:
+    return selector.select(pool, size, rng=rng)
+
+
+def _fold_error(matrix: ResponseMatrix, selector: MethodDefaults, size: int, seed: int,
+                k: int, held: np.ndarray) -> np.ndarray:
+    """Estimated minus true accuracy of the `held` models (fold `k`), shape
+    (len(held),), by a micro-benchmark selected on the other models."""
+    train = np.setdiff1d(np.arange(matrix.n_models), held)
+    pool = _seen_pool(matrix, seed + 1000 * (k + 1), train)
+    micro = selector.select(pool, size, rng=np.random.default_rng([seed, k]))
+    scores = matrix.gold_confidence(held) if micro.uses_confidence else matrix.scores(held)
+    return micro.estimate(scores) - matrix.accuracy()[held]
 
 
 def lm_eval_samples_json(bundle: MicroBenchmarkFile) -> dict[str, list[int]]:

@@ -1,0 +1,106 @@
+"""Independent fits run in a thread here and, when they prove slow, in one spawned
+worker process too.
+
+Threads alone do not use two cores for fits made of many small numpy calls: their
+Python between the calls holds the GIL (six variational IRT fits on GPQA kept 1.3 of
+2 cores busy). A worker process has its own GIL but costs about a second to start,
+so it is started only when the first fit is still running after `spawn_after`
+seconds: quick methods never pay for it (on GPQA, tinyBenchmarks' MAP fit with its
+one-off costs takes 2 s the first time, 0.3 s after; the variational fit 3.5 s).
+Every fit runs with one BLAS thread, here and in the worker, so its numbers do not
+depend on where it ran.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import (
+    FIRST_COMPLETED,
+    Executor,
+    Future,
+    ProcessPoolExecutor,
+    ThreadPoolExecutor,
+    wait,
+)
+from typing import Any
+
+from mdad.selection.threads import load_libraries
+
+SPAWN_AFTER_SECONDS = 2.5
+Task = tuple[Callable[..., Any], tuple[Any, ...]]
+
+
+def _init_worker(methods: Sequence[object]) -> None:
+    """Leave Ctrl-C to the parent, exit with it, and take one BLAS thread."""
+    import signal
+
+    from threadpoolctl import threadpool_limits
+
+    from mdad.study.backends.processes import exit_with_parent
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    exit_with_parent()
+    load_libraries(methods)
+    threadpool_limits(limits=1)  # for the worker's lifetime
+
+
+def run_fits(tasks: Sequence[Task], *, methods: Sequence[object] = (),
+             spawn_after: float | None = SPAWN_AFTER_SECONDS) -> Iterator[tuple[int, Any]]:
+    """Yield ``(index, result)`` of each ``(function, args)`` of `tasks` as it
+    finishes, in the order they finish.
+
+    Tasks start in order, in a thread of this process (the caller must hold a
+    one-BLAS-thread limit, see `one_thread`) and, once a task has run `spawn_after`
+    seconds (None: never), also in one spawned worker, which needs the functions
+    and arguments picklable, imports `methods`' libraries before any fit, and imports
+    the caller's main module again (a script must guard its work with
+    ``if __name__ == "__main__":``).
+
+    Raises
+    ------
+    Whatever a task raised, when its result is reached; the other tasks are cancelled.
+    """
+    here = ThreadPoolExecutor(1)
+    worker: ProcessPoolExecutor | None = None
+    pending: dict[Future, tuple[int, Executor]] = {}
+    following = 0
+
+    def start_next(executor: Executor) -> None:
+        nonlocal following
+        if following < len(tasks):
+            function, args = tasks[following]
+            pending[executor.submit(function, *args)] = (following, executor)
+            following += 1
+
+    spawn_at = None if spawn_after is None else time.monotonic() + spawn_after
+    try:
+        start_next(here)
+        while pending:
+            timeout = None if spawn_at is None else max(0.0, spawn_at - time.monotonic())
+            done, _ = wait(pending, timeout=timeout, return_when=FIRST_COMPLETED)
+            if spawn_at is not None and time.monotonic() >= spawn_at:
+                spawn_at = None
+                if following < len(tasks):
+                    worker = ProcessPoolExecutor(
+                        1, mp_context=multiprocessing.get_context("spawn"),
+                        initializer=_init_worker, initargs=(tuple(methods),))
+                    start_next(worker)
+            for future in done:
+                index, executor = pending.pop(future)
+                result = future.result()
+                start_next(executor)
+                yield index, result
+    finally:
+        here.shutdown(wait=False, cancel_futures=True)
+        if worker is not None:
+            _stop(worker, now=bool(pending))
+
+
+def _stop(worker: ProcessPoolExecutor, now: bool) -> None:
+    """Shut the worker down; `now` (an error or interrupt): end its fit first."""
+    if now:
+        for process in list(getattr(worker, "_processes", {}).values()):
+            process.terminate()
+    worker.shutdown(wait=True, cancel_futures=True)

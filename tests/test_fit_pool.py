@@ -1,0 +1,44 @@
+"""`run_fits`: fits in a thread here and in one spawned worker, same results either way."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+from shared import GPQA_CSV, shared_data
+
+import mdad.practice.bundle as bundle
+from mdad.data import load_dataset
+from mdad.practice import select_microbenchmark
+from mdad.practice.fit_pool import run_fits
+
+
+def test_every_task_once_here_when_the_first_is_quick():
+    tasks = [(pow, (2, k)) for k in range(6)]
+    results = dict(run_fits(tasks, spawn_after=5.0))
+    assert results == {k: 2 ** k for k in range(6)}
+
+
+def test_a_slow_first_task_starts_the_worker_for_the_next():
+    tasks = [(time.sleep, (0.5,))] + [(os.getpid, ())] * 4
+    finished = list(run_fits(tasks, spawn_after=0.05))
+    assert sorted(index for index, _ in finished) == [0, 1, 2, 3, 4]
+    pids = dict(finished)
+    assert pids[1] != os.getpid()  # sent to the worker as it started
+    assert pids[0] is None  # the first always runs here
+
+
+def test_an_error_in_a_task_reaches_the_caller():
+    with pytest.raises(ValueError):
+        dict(run_fits([(int, ("1",)), (int, ("not a number",))], spawn_after=None))
+
+
+def test_select_gives_the_same_file_with_and_without_the_worker(monkeypatch):
+    shared_data(GPQA_CSV)  # fails, not skips, under CI when the data is missing
+    data = load_dataset("gpqa")
+    alone = select_microbenchmark(data, "anchor-points", 20, seed=3)
+    monkeypatch.setattr(bundle, "SPAWN_AFTER_SECONDS", 0.0)  # the worker takes fold 1
+    shared = select_microbenchmark(data, "anchor-points", 20, seed=3, spawn_worker=True)
+    assert shared.to_json() == alone.to_json()
+    assert shared.error_sd is not None
