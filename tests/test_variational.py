@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.special import gammainc, gammaincinv
 
 from mdad.errors import DataError
+from mdad.irt import variational
 from mdad.irt.variational import (
     _initial,
     draw_noise,
@@ -74,3 +77,29 @@ def test_same_generator_same_fit_and_bad_input_is_refused():
     y[0, 0] = np.nan
     with pytest.raises(DataError, match="complete scores"):
         fit_variational(y, 2, rng=np.random.default_rng(5), epochs=5)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 40), st.integers(1, 50), st.integers(1, 300), st.integers(0, 2**16))
+def test_loss_terms_are_the_same_bits_in_any_blocks(n_models, n_items, block, seed):
+    """Blocks only change the order elements are visited in: any block size gives the
+    bits of one pass, and the values are softplus(z), y - sigmoid(z) and y * z."""
+    rng = np.random.default_rng(seed)
+    logits = (rng.standard_normal((n_models, n_items)) * 30).astype(np.float32)
+    y = (rng.random((n_models, n_items)) < 0.5).astype(np.float32)
+    whole = variational._BLOCK_ELEMENTS
+    try:
+        variational._BLOCK_ELEMENTS = block
+        blocked = variational._loss_terms(logits.copy(), y)
+        variational._BLOCK_ELEMENTS = n_models * n_items
+        scaled_logits = logits.copy()
+        one_pass = variational._loss_terms(scaled_logits, y)
+    finally:
+        variational._BLOCK_ELEMENTS = whole
+    for a, b in zip(blocked, one_pass, strict=True):
+        assert np.array_equal(a, b)
+    z = logits.astype(np.float64)
+    softplus, residual = one_pass
+    np.testing.assert_allclose(softplus, np.logaddexp(0.0, z), rtol=1e-6, atol=1e-30)
+    np.testing.assert_allclose(residual, y - 1.0 / (1.0 + np.exp(-z)), rtol=0, atol=1e-6)
+    np.testing.assert_array_equal(scaled_logits, y * logits)
