@@ -42,3 +42,11 @@ def test_select_gives_the_same_file_with_and_without_the_worker(monkeypatch):
     shared = select_microbenchmark(data, "anchor-points", 20, seed=3, spawn_worker=True)
     assert shared.to_json() == alone.to_json()
     assert shared.error_sd is not None
+
+
+def test_an_error_here_stops_the_worker_without_waiting_for_its_task():
+    started = time.monotonic()
+    tasks = [(time.sleep, (1.0,)), (time.sleep, (60,)), (int, ("not a number",))]
+    with pytest.raises(ValueError):
+        dict(run_fits(tasks, spawn_after=0.05))  # the worker sleeps; the error is here
+    assert time.monotonic() - started < 30
