@@ -95,7 +95,7 @@ def test_target_standard_error_stops_early(gpqa_data):
     test = start_adaptive_test(gpqa_data, budget=40, batch=5, target_se=0.6)
     _answer(test, gpqa_data.matrix, 1)
     estimate = test.estimate()
-    assert estimate.finished and estimate.standard_error < 0.6 and estimate.answered == 5
+    assert estimate.finished and estimate.ability_standard_error < 0.6 and estimate.answered == 5
     assert "below the target 0.6" in estimate.reason
 
 

@@ -57,7 +57,7 @@ def _print_estimate(test: AdaptiveTest, as_json: bool) -> None:
         f"{test.dataset}, {test.metric}): {points(estimate.accuracy)} points, 95% interval "
         f"{points(estimate.low)} to {points(estimate.high)} (cross-validated error "
         f"{points(estimate.cv_error)} points for this many items; ability standard error "
-        f"{estimate.standard_error:.3f}); {estimate.reason}")
+        f"{estimate.ability_standard_error:.3f}); {estimate.reason}")
 
 
 @app.command("start")

@@ -45,10 +45,10 @@ class AdaptiveEstimate:
     accuracy, low, high : the estimated accuracy on all the dataset's items and its
         95% interval (fractions).
     answered, budget : items answered, and the most the test gives.
-    standard_error : the ability's (for a multidimensional fit, along its
-        least-determined direction).
+    ability_standard_error : the ability's, on the IRT scale, not accuracy (for a
+        multidimensional fit, along its least-determined direction).
     cv_error : the cross-validated root mean square error for this many answers.
-    finished : True once the budget is spent or `standard_error` < the target.
+    finished : True once the budget is spent or `ability_standard_error` < the target.
     reason : why it finished, or what comes next.
     """
 
@@ -57,7 +57,7 @@ class AdaptiveEstimate:
     high: float
     answered: int
     budget: int
-    standard_error: float
+    ability_standard_error: float
     cv_error: float
     finished: bool
     reason: str
