@@ -29,6 +29,13 @@ def test_a_slow_first_task_starts_the_worker_for_the_next():
     assert pids[0] is None  # the first always runs here
 
 
+def test_a_quick_first_task_starts_no_worker_however_long_the_rest():
+    tasks = [(os.getpid, ())] + [(time.sleep, (0.1,)), (os.getpid, ())] * 3
+    pids = {pid for _, pid in run_fits(tasks, spawn_after=0.05) if pid is not None}
+    assert pids == {os.getpid()}
+    assert list(run_fits([], spawn_after=0.0)) == []
+
+
 def test_an_error_in_a_task_reaches_the_caller():
     with pytest.raises(ValueError):
         dict(run_fits([(int, ("1",)), (int, ("not a number",))], spawn_after=None))

@@ -52,11 +52,11 @@ def run_fits(tasks: Sequence[Task], *, methods: Sequence[object] = (),
     finishes, in the order they finish.
 
     Tasks start in order, in a thread of this process (the caller must hold a
-    one-BLAS-thread limit, see `one_thread`) and, once a task has run `spawn_after`
-    seconds (None: never), also in one spawned worker, which needs the functions
-    and arguments picklable, imports `methods`' libraries before any fit, and imports
-    the caller's main module again (a script must guard its work with
-    ``if __name__ == "__main__":``).
+    one-BLAS-thread limit, see `one_thread`) and, when the first task is still running
+    after `spawn_after` seconds (None: never), also in one spawned worker, which needs
+    the functions and arguments picklable, imports `methods`' libraries before any
+    fit, and imports the caller's main module again (a script must guard its work
+    with ``if __name__ == "__main__":``).
 
     Raises
     ------
@@ -74,15 +74,18 @@ def run_fits(tasks: Sequence[Task], *, methods: Sequence[object] = (),
             pending[executor.submit(function, *args)] = (following, executor)
             following += 1
 
+    if not tasks:
+        return
     spawn_at = None if spawn_after is None else time.monotonic() + spawn_after
     try:
         start_next(here)
+        first = next(iter(pending))
         while pending:
             timeout = None if spawn_at is None else max(0.0, spawn_at - time.monotonic())
             done, _ = wait(pending, timeout=timeout, return_when=FIRST_COMPLETED)
             if spawn_at is not None and time.monotonic() >= spawn_at:
                 spawn_at = None
-                if following < len(tasks):
+                if first in pending and first not in done and following < len(tasks):
                     worker = ProcessPoolExecutor(
                         1, mp_context=multiprocessing.get_context("spawn"),
                         initializer=_init_worker, initargs=(tuple(methods),))
