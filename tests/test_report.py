@@ -172,6 +172,7 @@ def _headless(chromium: str, *args: str) -> subprocess.CompletedProcess[str]:
                           timeout=120, check=False)
 
 
+@pytest.mark.slow  # two browser launches, 25 s; the page's HTML is checked in the quick tier
 def test_page_renders_in_headless_chromium(run_dir: Path) -> None:
     chromium = _chromium()
     url = (run_dir / "report.html").resolve().as_uri()
