@@ -10,11 +10,15 @@ against one hour. Peak memory is the largest sum of the resident sets of the run
 process tree, sampled every 0.2 s (an upper bound: pages shared between processes count
 once per process).
 
+`--fast` runs each benchmark twice, the exact methods and then `mdad run --fast` (each
+method's documented approximation where it has one), and prints both totals and their
+ratio, measured in the same run.
+
 `--scaling gpqa` instead times that benchmark's grid on a local Dask cluster with 1 and
 2 workers (`--backend dask --workers N`) and prints the speed-up per added worker.
 
 Usage: python benchmarks/bench_paper_grid.py [--runs 2] [--benchmarks gpqa,synthetic:bbh]
-                                             [--methods random,tinybenchmarks-map]
+                                             [--methods random,tinybenchmarks-map] [--fast]
        python benchmarks/bench_paper_grid.py --scaling gpqa --runs 4
 """
 
@@ -101,6 +105,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--benchmarks", default=",".join(BENCHMARKS))
     parser.add_argument("--methods", help="another method list (default: the paper's six)")
+    parser.add_argument("--fast", action="store_true",
+                        help="also time `mdad run --fast` and compare it with the exact grid")
     parser.add_argument("--scaling", metavar="BENCHMARK",
                         help="time BENCHMARK's grid on a local Dask cluster, 1 and 2 workers")
     args = parser.parse_args()
@@ -108,25 +114,33 @@ def main() -> None:
     if args.scaling:
         scaling(args.scaling, args.runs, extra)
         return
-    total = 0.0
-    cpu_by_method: dict[str, float] = {}
+    variants = {"exact": extra, **({"fast": (*extra, "--fast")} if args.fast else {})}
+    total = dict.fromkeys(variants, 0.0)
+    cpu_by_method: dict[str, dict[str, float]] = {name: {} for name in variants}
     for benchmark in args.benchmarks.split(","):
-        m = measure(benchmark, args.runs, extra)
-        fixed = m["wall"] - m["cells"]
-        projected = fixed + m["cells"] * TARGET_RUNS / args.runs
-        total += projected
-        for method, seconds in m["cpu"].items():
-            cpu_by_method[method] = cpu_by_method.get(method, 0.0) + seconds
-        shares = sorted(m["cpu"].items(), key=lambda kv: -kv[1])
-        cpu = sum(m["cpu"].values()) or 1.0
-        print(f"{benchmark}: {args.runs} runs in {m['wall']:.0f} s (cells {m['cells']:.0f} s, "
-              f"{m['workers']} workers), projected {TARGET_RUNS} runs: {projected / 60:.1f} min; "
-              f"peak memory {m['peak_mb']:,.0f} MB; CPU shares: "
-              + ", ".join(f"{name} {100 * s / cpu:.0f}%" for name, s in shares))
-    cpu = sum(cpu_by_method.values()) or 1.0
-    print(f"whole grid, {TARGET_RUNS} runs: {total / 3600:.2f} h (goal <= 1 h); CPU shares: "
-          + ", ".join(f"{name} {100 * s / cpu:.0f}%" for name, s in
-                      sorted(cpu_by_method.items(), key=lambda kv: -kv[1])))
+        for variant, options in variants.items():
+            m = measure(benchmark, args.runs, options)
+            fixed = m["wall"] - m["cells"]
+            projected = fixed + m["cells"] * TARGET_RUNS / args.runs
+            total[variant] += projected
+            for method, seconds in m["cpu"].items():
+                shares = cpu_by_method[variant]
+                shares[method] = shares.get(method, 0.0) + seconds
+            print(f"{benchmark}{' --fast' if variant == 'fast' else ''}: {args.runs} runs in "
+                  f"{m['wall']:.0f} s (cells {m['cells']:.0f} s, {m['workers']} workers), "
+                  f"projected {TARGET_RUNS} runs: {projected / 60:.1f} min; peak memory "
+                  f"{m['peak_mb']:,.0f} MB; CPU shares: {_shares(m['cpu'])}")
+    for variant in variants:
+        print(f"whole grid, {variant}, {TARGET_RUNS} runs: {total[variant] / 3600:.2f} h "
+              f"(goal <= 1 h); CPU shares: {_shares(cpu_by_method[variant])}")
+    if args.fast:
+        print(f"--fast against exact, same run: {total['fast'] / total['exact']:.2f} of the time")
+
+
+def _shares(cpu: dict[str, float]) -> str:
+    whole = sum(cpu.values()) or 1.0
+    return ", ".join(f"{name} {100 * s / whole:.0f}%"
+                     for name, s in sorted(cpu.items(), key=lambda kv: -kv[1]))
 
 
 if __name__ == "__main__":

@@ -290,6 +290,20 @@ def test_several_source_counts(tmp_path: Path) -> None:
     assert json.loads((out / "config.json").read_text())["study"]["sources"] == [10, 50]
 
 
+def test_fast_runs_each_methods_documented_approximation(tmp_path: Path) -> None:
+    out = tmp_path / "fast"
+    proc = mdad_cli("run", "gpqa", *FAST, "--fast", "--methods",
+                    "random,diversity,anchor-points,tinybenchmarks-map", "--out", out,
+                    cwd=tmp_path)
+    assert_ok(proc)
+    study = json.loads((out / "config.json").read_text())["study"]
+    # methods without a fast variant stay as they are
+    assert study["methods"] == ["random", "diversity-fast", "anchor-points-fast",
+                                "tinybenchmarks-map"]
+    again = mdad_cli("run", "--resume", out, "--fast", cwd=tmp_path)
+    assert again.returncode == 2 and "drop --fast" in flat(again.stderr + again.stdout)
+
+
 def test_fixed_target_models(tmp_path: Path) -> None:
     names = model_set()
     assert len(names) == 12

@@ -9,6 +9,7 @@ degenerate pools, and plausible accuracy on real GPQA data.
 from __future__ import annotations
 
 import inspect
+import itertools
 import warnings
 
 import numpy as np
@@ -18,6 +19,7 @@ import reference_methods as refm
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.special import expit, logit
+from scipy.stats import chisquare
 
 from mdad.errors import MdadError
 from mdad.irt import MultidimensionalIrt
@@ -29,13 +31,16 @@ from mdad.selection import tinybenchmarks as tb
 
 NEW_METHODS = [
     "anchor-points",
+    "anchor-points-fast",
     "anchor-points-predictor",
     "confidence-strata",
     "diversity",
+    "diversity-fast",
     # the variational fit's 2,000 epochs take a second even on a tiny pool: the quick
     # tier checks the contract on the MAP variant (same anchors code), CI on both
     pytest.param("tinybenchmarks", marks=pytest.mark.slow),
     "tinybenchmarks-map",
+    "tinybenchmarks-fast",
     "tinybenchmarks-pirt",
     "tinybenchmarks-gpirt",
 ]
@@ -642,6 +647,68 @@ def test_dpp_sampler_picks_the_same_items_as_reference(seed, n_items, size):
         assert np.array_equal(ours, ref), (draw, ours, ref)
 
 
+@pytest.mark.parametrize("patience", [1, 3, dv.BLOCK_PATIENCE])
+def test_blocked_dpp_sampler_draws_each_set_with_its_determinant(patience):
+    # 7 points, rank 3: all 35 sets enumerated, P(S) = det(K_S) (tests/reference_dpp);
+    # patience 1 ends a block at every rejection, so the refresh path is exercised.
+    points = np.random.default_rng(3).uniform(-0.99, 0.99, size=(7, 2))
+    basis, rank = dv._orthonormal_basis(points, 3)
+    assert rank == 3
+    sets = list(itertools.combinations(range(7), 3))
+    expected = np.array([refd.ref_subset_probability(points, 3, s, "chebyshev") for s in sets])
+    assert expected.sum() == pytest.approx(1.0)
+    index = {s: i for i, s in enumerate(sets)}
+    counts = np.zeros(len(sets))
+    draw_rng = np.random.default_rng(11)
+    n_draws = 6000
+    for _ in range(n_draws):
+        picks = dv.sample_projection_dpp_blocked(basis, draw_rng, patience=patience)
+        counts[index[tuple(sorted(picks.tolist()))]] += 1
+    assert chisquare(counts, expected * n_draws).pvalue > 1e-4
+
+
+def test_blocked_dpp_sampler_inclusion_frequencies_match_kernel_diagonal():
+    rng = np.random.default_rng(8)
+    points = rng.uniform(-0.99, 0.99, size=(60, 4))
+    size, n_draws = 30, 1500
+    basis, rank = dv._orthonormal_basis(points, size)
+    assert rank == size
+    probability = refd.ref_inclusion_probabilities(points, size)
+    counts = np.zeros(60)
+    draw_rng = np.random.default_rng(7)
+    for _ in range(n_draws):
+        counts[dv.sample_projection_dpp_blocked(basis, draw_rng, patience=4)] += 1
+    sd = np.sqrt(np.clip(probability * (1 - probability), 1e-12, None) / n_draws)
+    z = (counts / n_draws - probability) / sd
+    assert np.abs(z).max() < 4.5, z
+    assert abs(float(np.sum(z**2)) - 60) < 5 * np.sqrt(120)
+
+
+@settings(max_examples=40, deadline=None)
+@given(n_points=st.integers(1, 40), data=st.data())
+def test_blocked_dpp_sampler_returns_rank_distinct_points(n_points, data):
+    rank = data.draw(st.integers(1, n_points))
+    patience = data.draw(st.integers(1, 8))
+    seed = data.draw(st.integers(0, 2**16))
+    rng = np.random.default_rng(seed)
+    basis, _ = np.linalg.qr(rng.standard_normal((n_points, rank)))
+    picks = dv.sample_projection_dpp_blocked(basis, rng, patience=patience)
+    assert picks.shape == (rank,)
+    assert np.unique(picks).size == rank
+    assert ((0 <= picks) & (picks < n_points)).all()
+
+
+def test_diversity_fast_draws_from_the_same_points_as_diversity():
+    rng = np.random.default_rng(0)
+    confidence = rng.random((30, 200))
+    pool = SeenPool((confidence > 0.5).astype(float), confidence, np.zeros(200, dtype=np.int64))
+    exact = get_method("diversity").select(pool, 40, rng=np.random.default_rng(2))
+    fast = get_method("diversity-fast").select(pool, 40, rng=np.random.default_rng(2))
+    assert np.unique(fast.items).size == 40
+    kept = pool.shared("diversity-points", lambda _: None).kept
+    assert np.isin(fast.items, kept).all() and np.isin(exact.items, kept).all()
+
+
 def test_diversity_preprocessing_matches_reference():
     for seed, n_items, n_models in [(0, 120, 40), (1, 224, 300), (2, 60, 3)]:
         conf, _ = world(seed, n_models, n_items, dims=4)
@@ -840,3 +907,21 @@ def test_gpqa_estimates_are_close_to_pool_accuracy(gpqa_split, name):
         errors[size] = float(np.abs(estimate - truth).mean())
     assert all(error < 0.25 for error in errors.values()), errors
     assert errors[100] < 0.12, errors
+
+
+def test_fast_variants_pass_their_shortcut_to_the_fit(monkeypatch):
+    conf, correct = world(0, 20, 60)
+    pool = SeenPool(correct, conf, np.zeros(60, dtype=np.int64))
+    epochs, passes = [], []
+    real_fit, real_pam = tb.fit_variational, ap._medoids
+    monkeypatch.setattr(tb, "fit_variational",
+                        lambda *a, **k: epochs.append(k["epochs"]) or real_fit(*a, **k))
+    monkeypatch.setattr(ap, "_medoids",
+                        lambda d, size, rng, max_passes=100: passes.append(max_passes)
+                        or real_pam(d, size, rng, max_passes))
+    for name in ("tinybenchmarks-fast", "anchor-points-fast", "anchor-points"):
+        get_method(name).select(pool, 5, rng=np.random.default_rng(1))
+    assert epochs == [1000] and passes == [2, 100]
+    # the shorter fit is kept apart from the 2,000-epoch one in a shared pool
+    assert "irt-2pl-d10-variational-1000" in pool._cache
+    assert "irt-2pl-d10-variational" not in pool._cache

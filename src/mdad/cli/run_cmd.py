@@ -61,6 +61,10 @@ def run(
         help="Selection methods, comma separated, or 'all' (see 'mdad methods'). Default: "
              "the paper's six, " + ", ".join(DEFAULT_METHODS) + ".",
         show_default=False)] = ",".join(DEFAULT_METHODS),
+    fast: Annotated[bool, typer.Option(
+        "--fast", help="Run each method's documented faster approximation where it has "
+        "one (diversity-fast, anchor-points-fast, tinybenchmarks-fast: numbers within "
+        "run-to-run noise of the exact methods, not the same numbers).")] = False,
     sizes: Annotated[str | None, typer.Option(
         help="Micro-benchmark sizes, comma separated. Default: the dataset's grid (GPQA: "
              "10,25,50,100,200) or " + ",".join(map(str, DEFAULT_SIZES))
@@ -167,6 +171,7 @@ def run(
 def _request(options: dict) -> StudyRequest:
     """The study request the options describe."""
     from mdad.data.files import read_name_list
+    from mdad.selection import fast_methods
     from mdad.study.config import StudyConfig, expand_methods
     from mdad.study.request import StudyRequest
 
@@ -180,9 +185,10 @@ def _request(options: dict) -> StudyRequest:
         load_options["n_models"] = options["models"]
     if options["data_seed"] is not None:
         load_options["data_seed"] = options["data_seed"]
-    methods = tuple(m.strip() for m in options["methods"].split(",") if m.strip())
+    methods = expand_methods(tuple(m.strip() for m in options["methods"].split(",")
+                                   if m.strip()))
     config = StudyConfig(
-        methods=expand_methods(methods),
+        methods=fast_methods(methods) if options["fast"] else methods,
         sizes=parse_int_list(options["sizes"], "--sizes") if options["sizes"] else None,
         n_runs=options["runs"],
         n_targets=_parse_targets(options["targets"]) if options["targets"] else None,

@@ -24,6 +24,7 @@ from mdad.selection.base import (
 from mdad.selection.registry import (
     ENTRY_POINT_GROUP,
     METHODS,
+    fast_methods,
     get_method,
     largest_size,
     method_class,
@@ -32,5 +33,5 @@ from mdad.selection.registry import (
 )
 
 __all__ = ["ENTRY_POINT_GROUP", "METHODS", "ItemExposure", "MethodDefaults", "MicroBenchmark",
-           "SeenPool", "SelectionMethod", "get_method", "largest_size", "method_class",
-           "paper_methods", "register"]
+           "SeenPool", "SelectionMethod", "fast_methods", "get_method", "largest_size",
+           "method_class", "paper_methods", "register"]

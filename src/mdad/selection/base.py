@@ -207,6 +207,9 @@ class MethodDefaults:
         which can limit only the libraries already loaded.
     static : it chooses one subset for every model (False for adaptive tests, which
         choose per model: `mdad select` cannot write them as a fixed file).
+    fast_variant : the registered name of its documented faster approximation, whose
+        numbers stay within run-to-run noise of its own (tests/test_approximations.py),
+        or None; ``mdad run --fast`` uses it.
     """
 
     name: ClassVar[str]
@@ -220,6 +223,7 @@ class MethodDefaults:
     estimators: ClassVar[tuple[type[MicroBenchmark], ...]] = (MicroBenchmark,)
     libraries: ClassVar[tuple[str, ...]] = ()
     static: ClassVar[bool] = True
+    fast_variant: ClassVar[str | None] = None
 
     def select(self, pool: SeenPool, size: int, *, rng: np.random.Generator) -> MicroBenchmark:
         """Choose `size` distinct items of `pool`; draw every random number from `rng`."""

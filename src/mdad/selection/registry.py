@@ -158,6 +158,11 @@ def paper_methods() -> tuple[str, ...]:
     return tuple(name for name, cls in METHODS.builtin().items() if cls.in_paper)
 
 
+def fast_methods(names: tuple[str, ...]) -> tuple[str, ...]:
+    """`names` with each method replaced by its `fast_variant` where it has one."""
+    return tuple(method_class(name).fast_variant or name for name in names)
+
+
 def largest_size(name: str, subtask_sizes: np.ndarray) -> int:
     """The largest micro-benchmark method `name` can build from a pool whose subtasks
     hold `subtask_sizes` items (int array of shape (n_subtasks,), counts >= 0)."""

@@ -1,0 +1,88 @@
+"""The documented approximations keep each method's numbers within run-to-run noise.
+
+Each fast variant (`diversity-fast`, `anchor-points-fast`, `tinybenchmarks-fast`) runs
+in the same study as its exact method, on GPQA and on synthetic MMLU-Pro (420 models,
+calibrated on the real MMLU-Pro file). At every size, on the seen split:
+- its mean absolute error lies within 3 combined standard errors (over runs) of the
+  exact method's;
+- its smooth MDAD lies within 1.5 combined half-widths of the two bootstrap 95%
+  intervals (about 3 standard errors) of the exact method's (no limit where a bound is
+  never reached), and is reached exactly when the exact one is.
+The exact methods stay the default; the variant's name is the switch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from shared import GPQA_CSV, MMLU_PRO_CSV, shared_data
+
+from mdad.data import load_dataset
+from mdad.study import StudyConfig, evaluate, plan_study, run_study
+from mdad.study.backends import ProcessBackend
+
+pytestmark = pytest.mark.slow
+
+VARIANTS = {"diversity-fast": "diversity", "anchor-points-fast": "anchor-points",
+            "tinybenchmarks-fast": "tinybenchmarks"}
+ERROR_LIMIT = 3.0
+# A bootstrap 95% half-width is about 2 standard errors: 1.5 of them combined make the
+# same 3-SE limit as the error's (16 sizes and source counts per method and benchmark).
+MDAD_LIMIT = 1.5
+STUDIES = {  # benchmark: (runs, sources, sizes)
+    "gpqa": (30, (100, 300), (10, 25, 50, 100)),
+    "synthetic:mmlu-pro": (8, (100,), (10, 50, 250)),
+}
+
+
+@pytest.fixture(scope="module", params=list(STUDIES))
+def tables(request) -> tuple[pd.DataFrame, pd.DataFrame]:
+    shared_data(GPQA_CSV), shared_data(MMLU_PRO_CSV)  # fail under CI when missing
+    runs, sources, sizes = STUDIES[request.param]
+    matrix = load_dataset(request.param).matrix
+    methods = tuple(VARIANTS.values()) + tuple(VARIANTS)
+    plan = plan_study(matrix, StudyConfig(methods=methods, n_runs=runs, sources=sources),
+                      default_sizes=sizes)
+    result = evaluate(run_study(matrix, plan, backend=ProcessBackend(2)))
+    seen_mdad = result.mdad[result.mdad.split == "seen"].set_index(["method", "sources", "size"])
+    summary = result.summary.set_index(["method", "sources", "size"])
+    print(request.param)
+    print(summary[["mae_seen", "mae_seen_se"]].join(
+        seen_mdad[["mdad_smooth", "mdad_smooth_low", "mdad_smooth_high", "pairs"]]).round(4)
+        .to_string())
+    return summary, seen_mdad
+
+
+def _pairs(table: pd.DataFrame, fast: str) -> list[tuple[pd.Series, pd.Series]]:
+    exact = VARIANTS[fast]
+    rows = []
+    for (method, n_sources, size), row in table.iterrows():
+        if method == fast:
+            rows.append((table.loc[(exact, n_sources, size)], row))
+    assert rows, f"no rows for {fast}"
+    return rows
+
+
+@pytest.mark.parametrize("fast", list(VARIANTS))
+def test_fast_variant_error_is_within_noise(tables, fast):
+    summary, _ = tables
+    for exact, approximate in _pairs(summary, fast):
+        gap = approximate.mae_seen - exact.mae_seen
+        noise = np.hypot(approximate.mae_seen_se, exact.mae_seen_se)
+        assert abs(gap) <= ERROR_LIMIT * noise, (fast, approximate.name, gap, noise)
+
+
+@pytest.mark.parametrize("fast", list(VARIANTS))
+def test_fast_variant_mdad_is_within_noise(tables, fast):
+    _, seen_mdad = tables
+    for exact, approximate in _pairs(seen_mdad, fast):
+        assert approximate.smooth_reached == exact.smooth_reached, (fast, approximate.name)
+        if not exact.smooth_reached:
+            continue
+        # an unreached bootstrap bound (NaN) leaves that interval open: no limit
+        half_widths = [np.nan_to_num((row.mdad_smooth_high - row.mdad_smooth_low) / 2,
+                                     nan=np.inf) for row in (exact, approximate)]
+        gap = approximate.mdad_smooth - exact.mdad_smooth
+        limit = MDAD_LIMIT * np.hypot(*half_widths)
+        assert abs(gap) <= limit, (fast, approximate.name, gap, limit)
