@@ -251,8 +251,8 @@ class Diversity(MethodDefaults):
 @register("diversity-fast")
 class DiversityFast(Diversity):
     """The same DPP drawn by the blocked sampler (`sample_projection_dpp_blocked`): the
-    same distribution of micro-benchmarks, other draws; 4 to 9 times cheaper to draw at
-    500 to 1,000 items."""
+    same distribution of micro-benchmarks, other draws; 6 to 8 times cheaper to draw at
+    250 to 1,000 items (benchmarks/bench_dpp.py)."""
 
     display_name: ClassVar[str] = "Diversity (DPP), blocked sampler"
     line_style: ClassVar[str] = "--"
