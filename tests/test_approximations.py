@@ -1,8 +1,8 @@
 """The documented approximations keep each method's numbers within run-to-run noise.
 
 Each fast variant (`diversity-fast`, `anchor-points-fast`, `tinybenchmarks-fast`) runs
-in the same study as its exact method, on GPQA and on synthetic MMLU-Pro (420 models,
-calibrated on the real MMLU-Pro file). At every size, on the seen split:
+in the same study as its exact method, on GPQA (24 runs, S = 300) and on synthetic
+MMLU-Pro (420 models calibrated on the real MMLU-Pro file; 6 runs, S = 100). At every size, on the seen split:
 - its mean absolute error lies within 3 combined standard errors (over runs) of the
   exact method's;
 - its smooth MDAD lies within 1.5 combined half-widths of the two bootstrap 95%
@@ -30,9 +30,9 @@ ERROR_LIMIT = 3.0
 # A bootstrap 95% half-width is about 2 standard errors: 1.5 of them combined make the
 # same 3-SE limit as the error's (16 sizes and source counts per method and benchmark).
 MDAD_LIMIT = 1.5
-STUDIES = {  # benchmark: (runs, sources, sizes)
-    "gpqa": (30, (100, 300), (10, 25, 50, 100)),
-    "synthetic:mmlu-pro": (8, (100,), (10, 50, 250)),
+STUDIES = {  # benchmark: (runs, sources, sizes); about 2 minutes in all on 2 cores
+    "gpqa": (24, (300,), (10, 25, 50, 100)),
+    "synthetic:mmlu-pro": (6, (100,), (10, 50, 250)),
 }
 
 
