@@ -2,7 +2,8 @@
 
 Each fast variant (`diversity-fast`, `anchor-points-fast`, `tinybenchmarks-fast`) runs
 in the same study as its exact method, on GPQA (24 runs, S = 300) and on synthetic
-MMLU-Pro (420 models calibrated on the real MMLU-Pro file; 6 runs, S = 100). At every size, on the seen split:
+MMLU-Pro (420 models calibrated on the real MMLU-Pro file; 6 runs, S = 100). At every
+size, on the seen split:
 - its mean absolute error lies within 3 combined standard errors (over runs) of the
   exact method's;
 - its smooth MDAD lies within 1.5 combined half-widths of the two bootstrap 95%

@@ -615,25 +615,28 @@ def test_polynomial_kernel_matches_reference(seed, n_items, n_models, size):
                                atol=1e-10)
 
 
-def test_dpp_inclusion_frequencies_match_kernel_diagonal():
-    rng = np.random.default_rng(8)
-    points = rng.uniform(-0.99, 0.99, size=(40, 4))
-    size, n_draws = 8, 2000
+@pytest.mark.parametrize(("sampler", "n_points", "size", "n_draws"), [
+    (dv.sample_projection_dpp, 40, 8, 2000),
+    # patience 4 ends many blocks early: the refresh path runs often
+    (lambda basis, rng: dv.sample_projection_dpp_blocked(basis, rng, patience=4), 60, 30, 1500),
+], ids=["chain", "blocked"])
+def test_dpp_inclusion_frequencies_match_kernel_diagonal(sampler, n_points, size, n_draws):
+    points = np.random.default_rng(8).uniform(-0.99, 0.99, size=(n_points, 4))
     basis, rank = dv._orthonormal_basis(points, size)
     assert rank == size
     probability = refd.ref_inclusion_probabilities(points, size)
-    counts = np.zeros(40)
+    counts = np.zeros(n_points)
     draw_rng = np.random.default_rng(2024)
     for _ in range(n_draws):
-        picks = dv.sample_projection_dpp(basis, draw_rng)
+        picks = sampler(basis, draw_rng)
         assert np.unique(picks).size == size
         counts[picks] += 1
     frequency = counts / n_draws
     sd = np.sqrt(np.clip(probability * (1 - probability), 1e-12, None) / n_draws)
     z = (frequency - probability) / sd
     assert np.abs(z).max() < 4.5, z
-    # sum z^2 has mean 40; allow 5 standard deviations of a chi-square with 40 dof.
-    assert abs(float(np.sum(z**2)) - 40) < 5 * np.sqrt(80)
+    # sum z^2 has mean n_points; allow 5 standard deviations of that chi-square.
+    assert abs(float(np.sum(z**2)) - n_points) < 5 * np.sqrt(2 * n_points)
 
 
 @pytest.mark.parametrize(("seed", "n_items", "size"), [(0, 100, 8), (1, 100, 25), (2, 80, 60)])
@@ -665,23 +668,6 @@ def test_blocked_dpp_sampler_draws_each_set_with_its_determinant(patience):
         picks = dv.sample_projection_dpp_blocked(basis, draw_rng, patience=patience)
         counts[index[tuple(sorted(picks.tolist()))]] += 1
     assert chisquare(counts, expected * n_draws).pvalue > 1e-4
-
-
-def test_blocked_dpp_sampler_inclusion_frequencies_match_kernel_diagonal():
-    rng = np.random.default_rng(8)
-    points = rng.uniform(-0.99, 0.99, size=(60, 4))
-    size, n_draws = 30, 1500
-    basis, rank = dv._orthonormal_basis(points, size)
-    assert rank == size
-    probability = refd.ref_inclusion_probabilities(points, size)
-    counts = np.zeros(60)
-    draw_rng = np.random.default_rng(7)
-    for _ in range(n_draws):
-        counts[dv.sample_projection_dpp_blocked(basis, draw_rng, patience=4)] += 1
-    sd = np.sqrt(np.clip(probability * (1 - probability), 1e-12, None) / n_draws)
-    z = (counts / n_draws - probability) / sd
-    assert np.abs(z).max() < 4.5, z
-    assert abs(float(np.sum(z**2)) - 60) < 5 * np.sqrt(120)
 
 
 @settings(max_examples=40, deadline=None)
