@@ -43,8 +43,12 @@ def variants(method: str, values: tuple[int, ...]) -> dict[str, tuple[MethodDefa
     attribute = SHORTCUTS[method]
     out = {"exact": (exact(), 0), "reseeded": (exact(), 1)}
     settings = (True,) if attribute == "blocked" else values
+    # The IRT fit draws from a stream named by its cache key: the shortcut keeps the
+    # exact fit's key (each variant has its own pool), so it is the exact fit stopped
+    # early, draw for draw, and the pairing measures the shortcut alone.
+    same_stream = {"_fit_suffix": exact()._fit_suffix} if hasattr(exact, "_fit_suffix") else {}
     for value in settings:
-        shortcut = type(f"{exact.__name__}Shortcut", (exact,), {attribute: value})
+        shortcut = type(f"{exact.__name__}Shortcut", (exact,), {attribute: value, **same_stream})
         out[f"{attribute}={value}"] = (shortcut(), 0)
     return out
 

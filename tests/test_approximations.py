@@ -29,7 +29,7 @@ VARIANTS = {"diversity-fast": "diversity", "anchor-points-fast": "anchor-points"
             "tinybenchmarks-fast": "tinybenchmarks"}
 ERROR_LIMIT = 3.0
 # A bootstrap 95% half-width is about 2 standard errors: 1.5 of them combined make the
-# same 3-SE limit as the error's (16 sizes and source counts per method and benchmark).
+# same 3-SE limit as the error's (4 GPQA and 3 MMLU-Pro cells per method).
 MDAD_LIMIT = 1.5
 STUDIES = {  # benchmark: (runs, sources, sizes); about 2 minutes in all on 2 cores
     "gpqa": (24, (300,), (10, 25, 50, 100)),

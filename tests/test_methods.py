@@ -40,7 +40,7 @@ NEW_METHODS = [
     # tier checks the contract on the MAP variant (same anchors code), CI on both
     pytest.param("tinybenchmarks", marks=pytest.mark.slow),
     "tinybenchmarks-map",
-    "tinybenchmarks-fast",
+    pytest.param("tinybenchmarks-fast", marks=pytest.mark.slow),
     "tinybenchmarks-pirt",
     "tinybenchmarks-gpirt",
 ]
@@ -907,7 +907,29 @@ def test_fast_variants_pass_their_shortcut_to_the_fit(monkeypatch):
                         or real_pam(d, size, rng, max_passes))
     for name in ("tinybenchmarks-fast", "anchor-points-fast", "anchor-points"):
         get_method(name).select(pool, 5, rng=np.random.default_rng(1))
+    samplers = []
+    for name in ("sample_projection_dpp", "sample_projection_dpp_blocked"):
+        real = getattr(dv, name)
+        monkeypatch.setattr(dv, name, lambda b, r, _n=name, _f=real, **k:
+                            samplers.append(_n) or _f(b, r, **k))
+    for name in ("diversity-fast", "diversity"):
+        get_method(name).select(pool, 5, rng=np.random.default_rng(1))
+    assert samplers == ["sample_projection_dpp_blocked", "sample_projection_dpp"]
     assert epochs == [1000] and passes == [2, 100]
     # the shorter fit is kept apart from the 2,000-epoch one in a shared pool
     assert "irt-2pl-d10-variational-1000" in pool._cache
     assert "irt-2pl-d10-variational" not in pool._cache
+
+
+def test_fast_methods_swaps_declared_variants_once():
+    from mdad.selection import fast_methods
+
+    assert fast_methods(("random", "diversity", "diversity-fast", "tinybenchmarks-map",
+                         "tinybenchmarks")) == ("random", "diversity-fast",
+                                                "tinybenchmarks-map", "tinybenchmarks-fast")
+
+
+def test_blocked_dpp_sampler_refuses_zero_patience():
+    basis = np.linalg.qr(np.random.default_rng(0).standard_normal((5, 2)))[0]
+    with pytest.raises(ValueError, match="patience must be >= 1"):
+        dv.sample_projection_dpp_blocked(basis, np.random.default_rng(0), patience=0)

@@ -122,6 +122,9 @@ def test_each_method_class_carries_its_look_and_facts():
 
     assert {name: (cls.colour, cls.line_style) for name, cls in METHODS.items()
             if name in OKABE_ITO} == OKABE_ITO
+    # every method looks different in a figure
+    looks = [(cls.colour, cls.line_style) for cls in METHODS.values()]
+    assert len(set(looks)) == len(looks)
     assert paper_methods() == ("random", "subtask-equal", "diversity", "confidence-strata",
                                "anchor-points", "tinybenchmarks")
     assert {n: c.analytic_mdad for n, c in METHODS.items() if c.analytic_mdad} == {

@@ -209,7 +209,8 @@ class MethodDefaults:
         choose per model: `mdad select` cannot write them as a fixed file).
     fast_variant : the registered name of its documented faster approximation, whose
         numbers stay within run-to-run noise of its own (tests/test_approximations.py),
-        or None; ``mdad run --fast`` uses it.
+        or None; ``mdad run --fast`` uses it. Not inherited: a subclass is another
+        method, which declares its own.
     """
 
     name: ClassVar[str]

@@ -115,6 +115,8 @@ def sample_projection_dpp_blocked(basis: np.ndarray, rng: np.random.Generator, *
     -------
     int array of shape (rank,): distinct points in pick order.
     """
+    if patience < 1:
+        raise ValueError(f"patience must be >= 1; got {patience}")
     n_points, rank = basis.shape
     residual = np.einsum("ij,ij->i", basis, basis)
     directions = np.zeros((rank, rank))  # row s: the s-th pick's new direction, orthonormal
@@ -251,8 +253,8 @@ class Diversity(MethodDefaults):
 @register("diversity-fast")
 class DiversityFast(Diversity):
     """The same DPP drawn by the blocked sampler (`sample_projection_dpp_blocked`): the
-    same distribution of micro-benchmarks, other draws; 6 to 8 times cheaper to draw at
-    250 to 1,000 items (benchmarks/bench_dpp.py)."""
+    same distribution of micro-benchmarks, other draws; about 6 to 8 times cheaper to
+    draw at 250 to 1,000 items (benchmarks/bench_dpp.py)."""
 
     display_name: ClassVar[str] = "Diversity (DPP), blocked sampler"
     line_style: ClassVar[str] = "--"

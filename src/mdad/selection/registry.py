@@ -159,8 +159,12 @@ def paper_methods() -> tuple[str, ...]:
 
 
 def fast_methods(names: tuple[str, ...]) -> tuple[str, ...]:
-    """`names` with each method replaced by its `fast_variant` where it has one."""
-    return tuple(method_class(name).fast_variant or name for name in names)
+    """`names` with each method replaced by the `fast_variant` its own class declares
+    (a subclass, e.g. a plugin's, does not inherit it), each name once."""
+    def fast(name: str) -> str:
+        return vars(method_class(name)).get("fast_variant") or name
+
+    return tuple(dict.fromkeys(fast(name) for name in names))
 
 
 def largest_size(name: str, subtask_sizes: np.ndarray) -> int:

@@ -254,7 +254,6 @@ class TinyBenchmarksMap(TinyBenchmarks):
     line_style: ClassVar[str] = "--"
     in_paper: ClassVar[bool] = False
     irt_fit: ClassVar[str] = "map"
-    fast_variant: ClassVar[str | None] = None
 
 
 @register("tinybenchmarks-fast")
