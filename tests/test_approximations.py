@@ -5,7 +5,8 @@ in the same study as its exact method, on GPQA (24 runs, S = 300) and on synthet
 MMLU-Pro (420 models calibrated on the real MMLU-Pro file; 6 runs, S = 100). At every
 size, on the seen split:
 - its mean absolute error lies within 3 combined standard errors (over runs) of the
-  exact method's;
+  exact method's, and its paired difference per run (the same designs) within 3.5
+  standard errors of that difference;
 - its smooth MDAD lies within 1.5 combined half-widths of the two bootstrap 95%
   intervals (about 3 standard errors) of the exact method's (no limit where a bound is
   never reached), and is reached exactly when the exact one is.
@@ -28,6 +29,8 @@ pytestmark = pytest.mark.slow
 VARIANTS = {"diversity-fast": "diversity", "anchor-points-fast": "anchor-points",
             "tinybenchmarks-fast": "tinybenchmarks"}
 ERROR_LIMIT = 3.0
+# Paired per run: 3.5 standard errors, as 21 comparisons are made in all.
+PAIRED_LIMIT = 3.5
 # A bootstrap 95% half-width is about 2 standard errors: 1.5 of them combined make the
 # same 3-SE limit as the error's (4 GPQA and 3 MMLU-Pro cells per method).
 MDAD_LIMIT = 1.5
@@ -38,21 +41,33 @@ STUDIES = {  # benchmark: (runs, sources, sizes); about 2 minutes in all on 2 co
 
 
 @pytest.fixture(scope="module", params=list(STUDIES))
-def tables(request) -> tuple[pd.DataFrame, pd.DataFrame]:
+def tables(request) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     shared_data(GPQA_CSV), shared_data(MMLU_PRO_CSV)  # fail under CI when missing
     runs, sources, sizes = STUDIES[request.param]
     matrix = load_dataset(request.param).matrix
     methods = tuple(VARIANTS.values()) + tuple(VARIANTS)
     plan = plan_study(matrix, StudyConfig(methods=methods, n_runs=runs, sources=sources),
                       default_sizes=sizes)
-    result = evaluate(run_study(matrix, plan, backend=ProcessBackend(2)))
+    study = run_study(matrix, plan, backend=ProcessBackend(2))
+    result = evaluate(study)
     seen_mdad = result.mdad[result.mdad.split == "seen"].set_index(["method", "sources", "size"])
     summary = result.summary.set_index(["method", "sources", "size"])
+    # per run (methods, sizes, source counts, runs): the error on the targets' seen accuracy
+    per_run = np.abs(study.estimates - study.seen[None, None, None]).mean(axis=-1)
+    paired = []
+    for fast, exact in VARIANTS.items():
+        gap = per_run[methods.index(fast)] - per_run[methods.index(exact)]
+        for s, size in enumerate(plan.sizes):
+            for c, n_sources in enumerate(plan.config.sources):
+                paired.append({"method": fast, "size": size, "sources": n_sources,
+                               "gap": gap[s, c].mean(),
+                               "se": gap[s, c].std(ddof=1) / np.sqrt(runs)})
+    print(pd.DataFrame(paired).round(5).to_string())
     print(request.param)
     print(summary[["mae_seen", "mae_seen_se"]].join(
         seen_mdad[["mdad_smooth", "mdad_smooth_low", "mdad_smooth_high", "pairs"]]).round(4)
         .to_string())
-    return summary, seen_mdad
+    return summary, seen_mdad, pd.DataFrame(paired)
 
 
 def _pairs(table: pd.DataFrame, fast: str) -> list[tuple[pd.Series, pd.Series]]:
@@ -67,7 +82,7 @@ def _pairs(table: pd.DataFrame, fast: str) -> list[tuple[pd.Series, pd.Series]]:
 
 @pytest.mark.parametrize("fast", list(VARIANTS))
 def test_fast_variant_error_is_within_noise(tables, fast):
-    summary, _ = tables
+    summary, _, _ = tables
     for exact, approximate in _pairs(summary, fast):
         gap = approximate.mae_seen - exact.mae_seen
         noise = np.hypot(approximate.mae_seen_se, exact.mae_seen_se)
@@ -76,7 +91,7 @@ def test_fast_variant_error_is_within_noise(tables, fast):
 
 @pytest.mark.parametrize("fast", list(VARIANTS))
 def test_fast_variant_mdad_is_within_noise(tables, fast):
-    _, seen_mdad = tables
+    _, seen_mdad, _ = tables
     for exact, approximate in _pairs(seen_mdad, fast):
         assert approximate.smooth_reached == exact.smooth_reached, (fast, approximate.name)
         if not exact.smooth_reached:
@@ -87,3 +102,14 @@ def test_fast_variant_mdad_is_within_noise(tables, fast):
         gap = approximate.mdad_smooth - exact.mdad_smooth
         limit = MDAD_LIMIT * np.hypot(*half_widths)
         assert abs(gap) <= limit, (fast, approximate.name, gap, limit)
+
+
+@pytest.mark.parametrize("fast", list(VARIANTS))
+def test_fast_variant_error_is_within_paired_noise(tables, fast):
+    # The same designs (targets, sources, split) for both: the run-to-run spread of the
+    # designs cancels, and what is left is the methods' own randomness.
+    _, _, paired = tables
+    mine = paired[paired.method == fast]
+    assert len(mine) > 0
+    for row in mine.itertuples():
+        assert abs(row.gap) <= PAIRED_LIMIT * row.se, row
