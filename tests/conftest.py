@@ -1,7 +1,9 @@
-"""Fixtures shared by the test suite: the real GPQA and MMLU-Pro matrices."""
+"""Fixtures shared by the test suite: the real GPQA and MMLU-Pro matrices; and the
+quick tier on every core."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -12,6 +14,23 @@ sys.path.insert(0, str(Path(__file__).parent))
 from shared import GPQA_CSV, MMLU_PRO_CSV, shared_data
 
 from mdad.data import ResponseMatrix, load_wide_csv
+
+QUICK_TIER = "not slow"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """The whole quick tier (``pytest -m "not slow"``, no paths, no ``-n``) runs on one
+    pytest-xdist worker per core: its tests are mostly CLI processes that each spend a
+    second importing, so two cores halve its wall time. ``-n 0`` keeps it serial; the
+    full suite (CI) stays serial, as its slow tests time their own worker processes."""
+    if hasattr(config, "workerinput"):  # a worker: it runs the tests it is sent
+        return
+    whole_quick_tier = (config.option.markexpr == QUICK_TIER
+                        and config.args_source != pytest.Config.ArgsSource.ARGS)
+    if (whole_quick_tier and config.pluginmanager.hasplugin("xdist")
+            and config.option.numprocesses is None and (os.cpu_count() or 1) > 1):
+        config.option.numprocesses = "auto"
 
 
 @pytest.fixture(scope="session")
