@@ -11,47 +11,52 @@ from scipy.special import gammainc, gammaincinv
 
 from mdad.errors import DataError
 from mdad.irt import variational
-from mdad.irt.variational import (
-    _initial,
-    draw_noise,
-    elbo_gradients,
-    fit_variational,
-)
+from mdad.irt.variational import GuideLayout, draw_noise, elbo_gradients, fit_variational
 
 
-def _moved(params, noise, key, h):
-    """`params` with `key` moved by h at every entry of the chosen index, and the Gamma
-    draws held at their quantile (the implicit reparametrisation's reading)."""
-    moved = {k: v.copy() for k, v in params.items()}
-    moved[key] = moved[key] + h
-    held = dict(noise)
-    for name in ("u_t", "u_a", "u_b"):
-        old = np.exp(params[f"logshape_{name}"])
-        new = np.exp(moved[f"logshape_{name}"])
-        held[name] = gammaincinv(new, gammainc(old, noise[name]))
-    return moved, held
+def _held_gamma(layout, params, moved, gamma):
+    """The Gamma draws at `moved` held at their quantile at `params` (the implicit
+    reparametrisation's reading)."""
+    old, new = (np.exp(layout.sections(p)[2]) for p in (params, moved))
+    return gammaincinv(new, gammainc(old, gamma))
 
 
 def test_gradient_matches_finite_differences():
     rng = np.random.default_rng(0)
     y = (rng.random((7, 5)) < 0.4).astype(float)
-    params = _initial(7, 5, 2)
+    layout = GuideLayout(7, 5, 2)
     # away from the symmetric start, so every term is exercised
-    for key, value in params.items():
-        params[key] = value + 0.3 * rng.standard_normal(value.shape)
-    noise = draw_noise(params, rng)
-    _, grads = elbo_gradients(params, y, noise)
+    params = 0.3 * rng.standard_normal(layout.size)
+    normal, gamma = draw_noise(layout, params, rng)
+    _, grads = elbo_gradients(layout, params, y, normal, gamma)
     h = 1e-6
-    for key, value in params.items():
-        flat = value.ravel()
-        for index in range(min(flat.size, 3)):
-            direction = np.zeros_like(flat)
-            direction[index] = h
-            up, up_noise = _moved(params, noise, key, direction.reshape(value.shape))
-            down, down_noise = _moved(params, noise, key, -direction.reshape(value.shape))
-            numeric = (elbo_gradients(up, y, up_noise)[0]
-                       - elbo_gradients(down, y, down_noise)[0]) / (2 * h)
-            assert grads[key].ravel()[index] == pytest.approx(numeric, rel=1e-4, abs=1e-4), key
+    for key, view in layout.named(np.arange(layout.size)).items():
+        for index in view.ravel()[:3]:
+            up, down = params.copy(), params.copy()
+            up[index] += h
+            down[index] -= h
+            numeric = (elbo_gradients(layout, up, y, normal,
+                                      _held_gamma(layout, params, up, gamma))[0]
+                       - elbo_gradients(layout, down, y, normal,
+                                        _held_gamma(layout, params, down, gamma))[0]) / (2 * h)
+            assert grads[index] == pytest.approx(numeric, rel=1e-4, abs=1e-4), key
+
+
+def test_layout_places_every_parameter_once_in_the_forks_shapes():
+    layout = GuideLayout(4, 3, 2)
+    named = layout.named(np.arange(layout.size))
+    assert named["loc_t"].shape == (4, 2) and named["logscale_a"].shape == (3, 2)
+    assert named["loc_b"].shape == (3,) and named["lograte_u_b"].shape == (1,)
+    assert len(named) == 18
+    assert np.array_equal(np.sort(np.concatenate([v.ravel() for v in named.values()])),
+                          np.arange(layout.size))
+    # the draws follow the order t, a, b, mu_t, mu_a, mu_b, as one Normal draw each
+    normal, gamma = draw_noise(layout, np.zeros(layout.size), np.random.default_rng(4))
+    again = np.random.default_rng(4)
+    separate = [again.standard_normal(shape) for shape in
+                [(4, 2), (3, 2), (3,), (2,), (2,), (1,)]]
+    assert np.array_equal(normal, np.concatenate([x.ravel() for x in separate]))
+    assert gamma.shape == (layout.n_gamma,) and (gamma > 0).all()
 
 
 def test_fit_recovers_the_item_ordering_of_simulated_data():
