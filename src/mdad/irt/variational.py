@@ -171,6 +171,10 @@ class GuideLayout:
     def split(self, vector: np.ndarray) -> dict[str, np.ndarray]:
         """Views into a vector of shape (n_normal,) or (n_gamma,), one per variable of
         that kind, each of the variable's shape."""
+        if vector.shape[0] not in (self.n_normal, self.n_gamma):
+            raise ValueError(f"a vector of {vector.shape[0]} values is neither the Normal "
+                             f"variables' ({self.n_normal}) nor the precisions' "
+                             f"({self.n_gamma})")
         names = _NORMALS if vector.shape[0] == self.n_normal else _PRECISIONS
         return {name: vector[self._places[name][0]].reshape(self._places[name][1])
                 for name in names}
@@ -337,7 +341,7 @@ def fit_variational(responses: np.ndarray, dims: int, *, rng: np.random.Generato
     if np.isnan(y).any() or (y < 0).any() or (y > 1).any():
         raise DataError("variational IRT fit: responses must be complete scores in [0, 1]")
     layout = GuideLayout(y.shape[0], y.shape[1], dims)
-    params = np.zeros(layout.size)  # locations 0, log scales, shapes and rates 0
+    params = np.zeros(layout.size)  # every location, log scale, shape and rate 0
     optimiser = _Adam(params, learning_rate)
     views = layout.named(params)
     y = y.astype(np.float32)
