@@ -33,8 +33,12 @@ MODULE = "src/mdad/irt/variational.py"
 def module_at(commit: str) -> ModuleType:
     """`mdad.irt.variational` as it was at `commit`."""
     root = Path(__file__).resolve().parent.parent
-    source = subprocess.run(["git", "show", f"{commit}:{MODULE}"], cwd=root, check=True,
-                            capture_output=True, text=True).stdout
+    shown = subprocess.run(["git", "show", f"{commit}:{MODULE}"], cwd=root,
+                           capture_output=True, text=True)
+    if shown.returncode != 0:
+        sys.exit(f"--baseline {commit}: git cannot show {MODULE} there "
+                 f"({shown.stderr.strip()}); give a commit of this clone's history")
+    source = shown.stdout
     spec = importlib.util.spec_from_loader(f"variational_{commit}", loader=None)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up there

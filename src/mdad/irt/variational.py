@@ -151,15 +151,15 @@ class GuideLayout:
         self.shapes = {"t": (n_models, dims), "a": (n_items, dims), "b": (n_items,),
                        "mu_t": (dims,), "mu_a": (dims,), "mu_b": (1,),
                        "u_t": (dims,), "u_a": (dims,), "u_b": (1,)}
-        self._places: dict[str, tuple[slice, tuple[int, ...]]] = {}
+        self._places: dict[str, slice] = {}  # each variable's slice of its section
         for names in (_NORMALS, _PRECISIONS):
             offset = 0
             for name in names:
                 size = int(np.prod(self.shapes[name]))
-                self._places[name] = (slice(offset, offset + size), self.shapes[name])
+                self._places[name] = slice(offset, offset + size)
                 offset += size
-        self.n_normal = self._places["mu_b"][0].stop
-        self.n_gamma = self._places["u_b"][0].stop
+        self.n_normal = self._places["mu_b"].stop
+        self.n_gamma = self._places["u_b"].stop
         self.size = 2 * (self.n_normal + self.n_gamma)
 
     def sections(self, flat: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -176,8 +176,7 @@ class GuideLayout:
                              f"variables' ({self.n_normal}) nor the precisions' "
                              f"({self.n_gamma})")
         names = _NORMALS if vector.shape[0] == self.n_normal else _PRECISIONS
-        return {name: vector[self._places[name][0]].reshape(self._places[name][1])
-                for name in names}
+        return {name: vector[self._places[name]].reshape(self.shapes[name]) for name in names}
 
     def named(self, flat: np.ndarray) -> dict[str, np.ndarray]:
         """Views into `flat`, keyed as the fork names the parameters (loc_t,
