@@ -169,9 +169,9 @@ def select_microbenchmark(dataset: Dataset, method: str, size: int, *, seed: int
     called with (fits done, total fits, what) at the start and as each fit finishes:
     the selection and, for methods other than uniform random sampling, the 5 folds
     of the cross-validated error, which may take seconds each. `spawn_worker` lets
-    slow fits (the first still running after 2.5 s) use a second core through a
-    spawned worker process (see `run_fits`; a script must then guard its work with
-    ``if __name__ == "__main__":``); the numbers are the same either way.
+    slow fits (the first still running after `SPAWN_AFTER_SECONDS`) use a second core
+    through a spawned worker process (see `run_fits`; a script must then guard its
+    work with ``if __name__ == "__main__":``); the numbers are the same either way.
 
     Raises
     ------

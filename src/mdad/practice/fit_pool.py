@@ -3,10 +3,12 @@ worker process too.
 
 Threads alone do not use two cores for fits made of many small numpy calls: their
 Python between the calls holds the GIL (six variational IRT fits on GPQA kept 1.3 of
-2 cores busy). A worker process has its own GIL but costs about a second to start,
-so it is started only when the first fit is still running after `spawn_after`
-seconds: quick methods never pay for it (on GPQA, tinyBenchmarks' MAP fit with its
-one-off costs takes 2 s the first time, 0.3 s after; the variational fit 3.5 s).
+2 cores busy). A worker process has its own GIL but costs about a second of another
+core to start, so it is started only when the first fit is still running after
+`spawn_after` seconds: selections that end sooner never pay for it. The wait is short
+because a spawn costs the caller's core next to nothing: on GPQA, tinyBenchmarks' six
+variational fits took 11.6 s with a 0.5 s wait and 13.1 s with 2.5 s, and its MAP-fit
+variant 3.3 to 3.4 s whether its worker started at once or never (2026-12-02).
 Every fit runs with one BLAS thread, here and in the worker, so its numbers do not
 depend on where it ran.
 """
@@ -28,7 +30,7 @@ from typing import Any
 
 from mdad.selection.threads import load_libraries
 
-SPAWN_AFTER_SECONDS = 2.5
+SPAWN_AFTER_SECONDS = 0.5
 Task = tuple[Callable[..., Any], tuple[Any, ...]]
 
 
