@@ -210,9 +210,11 @@ def test_estimate_and_compare_from_csv(gpqa_data, tmp_path: Path):
     assert answer["missing"] == [bundle.items[-1]] and answer["extra"] == 1
     assert answer["partial"] and answer["items_used"] == 99
     assert answer["mdad"] == bundle.mdad_curve[98]  # the MDAD of 99 items
+    assert answer["mdad_pairs"] == 420 * 419 // 2 and answer["mdad_how"] == "analytic"
     proc = mdad_cli("estimate", out, paths[0], "--allow-partial", cwd=tmp_path)
     assert "lacks 1 of the 100 items" in proc.stderr and "1 items that are not in" in proc.stderr
     assert "PARTIAL: 99 of the 100 items" in flat(proc.stdout)
+    assert "at 99 items (analytic, 87990 model pairs)" in flat(proc.stdout)
     assert_user_error(mdad_cli("compare", out, paths[0], paths[1], cwd=tmp_path),
                       r"1 of the micro-benchmark's 100 items are missing")
     proc = mdad_cli("compare", out, paths[0], paths[1], "--json", "--allow-partial",
@@ -234,6 +236,9 @@ def test_estimate_and_compare_from_csv(gpqa_data, tmp_path: Path):
     reliable = abs(answer["difference"]) >= mdad and abs(answer["difference"]) > half
     assert answer["verdict"] == ("reliable" if reliable else "too close to call")
     assert answer["partial"] and answer["confidence"] == 0.95
+    assert answer["mdad_pairs"] == 420 * 419 // 2
+    proc = mdad_cli("compare", out, paths[0], paths[1], "--allow-partial", cwd=tmp_path)
+    assert "analytic, 87990 model pairs; rule at 95% confidence" in flat(proc.stdout)
 
 
 def test_estimate_reads_lm_eval_samples(gpqa_data, tmp_path: Path):

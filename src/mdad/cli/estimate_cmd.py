@@ -14,6 +14,7 @@ from mdad.cli.practice_common import (
     AllowPartial,
     JsonOption,
     load_practice_data,
+    mdad_source,
     mdad_text,
     note,
     points,
@@ -82,8 +83,9 @@ def estimate(
                   f"{answer.items_used} items{partial}")
     console.print(f"against the dataset's {len(bundle.reference_models)} models, with MDAD "
                   f"{mdad_text(answer.mdad, answer.max_gap)} at {answer.items_used} items "
-                  f"({answer.mdad_how}): reliably above {len(answer.above)}, reliably below "
-                  f"{len(answer.below)}, too close to call {len(answer.too_close)}")
+                  f"({mdad_source(answer.mdad_how, answer.mdad_pairs)}): reliably above "
+                  f"{len(answer.above)} of them, reliably below {len(answer.below)}, too close "
+                  f"to call against {len(answer.too_close)}")
     console.print(f"rule ({answer.confidence:.0%} confidence, the same as `mdad compare`): "
                   f"{answer.rule}")
     if not answer.mdad_reached:
@@ -141,5 +143,6 @@ def compare(
     verdict = (f"{answer.winner} is reliably better" if answer.winner is not None
                else f"too close to call: {answer.reason}")
     console.print(f"verdict: {verdict} (MDAD at {answer.items_used} items "
-                  f"{mdad_text(answer.mdad, answer.max_gap)}; rule at "
+                  f"{mdad_text(answer.mdad, answer.max_gap)}, "
+                  f"{mdad_source(answer.mdad_how, answer.mdad_pairs)}; rule at "
                   f"{answer.confidence:.0%} confidence: {answer.rule})")

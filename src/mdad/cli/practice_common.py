@@ -73,5 +73,12 @@ def mdad_text(value: float | None, max_gap: float | None) -> str:
     return f"not reached within the observed gaps{bound}"
 
 
+def mdad_source(how: str, pairs: int | None) -> str:
+    """Where an MDAD comes from and the model pairs behind it: 'analytic, 87990 model
+    pairs'."""
+    return f"{how}, {pairs} model pairs" if pairs is not None else (
+        f"{how}, pair count not recorded by the study")
+
+
 __all__ = ["AllowOtherMetric", "AllowPartial", "JsonOption", "OtherVersion", "data_metric",
-           "load_practice_data", "mdad_text", "note", "points", "print_json"]
+           "load_practice_data", "mdad_source", "mdad_text", "note", "points", "print_json"]

@@ -17,6 +17,7 @@ from mdad.cli.practice_common import (
     OtherVersion,
     data_metric,
     load_practice_data,
+    mdad_source,
     mdad_text,
     note,
 )
@@ -95,10 +96,10 @@ def select(
     console = literal_console()
     against = ("the study's seen split" if bundle.mdad_how == "interpolated"
                else "the full benchmark")
-    pairs = f", {bundle.mdad_pairs} model pairs" if bundle.mdad_pairs is not None else ""
     console.print(f"wrote {out}: {size} items by {method} (seed {seed}) from "
                   f"{bundle.pool_size} items of {data.name} ({bundle.lm_eval_metric}); MDAD "
-                  f"{mdad_text(bundle.mdad, bundle.max_gap)} ({bundle.mdad_how}{pairs}, "
+                  f"{mdad_text(bundle.mdad, bundle.max_gap)} "
+                  f"({mdad_source(bundle.mdad_how, bundle.mdad_pairs)}, "
                   f"against {against})")
     if bundle.mdad_how == "random-analytic":
         note(f"{method} has no MDAD without --run; this is uniform random sampling's at the "

@@ -193,6 +193,8 @@ class Estimate:
     partial : True when fewer items were used than the micro-benchmark holds.
     mdad : the MDAD for `items_used` items, or None when not reached (then no model
         is reliably above or below; `max_gap` bounds it from below).
+    mdad_pairs, mdad_how : the model pairs behind the MDAD (None when the study that
+        gave it does not say) and where it comes from (`MicroBenchmarkFile`).
     above, below, too_close : reference models this model is reliably above, below,
         or too close to call (`RULE`: the same verdict `compare` gives).
     interval_how : how the accuracy interval was computed.
@@ -211,6 +213,7 @@ class Estimate:
     mdad: float | None
     mdad_reached: bool
     max_gap: float | None
+    mdad_pairs: int | None
     mdad_how: str
     above: list[str]
     below: list[str]
@@ -283,7 +286,8 @@ def estimate_score(bundle: MicroBenchmarkFile, results: ItemScores, *,
         model=results.model, accuracy=value, low=low, high=high, confidence=CONFIDENCE,
         items_used=used, size=bundle.size, partial=used < bundle.size,
         missing=results.missing, extra=results.extra, mdad=mdad,
-        mdad_reached=mdad is not None, max_gap=bundle.max_gap, mdad_how=bundle.mdad_how,
+        mdad_reached=mdad is not None, max_gap=bundle.max_gap,
+        mdad_pairs=bundle.mdad_pairs, mdad_how=bundle.mdad_how,
         above=names[ahead].tolist(), below=names[behind].tolist(),
         too_close=names[~verdicts.reliable].tolist(), rule=RULE, interval_how=how)
 
@@ -472,6 +476,7 @@ class Comparison:
     only_first, only_second : items right for A only, for B only (0/1 scores).
     p_value : the exact two-sided McNemar test of the discordant items.
     mdad : the MDAD for `items_used` items, None when not reached.
+    mdad_pairs, mdad_how : as in `Estimate`.
     verdict : "reliable" under `RULE`, else "too close to call".
     winner : the reliably better model's name, or None when too close.
     reason : why it is too close ("" when reliable).
@@ -492,6 +497,8 @@ class Comparison:
     mdad: float | None
     mdad_reached: bool
     max_gap: float | None
+    mdad_pairs: int | None
+    mdad_how: str
     verdict: str
     winner: str | None
     reason: str
@@ -528,7 +535,8 @@ def compare_models(bundle: MicroBenchmarkFile, first: ItemScores, second: ItemSc
     return Comparison(first.model, second.model, difference, difference - half,
                       difference + half, CONFIDENCE, n, bundle.size, n < bundle.size,
                       only_first, only_second, p_value, mdad, mdad is not None,
-                      bundle.max_gap, "reliable" if reliable else "too close to call",
+                      bundle.max_gap, bundle.mdad_pairs, bundle.mdad_how,
+                      "reliable" if reliable else "too close to call",
                       winner, _reason(difference, half, mdad), RULE)
 
 
