@@ -5,7 +5,7 @@ and cross-validates the whole procedure on held-out models: each fold's models t
 the test with the same budget and batch size on their real answers, and the root mean
 square error of the estimate after each batch is stored. The test then alternates
 between `next_items` (the batch most informative at the current ability, at the start
-the prior mean) and `record` (the model's answers, which move the MAP ability). The
+the prior mean: the fit is standardised, so the prior is the fitted models' spread) and `record` (the model's answers, which move the MAP ability). The
 estimate at any time is the predicted accuracy on all the dataset's items, with a 95%
 interval of 1.96 times the larger of the cross-validated error for that many answers
 and the model-based standard error (the IRT fit's own view, which leaves out its
@@ -404,7 +404,7 @@ def start_adaptive_test(dataset: Dataset, *, budget: int, batch: int = 1,
     dims = ADAPTIVE_METHODS[method]
     scores = np.asarray(matrix.scores(), dtype=np.float64)
     with one_thread():
-        model = fit_irt(scores, dims, np.random.default_rng(seed))
+        model = fit_irt(scores, dims, np.random.default_rng(seed)).standardised()
         answered, error = _cross_validated_error(scores, dims, budget, batch, seed)
     ids = [str(i) for i in matrix.item_ids]
     spec = dataset.spec
@@ -465,7 +465,7 @@ def _cross_validated_error(scores: np.ndarray, dims: int, budget: int, batch: in
     squared = []
     for k, held in enumerate(folds):
         train = np.setdiff1d(np.arange(scores.shape[0]), held)
-        model = fit_irt(scores[train], dims, np.random.default_rng([seed, k]))
+        model = fit_irt(scores[train], dims, np.random.default_rng([seed, k])).standardised()
         discrimination = model.discrimination_ if dims > 1 else model.discrimination_[:, 0]
         counts, estimates = run_batches(discrimination, model.difficulty_, scores[held],
                                         budget, batch)

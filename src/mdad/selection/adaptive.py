@@ -2,7 +2,8 @@
 
 The source models fit a 2PL model on the seen pool, unidimensional by default (once
 per run and source count, shared by every size). Each target then takes a computerized adaptive
-test of `size` items (`mdad.irt.cat`): it starts at the prior mean ability, answers
+test of `size` items (`mdad.irt.cat`): it starts at the prior mean ability, the
+sources' mean (the fit is standardised: its prior is the sources' spread), answers
 the unused item with the most Fisher information at its current ability, and its
 ability is updated by MAP after each answer. Its estimate is its predicted accuracy
 on the whole seen pool: answered items as answered, the others at their IRT
@@ -144,6 +145,8 @@ class Adaptive(MethodDefaults):
     def select(self, pool: SeenPool, size: int, *, rng: np.random.Generator) -> MicroBenchmark:
         model = pool.shared(f"irt-2pl-d{self.dims}",
                             lambda stream: fit_irt(pool.correctness, self.dims, stream))
+        # Each target starts at the sources' mean ability, with their spread as its prior.
+        model = model.standardised()
         discrimination = model.discrimination_
         # one cache per pool and test: its seed comes from the pool, so all sizes share
         # the draws of a randomesque test
