@@ -5,10 +5,11 @@ and cross-validates the whole procedure on held-out models: each fold's models t
 the test with the same budget and batch size on their real answers, and the root mean
 square error of the estimate after each batch is stored. The test then alternates
 between `next_items` (the batch most informative at the current ability, at the start
-the prior mean: the fit is standardised, so the prior is the fitted models' spread) and `record` (the model's answers, which move the MAP ability). The
-estimate at any time is the predicted accuracy on all the dataset's items, with a 95%
-interval of 1.96 times the larger of the cross-validated error for that many answers
-and the model-based standard error (the IRT fit's own view, which leaves out its
+the prior mean: the fit is standardised, so the prior is the fitted models' spread)
+and `record` (the model's answers, which move the MAP ability). The estimate at any
+time is the predicted accuracy on all the dataset's items, with a 95% interval of
+1.96 times the larger of the cross-validated error for that many answers and the
+model-based standard error (the IRT fit's own view, which leaves out its
 misfit). The test is finished when the budget is spent or the ability's standard
 error falls below `target_se`.
 """
