@@ -346,3 +346,50 @@ def test_a_full_disk_is_one_line_and_resumable(tmp_path: Path, monkeypatch) -> N
     assert "continue with --resume run" in line
     monkeypatch.setattr(StudyCheckpoint, "save", original)
     assert_ok(mdad_cli("run", "--resume", "run", cwd=tmp_path))
+
+
+@pytest.mark.parametrize(("args", "pattern"), [
+    (("--runs", "100001"), r"--runs must be an integer in 1\.\.100,000 \(the memory"),
+    (("--runs", "99999999999999999999"), r"--runs must be an integer in 1\.\.100,000"),
+    (("--resamples", "1000001"), r"--resamples must be an integer in 1\.\.1,000,000"),
+])
+def test_a_study_too_large_to_hold_is_refused_before_any_work(
+        args: tuple[str, ...], pattern: str, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert_user_error(mdad_cli("run", "gpqa", "--methods", "random", *args, "--out", out,
+                               cwd=tmp_path), pattern)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("command", [
+    ("select", "gpqa", "--method", "random", "--size", "5", "--out", "x.json"),
+    ("adaptive", "start", "gpqa", "--budget", "3", "--out", "s.json"),
+])
+def test_a_negative_seed_is_one_line(command: tuple[str, ...], tmp_path: Path) -> None:
+    assert_user_error(mdad_cli(*command, "--seed", "-1", cwd=tmp_path),
+                      r"--seed must be an integer >= 0; got -1")
+
+
+@pytest.mark.parametrize(("config", "mdad_csv", "pattern"), [
+    ("[]", "method,size,sources,split,mdad\nrandom,10,5,seen,4.5\n",
+     r"config\.json: not a study configuration"),
+    ('{"study": {"methods": ["random"], "threshold": 0.8}}',
+     "method,size,sources,split,mdad\n", r"mdad\.csv: no rows; rerun the study"),
+    ('{"study": {"methods": ["random"], "threshold": 0.8}}',
+     "method,size,sources,split,mdad\nrandom,10,5,seen,4.5\n", r"mdad\.csv: no column"),
+    ('{"study": {"methods": ["random"], "threshold": 0.8}}',
+     "method,size,sources,split,mdad,reached\nrandom,10,5,seen,,True\n",
+     r"mdad\.csv: row 2 is marked reached but its mdad is not a number"),
+])
+def test_report_refuses_a_folder_that_holds_no_study(config: str, mdad_csv: str,
+                                                     pattern: str, tmp_path: Path) -> None:
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "config.json").write_text(config)
+    columns = mdad_csv.splitlines()[0]
+    if "no column" in pattern:  # drop the split column
+        mdad_csv = mdad_csv.replace(",split", "").replace(",seen", "")
+    (folder / "mdad.csv").write_text(mdad_csv)
+    (folder / "summary.csv").write_text(columns.replace(",split", "") + "\n")
+    pd.DataFrame({"method": ["random"]}).to_parquet(folder / "results.parquet")
+    assert_user_error(mdad_cli("report", folder, cwd=tmp_path), pattern)

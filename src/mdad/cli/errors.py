@@ -47,6 +47,9 @@ def user_errors(command: Callable[P, R]) -> Callable[P, R]:
             return command(*args, **kwargs)
         except MdadError as exc:
             raise fail(as_options(str(exc), exc.parameters)) from None
+        except MemoryError:
+            raise fail("out of memory: this machine cannot hold the work asked for; ask "
+                       "for less (fewer --runs, --resamples, --sizes or --models)") from None
         except OSError as exc:  # a file the command could not read or write
             where = f"{exc.filename}: " if exc.filename else ""
             raise fail(f"{where}{exc.strerror or exc}; check the path, its permissions and "

@@ -27,7 +27,7 @@ import numpy as np
 
 from mdad import __version__
 from mdad.data.registry import Dataset
-from mdad.errors import ConfigError, DataError
+from mdad.errors import ConfigError, DataError, check_whole
 from mdad.irt.cat import map_ability, predicted_accuracy
 from mdad.practice.bundle import _lm_eval_ids
 
@@ -387,6 +387,7 @@ def start_adaptive_test(dataset: Dataset, *, budget: int, batch: int = 1,
     from mdad.selection.threads import one_thread
     from mdad.selection.tinybenchmarks import fit_irt
 
+    check_whole(seed, "seed", minimum=0)
     if method not in ADAPTIVE_METHODS:
         raise ConfigError(f"method must be one of {', '.join(ADAPTIVE_METHODS)}; got "
                           f"{method!r}", parameters=("method",))

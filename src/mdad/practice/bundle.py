@@ -14,7 +14,7 @@ import numpy as np
 from mdad import __version__
 from mdad.data.matrix import ResponseMatrix
 from mdad.data.registry import Dataset
-from mdad.errors import ConfigError, DataError
+from mdad.errors import ConfigError, DataError, check_whole
 from mdad.metrics.mdad import DEFAULT_THRESHOLD
 from mdad.practice.bundle_format import validate
 from mdad.practice.fit_pool import SPAWN_AFTER_SECONDS, run_fits
@@ -179,6 +179,7 @@ def select_microbenchmark(dataset: Dataset, method: str, size: int, *, seed: int
         For an unknown method, a size outside 1..pool size (or the study's sizes), or
         an unknown pool item.
     """
+    check_whole(seed, "seed", minimum=0)
     matrix = _pool_matrix(dataset.matrix, pool)
     cls = method_class(method)
     if not cls.static:

@@ -9,7 +9,7 @@ from typing import Any, Literal
 import numpy as np
 
 from mdad.data.matrix import ResponseMatrix
-from mdad.errors import ConfigError
+from mdad.errors import ConfigError, check_whole
 from mdad.metrics.mdad import DEFAULT_THRESHOLD
 from mdad.selection import METHODS, get_method, largest_size, paper_methods
 from mdad.study.design import seen_pool_size
@@ -126,10 +126,10 @@ class StudyPlan:
         return c.n_runs * len(c.sources) * len(c.methods) * len(self.sizes)
 
 
-def _check_whole(value: object, parameter: str, minimum: int = 1) -> None:
-    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < minimum:
-        raise ConfigError(f"{parameter} must be an integer >= {minimum}; got {value!r}",
-                          parameters=(parameter,))
+# Far above any study's needs (the paper: 50 runs, 1,000 resamples); beyond them the
+# arrays outgrow a machine's memory and the kernel kills the process without a word.
+MAX_RUNS = 100_000
+MAX_RESAMPLES = 1_000_000
 
 
 def plan_study(
@@ -162,9 +162,9 @@ def plan_study(
     if len(set(config.methods)) != len(config.methods):
         raise ConfigError(f"methods lists a method twice: {','.join(config.methods)}",
                           parameters=("methods",))
-    _check_whole(config.n_runs, "n_runs")
-    _check_whole(config.n_resamples, "n_resamples")
-    _check_whole(config.seed, "seed", minimum=0)
+    check_whole(config.n_runs, "n_runs", maximum=MAX_RUNS)
+    check_whole(config.n_resamples, "n_resamples", maximum=MAX_RESAMPLES)
+    check_whole(config.seed, "seed", minimum=0)
     if not 0.0 < config.threshold < 1.0:
         raise ConfigError(f"threshold must be in (0, 1); got {config.threshold}",
                           parameters=("threshold",))
@@ -175,7 +175,7 @@ def plan_study(
         raise ConfigError(f"sources lists a count twice: {','.join(map(str, config.sources))}",
                           parameters=("sources",))
     for n in config.sources:
-        _check_whole(n, "sources")
+        check_whole(n, "sources")
 
     fixed = None
     n_sources = max(config.sources)
@@ -219,7 +219,7 @@ def plan_study(
             raise ConfigError(f"sizes lists a size twice: {','.join(map(str, sizes))}",
                               parameters=("sizes",))
         for size in sizes:
-            _check_whole(size, "sizes")
+            check_whole(size, "sizes")
             if size > pool_size:
                 raise ConfigError(
                     f"sizes {size} is larger than the seen pool of {pool_size} items "

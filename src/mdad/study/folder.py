@@ -234,10 +234,34 @@ def read_study_folder(path: Path) -> StudyFolder:
         results = pd.read_parquet(path / "results.parquet")
     except (OSError, ValueError) as exc:
         raise DataError(f"{path}: cannot read the study's files ({exc})") from None
+    _check_tables(path, config, mdad)
     if "subtask" in mdad.columns:
         mdad = mdad[mdad.subtask == POOLED].reset_index(drop=True)
         summary = summary[summary.subtask == POOLED].reset_index(drop=True)
     return StudyFolder(path, config, censor_legacy(mdad), summary, results)
+
+
+def _check_tables(path: Path, config: object, mdad: pd.DataFrame) -> None:
+    """Refuse a folder whose files parse but do not hold a study: a config without
+    its study section, an mdad.csv without rows or its key columns, or a value marked
+    reached that is not a number."""
+    import pandas as pd
+
+    fix = "rerun the study (`mdad run ... --out`) or pass another folder"
+    study = config.get("study") if isinstance(config, dict) else None
+    if not isinstance(study, dict) or not {"methods", "threshold"} <= set(study):
+        raise DataError(f"{path / 'config.json'}: not a study configuration (no 'study' "
+                        f"with its methods and threshold); {fix}")
+    lacking = [c for c in ("method", "size", "sources", "split", "mdad") if c not in mdad]
+    if lacking or mdad.empty:
+        what = f"no column {', '.join(lacking)}" if lacking else "no rows"
+        raise DataError(f"{path / 'mdad.csv'}: {what}; {fix}")
+    if "reached" in mdad:
+        bad = mdad.index[mdad.reached.astype(bool) & ~np.isfinite(
+            pd.to_numeric(mdad.mdad, errors="coerce"))]
+        if len(bad):
+            raise DataError(f"{path / 'mdad.csv'}: row {bad[0] + 2} is marked reached but its "
+                            f"mdad is not a number; {fix}")
 
 
 def censor_legacy(mdad: pd.DataFrame) -> pd.DataFrame:
