@@ -260,6 +260,8 @@ def test_select_writes_the_samples_file(loop):
     if "--tasks" in text:
         assert all(task in text for task in samples)
         assert re.search(rf"\b{GROUP}\b(?!_)", text) is None
+    # lm-eval refuses --log_samples without --output_path: the printed command has both.
+    assert "--log_samples --output_path" in text
 
 
 def test_lm_eval_samples_run_keeps_the_doc_ids(loop):

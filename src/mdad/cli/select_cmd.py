@@ -113,4 +113,4 @@ def select(
         write_text(samples_path, json.dumps(samples) + "\n")
         console.print(f"wrote {samples_path}: lm-eval run ... --tasks "
                       f"{','.join(bundle.lm_eval_tasks or [])} --samples {samples_path} "
-                      "--log_samples")
+                      "--log_samples --output_path RESULTS")
