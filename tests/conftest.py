@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from shared import GPQA_CSV, MMLU_PRO_CSV, shared_data
 
-from mdad.data import ResponseMatrix, load_wide_csv
+from mdad.data import Dataset, ResponseMatrix, load_dataset, load_wide_csv
 
 QUICK_TIER = "not slow"
 
@@ -31,6 +31,13 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
     if (whole_quick_tier and config.pluginmanager.hasplugin("xdist")
             and config.option.numprocesses is None and (os.cpu_count() or 1) > 1):
         config.option.numprocesses = "auto"
+
+
+@pytest.fixture(scope="session")
+def gpqa_data() -> Dataset:
+    """GPQA as `mdad` loads it by name (its spec: subtasks, lm-eval task)."""
+    shared_data(GPQA_CSV)
+    return load_dataset("gpqa")
 
 
 @pytest.fixture(scope="session")

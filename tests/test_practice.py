@@ -11,10 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from scipy.stats import binomtest
-from shared import GPQA_CSV, shared_data
+from shared import shared_data
 from test_cli import assert_ok, assert_user_error, flat, mdad_cli
 
 from mdad.data import load_dataset
+from mdad.errors import ConfigError
 from mdad.metrics.pairs import pair_counts
 from mdad.practice import (
     ItemScores,
@@ -37,12 +38,6 @@ from mdad.study import StudyConfig, plan_study, run_study
 from mdad.study.runner import draw_design
 
 MODEL_SET = "open-llm-leaderboard-v2/model-sets/gpqa_70b_instruct.txt"
-
-
-@pytest.fixture(scope="module")
-def gpqa_data():
-    shared_data(GPQA_CSV)
-    return load_dataset("gpqa")
 
 
 def brute_force_agreement(a: int, b: int, n_items: int, size: int) -> float:
@@ -125,6 +120,9 @@ def test_plan_share_of_target_comparisons(gpqa_data):
     accuracy = gpqa_data.matrix.accuracy()[gpqa_data.matrix.model_index(names)]
     gaps = [abs(x - y) for x, y in itertools.combinations(accuracy, 2)]
     assert answer.settled_share == pytest.approx(np.mean(np.array(gaps) >= answer.mdad))
+    assert answer.target_pairs == len(gaps) == len(names) * (len(names) - 1) // 2
+    with pytest.raises(ConfigError, match="at least 2 models"):  # no comparison to settle
+        plan(gpqa_data, size=100, target_models=names[:1])
 
 
 def test_select_from_a_pool_of_items(gpqa_data, tmp_path: Path):

@@ -10,11 +10,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from shared import GPQA_CSV, shared_data
 from test_cli import assert_ok, assert_user_error, flat, mdad_cli
 
 from mdad.cli.errors import as_options
-from mdad.data import MissingPolicy, ResponseMatrix, load_dataset
+from mdad.data import MissingPolicy, ResponseMatrix
 from mdad.data.missing import MissingReport
 from mdad.data.registry import Dataset
 from mdad.errors import ConfigError, DataError
@@ -111,12 +110,6 @@ def assert_consistent(bundle: MicroBenchmarkFile, new: ItemScores) -> dict[str, 
             assert comparison.winner is None, (new.model, name, comparison)
             seen["too_close"] += 1
     return seen
-
-
-@pytest.fixture(scope="module")
-def gpqa_data():
-    shared_data(GPQA_CSV)
-    return load_dataset("gpqa")
 
 
 @pytest.fixture(scope="module")

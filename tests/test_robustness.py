@@ -393,3 +393,17 @@ def test_report_refuses_a_folder_that_holds_no_study(config: str, mdad_csv: str,
     (folder / "summary.csv").write_text(columns.replace(",split", "") + "\n")
     pd.DataFrame({"method": ["random"]}).to_parquet(folder / "results.parquet")
     assert_user_error(mdad_cli("report", folder, cwd=tmp_path), pattern)
+
+
+@pytest.mark.parametrize(("command", "pattern"), [
+    (("plan", "gpqa", "--size", "100"), r"--target-models needs at least 2 models"),
+    (("run", "gpqa", "--methods", "random", "--targets", "10", "--out", "out"),
+     r"--targets and --target-models both say which models are targets; give one"),
+])
+def test_target_models_that_cannot_be_used_as_asked(command: tuple[str, ...], pattern: str,
+                                                    gpqa_data, tmp_path: Path) -> None:
+    models = gpqa_data.matrix.model_names
+    names = tmp_path / "models.txt"
+    names.write_text(f"{models[0]}\n" if command[0] == "plan" else f"{models[0]}\n{models[1]}\n")
+    assert_user_error(mdad_cli(*command, "--target-models", names, cwd=tmp_path), pattern)
+    assert not (tmp_path / "out").exists()

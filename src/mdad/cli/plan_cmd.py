@@ -68,8 +68,10 @@ def plan(
     console.print(f"{_answer_text(answer, method)} ({data.name}, {_source_text(answer, run)})")
     console.print(_against_text(answer, data.matrix.n_items))
     if answer.settled_share is not None:
-        console.print(f"It settles {answer.settled_share:.0%} of the target models' "
-                      "pairwise comparisons (their gap is at least the MDAD)"
+        pairs = answer.target_pairs
+        console.print(f"It settles {answer.settled_share:.0%} of the {pairs} pairwise "
+                      f"comparison{'s' if pairs != 1 else ''} of the target models (their "
+                      "gap is at least the MDAD)"
                       + ("; none, since the MDAD is not reached." if not answer.reached
                          else "."))
 

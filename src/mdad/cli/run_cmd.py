@@ -187,6 +187,9 @@ def _request(options: dict) -> StudyRequest:
         load_options["data_seed"] = options["data_seed"]
     methods = expand_methods(tuple(m.strip() for m in options["methods"].split(",")
                                    if m.strip()))
+    if options["targets"] and options["target_models"] is not None:
+        raise ConfigError("--targets and --target-models both say which models are targets; "
+                          "give one of them")
     config = StudyConfig(
         methods=fast_methods(methods) if options["fast"] else methods,
         sizes=parse_int_list(options["sizes"], "--sizes") if options["sizes"] else None,

@@ -64,7 +64,8 @@ def plan(dataset: Dataset, *, gap: float | None = None, size: int | str | None =
     ------
     ConfigError
         For both or neither of gap and size, a gap outside (0, 1), a size outside
-        the pool, an unknown target model or reference, or a method with no study.
+        the pool, an unknown target model or reference, fewer than 2 target models,
+        or a method with no study.
     """
     if (gap is None) == (size is None):
         raise ConfigError("give exactly one of gap and size", parameters=("gap", "size"))
@@ -98,11 +99,14 @@ def plan(dataset: Dataset, *, gap: float | None = None, size: int | str | None =
     if target_models is not None:
         index = matrix.model_index(target_models, what="target_models: model",
                                    parameter="target_models")
+        if index.size < 2:
+            raise ConfigError(f"target_models needs at least 2 models to compare; got "
+                              f"{index.size}", parameters=("target_models",))
         accuracy = matrix.accuracy()[index]
         i, j = np.triu_indices(index.size, k=1)
         settled = (0.0 if answer.mdad is None
                    else float(np.mean(np.abs(accuracy[i] - accuracy[j]) >= answer.mdad)))
-        answer = replace(answer, settled_share=settled)
+        answer = replace(answer, settled_share=settled, target_pairs=int(i.size))
     return answer
 
 

@@ -246,6 +246,8 @@ class Plan:
         study stands for them by its seen and unseen split (`split`).
     settled_share : share of the given target models' comparisons with |gap| >= mdad
         (0.0 when the MDAD is not reached).
+    target_pairs : how many comparisons of target models `settled_share` is over
+        (None without target models).
     differing_pairs : pairs with a nonzero gap (analytic only): 0 means MDAD cannot be
         measured on this data.
     split : the study split read ("seen" or "unseen") when interpolated, else None.
@@ -262,6 +264,7 @@ class Plan:
     how: str
     against: str
     settled_share: float | None = None
+    target_pairs: int | None = None
     differing_pairs: int | None = None
     split: str | None = None
 
