@@ -209,6 +209,39 @@ def test_every_model_gated_is_one_line(tmp_path):
     assert "set HF_TOKEN" in proc.stderr
 
 
+@pytest.mark.parametrize("kind", ["file", "folder of other files"])
+def test_an_out_that_writing_would_destroy_is_refused_before_any_download(kind, tmp_path):
+    out = tmp_path / "mine"
+    if kind == "file":
+        out.write_text("notes\n")
+    else:
+        out.mkdir()
+        (out / "notes.txt").write_text("notes\n")
+    with HubStandIn(fixture_repos()) as hub:
+        proc = mdad(tmp_path, hub.endpoint, "data", "pull", "leaderboard", "bbh",
+                    "--models", "2", "--out", str(out))
+        assert hub.requests == []
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "--out" in proc.stderr and ("is a file" in proc.stderr
+                                       or "not an mdad dataset" in proc.stderr)
+    assert (out.read_text() if kind == "file" else (out / "notes.txt").read_text()) == "notes\n"
+
+
+@pytest.mark.slow  # the hub client retries a refused connection for about 25 s
+def test_a_hub_that_cannot_be_reached_is_one_line(tmp_path):
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = mdad(tmp_path, f"http://127.0.0.1:{port}", "data", "pull", "leaderboard", "bbh",
+                "--models", "2", "--out", str(tmp_path / "bbh"))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]  # after the hub client's own retry lines
+    assert last.startswith("mdad: error: could not list the leaderboard's details on http")
+    assert "check the network connection" in last
+
+
 def test_lines_are_read_in_bounded_chunks(monkeypatch):
     """The stream is read a chunk at a time and split into lines across chunks: no
     read is larger than the chunk, whatever the file's size."""

@@ -37,10 +37,36 @@ MISSING = 255
 PREFIX = "leaderboard:"
 
 
+def check_replaceable(folder: Path, parameter: str = "folder") -> None:
+    """Refuse a `folder` that `write_compact` must not replace: a file, or a folder
+    holding anything but a compact dataset (replacing it would delete its files).
+
+    Raises
+    ------
+    ConfigError
+        Naming `parameter`.
+    """
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(f"{parameter} {folder} is a file; give a folder for the dataset",
+                          parameters=(parameter,))
+    if folder.is_dir() and not (folder / META).is_file() and any(folder.iterdir()):
+        raise ConfigError(f"{parameter} {folder} holds files that are not an mdad dataset "
+                          f"(no {META}), which writing the dataset would delete; give a new "
+                          "or empty folder", parameters=(parameter,))
+
+
 def write_compact(folder: Path, matrix: ResponseMatrix, metadata: dict[str, Any]) -> Path:
     """Write `matrix` and `metadata` (merged into the JSON) to `folder`, replacing it
-    whole: the new folder is staged beside it and renamed into place."""
+    whole: the new folder is staged beside it and renamed into place.
+
+    Raises
+    ------
+    ConfigError
+        When `folder` is a file or a folder of other files (`check_replaceable`).
+    """
     folder = Path(folder)
+    check_replaceable(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.mdad-staging-", dir=folder.parent))
     try:

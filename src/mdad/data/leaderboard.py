@@ -30,9 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from mdad.data.compact import write_compact
+from mdad.data.compact import check_replaceable, write_compact
 from mdad.data.lm_eval import _merge, _name_parts, _TaskScores, build_matrix, read_task_lines
-from mdad.errors import ConfigError, DataError
+from mdad.errors import ConfigError, DataError, MdadError
 
 AUTHOR = "open-llm-leaderboard"
 SUFFIX = "-details"
@@ -335,9 +335,11 @@ def pull_leaderboard(bench: str, out: Path, *, models: int | str = "all",
     Raises
     ------
     ConfigError
-        For an unknown benchmark, or jobs / models below 1.
+        For an unknown benchmark, jobs / models below 1, or an `out` that is a file or
+        a folder of other files (checked before any download).
     DataError
-        When no model has results for the benchmark.
+        When the hub's listing cannot be read, or no model has results for the
+        benchmark.
     """
     if bench not in BENCHMARKS:
         raise ConfigError(f"bench must be one of {', '.join(BENCHMARKS)}; got {bench!r}",
@@ -349,9 +351,19 @@ def pull_leaderboard(bench: str, out: Path, *, models: int | str = "all",
                           parameters=("models",))
     benchmark = BENCHMARKS[bench]
     out = Path(out).expanduser()
+    check_replaceable(out, "out")
     started = time.perf_counter()
-    repos = list_repos(bench, models=models, model_list=model_list, token=token,
-                       endpoint=endpoint)
+    try:
+        repos = list_repos(bench, models=models, model_list=model_list, token=token,
+                           endpoint=endpoint)
+    except MdadError:
+        raise
+    except Exception as exc:  # the hub client's connection and HTTP errors
+        from huggingface_hub import constants
+
+        raise DataError(f"could not list the leaderboard's details on "
+                        f"{endpoint or constants.ENDPOINT} ({_reason(exc)}); check the "
+                        "network connection and HF_ENDPOINT, or pass a model list") from None
     puller = _Puller(benchmark, out, token=token, endpoint=endpoint)
     outcome = PullOutcome(folder=None)
     done = 0
