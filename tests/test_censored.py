@@ -40,8 +40,10 @@ def test_degenerate_data_is_censored_and_says_so(kind: str, tmp_path: Path) -> N
                     "--sources", "5", "--sizes", "5,10", "--resamples", "20", *report,
                     "--out", out, cwd=tmp_path)
     assert_ok(proc)
-    assert "no MDAD can be measured where (almost) no target pair differs" in flat(proc.stderr)
+    assert "no MDAD can be measured where fewer than 30 target pairs differ" in flat(proc.stderr)
     assert "0 of 45 pairs differ" in flat(proc.stderr)
+    assert "check that the models are not identical" in flat(proc.stderr)
+    assert "Warning" not in proc.stderr  # nor matplotlib's, from the report's figures
     table = pd.read_csv(out / "mdad.csv")
     assert not table.reached.any() and not table.smooth_reached.any()
     assert table[["mdad", "mdad_low", "mdad_high", "mdad_smooth"]].isna().all().all()
@@ -92,9 +94,23 @@ def test_thin_data_notice_names_rows_and_suggests_more_runs() -> None:
     flat_notice, thin = notices
     assert "1 of 3 rows" in flat_notice and "anchor-points at 10 items" in flat_notice
     assert "10 of 5000 pairs differ" in flat_notice
+    assert "check that the models are not identical" in flat_notice  # most pairs tie
+    assert "too few pairs at all" not in flat_notice
     assert "1 of 3 rows" in thin and "random at 10 items, 300 sources, seen (225 pairs, " \
-        "crossing bin 3)" in thin and "more runs or targets" in thin
+        "3 in the crossing bin)" in thin and "more runs or targets" in thin
     assert thin_data_notices(rows.iloc[[1]]) == ()
+
+
+def test_too_few_targets_is_not_blamed_on_identical_models() -> None:
+    """Three targets in two runs make 6 pairs, all different: the fix is more targets,
+    not a look for identical models."""
+    rows = pd.DataFrame({
+        "method": ["random"], "size": [10], "sources": [5], "split": ["seen"],
+        "mdad": [0.05], "reached": [True], "pairs": [6], "crossing_pairs": [2],
+        "tied_pairs": [0]})
+    (notice,) = thin_data_notices(rows)
+    assert "6 of 6 pairs differ" in notice and "use more targets or runs" in notice
+    assert "identical" not in notice
 
 
 @pytest.mark.slow

@@ -184,10 +184,11 @@ def mdad_vs_sources(study: StudyFolder, split: str) -> FigureSpec:
 
 
 def _top(table: pd.DataFrame) -> float:
-    """The y-axis top in points: every reached value, interval end and censoring gap."""
+    """The y-axis top in points: every reached value, interval end and censoring gap;
+    at least 1 (all zero when no pair differs, and a zero-height axis is singular)."""
     values = table[["mdad", "mdad_low", "mdad_high", "max_gap"]].to_numpy(dtype=float)
     finite = values[np.isfinite(values)]
-    return float(finite.max()) * POINTS * 1.08 if finite.size else 1.0
+    return max(float(finite.max()) * POINTS * 1.08 if finite.size else 0.0, 1.0)
 
 
 def not_preserved_share(study: StudyFolder) -> pd.DataFrame:
@@ -271,7 +272,8 @@ def seen_vs_unseen(study: StudyFolder) -> FigureSpec:
         axis.plot(seen.where(both), unseen.where(both), color=kwargs["color"],
                   linestyle=kwargs["linestyle"], linewidth=0.8, alpha=0.6)
     shown = table[[("shown", "seen"), ("shown", "unseen")]].to_numpy(dtype=float)
-    top = (float(np.nanmax(shown)) if np.isfinite(shown).any() else 0.01) * POINTS * 1.05
+    # at least a point wide: all-zero values (no pair differs) would make a singular axis
+    top = max(float(np.nanmax(shown)) if np.isfinite(shown).any() else 0.0, 0.01) * POINTS * 1.05
     axis.plot([0, top], [0, top], color="#444444", linewidth=0.8, linestyle=":")
     axis.set_xlim(0, top)
     axis.set_ylim(0, top)

@@ -53,17 +53,30 @@ def thin_data_notices(mdad: pd.DataFrame) -> tuple[str, ...]:
     flat = mdad[flat_mask(mdad)]
     if not flat.empty:
         notices.append(
-            f"no MDAD can be measured where (almost) no target pair differs on the reference "
-            f"pool; {len(flat)} of {len(mdad)} rows: "
+            f"no MDAD can be measured where fewer than {MIN_CROSSING_PAIRS} target pairs "
+            f"differ on the reference pool; {len(flat)} of {len(mdad)} rows: "
             + _named(flat, lambda r: f"{r.pairs - r.tied_pairs} of {r.pairs} pairs differ")
-            + "; check that the models are not identical, or all right or all wrong")
+            + "; " + _flat_fix(flat))
     thin = mdad[thin_mask(mdad)]
     if not thin.empty:
         notices.append(
             f"MDAD rests on few pairs in {len(thin)} of {len(mdad)} rows (fewer than "
             f"{MIN_GROUP_PAIRS:,} pairs in the row, or fewer than {MIN_CROSSING_PAIRS} in the "
             "bin that sets the value): "
-            + _named(thin, lambda r: f"{r.pairs:,} pairs, crossing bin {r.crossing_pairs}")
+            + _named(thin, lambda r: f"{r.pairs:,} pairs, {r.crossing_pairs} in the crossing "
+                     "bin")
             + "; these values can move by several points with the seed: use more runs or "
             "targets, and compare with the smooth estimate")
     return tuple(notices)
+
+
+def _flat_fix(flat: pd.DataFrame) -> str:
+    """What to do about rows where too few pairs differ: more targets when the rows
+    have few pairs at all, a look at the models when their pairs are tied."""
+    fixes = []
+    if (flat.pairs < MIN_CROSSING_PAIRS).any():
+        fixes.append("use more targets or runs (these rows have too few pairs at all)")
+    if (differing_pairs(flat) < flat.pairs / 2).any():
+        fixes.append("check that the models are not identical, or all right or all wrong "
+                     "(most of their pairs tie)")
+    return "; ".join(fixes) or "use more targets or runs"
