@@ -258,6 +258,19 @@ def test_estimate_reads_lm_eval_samples(gpqa_data, tmp_path: Path):
     assert np.allclose(scores.scores, pythia.correctness[0, :20])
 
 
+def test_plan_for_a_gap_no_pair_reaches_says_so(gpqa_data, tmp_path: Path):
+    """No two GPQA models are 50 points apart: plan does not claim 50-point pairs are
+    ranked, it says the size is the smallest whose MDAD is reached at all."""
+    answer = plan(gpqa_data, gap=0.5)
+    assert answer.max_gap < 0.5 and answer.size == plan(gpqa_data, gap=answer.max_gap).size
+    proc = mdad_cli("plan", "gpqa", "--gap", "0.5", cwd=tmp_path)
+    assert_ok(proc)
+    text = flat(proc.stdout)
+    assert f"no two models are 50.0 points apart (the largest gap is " \
+        f"{100 * answer.max_gap:.1f}); {answer.size} items is the smallest size" in text
+    assert "rank pairs 50.0" not in text
+
+
 @pytest.mark.slow
 def test_bad_input_is_one_line_and_exit_2(gpqa_data, tmp_path: Path):
     out = tmp_path / "mb.json"

@@ -97,6 +97,11 @@ def _answer_text(answer, method: str) -> str:
         largest = "the whole benchmark" if answer.how == "analytic" else "the study's sizes"
         return (f"No size up to {largest} reaches a gap of {points(answer.gap)} points "
                 f"with {method}: its MDAD at the largest is {mdad}{pairs}.")
+    if answer.gap is not None and answer.max_gap is not None and answer.gap > answer.max_gap:
+        # No pair is that far apart: the claim could not be checked on any pair.
+        return (f"{method}: no two models are {points(answer.gap)} points apart (the largest "
+                f"gap is {points(answer.max_gap)}); {answer.size} items is the smallest size "
+                f"whose MDAD is reached at all (MDAD {mdad}{pairs}).")
     if answer.gap is not None:
         return (f"{method}: {answer.size} items rank pairs {points(answer.gap)} or more "
                 f"points apart correctly with probability >= {answer.threshold:.0%} "
