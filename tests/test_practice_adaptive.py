@@ -96,6 +96,10 @@ def test_target_standard_error_stops_early(gpqa_data):
     ("budget", 0, "field 'budget' must be a positive whole number"),
     ("answers", [["0", 2]], "field 'answers' must be"),
     ("pending", ["nope"], "field 'pending' must list unanswered items"),
+    ("pending", ["0", "0"], "field 'pending' must list unanswered items of the test, each once"),
+    ("cv_error", [-0.01, 0.04, 0.04, 0.03, 0.03], "field 'cv_error' must be finite numbers"),
+    ("cv_error", [float("nan")] * 5, "field 'cv_error' must be finite numbers >= 0"),
+    ("cv_answered", [0.5, 5, 10, 15, 20], "field 'cv_answered' must be whole numbers"),
     ("discrimination", "x", "field 'discrimination'"),
     ("method", "random", "field 'method' must be one of adaptive"),
 ])

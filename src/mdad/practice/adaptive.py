@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -339,6 +340,11 @@ def _validated(data: object, where: str) -> AdaptiveTest:
     if (not isinstance(cv_n, list) or not isinstance(cv_e, list) or len(cv_n) != len(cv_e)
             or not cv_n or sorted(cv_n) != cv_n):
         raise bad("cv_answered", "and cv_error must be equal-length lists, ascending")
+    if not all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x for x in cv_n):
+        raise bad("cv_answered", "must be whole numbers >= 0")
+    if not all(isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+               and x >= 0 for x in cv_e):
+        raise bad("cv_error", "must be finite numbers >= 0")
     answers = data.get("answers")
     if not isinstance(answers, list) or not all(
             isinstance(x, list) and len(x) == 2 and x[0] in set(items)
@@ -348,8 +354,8 @@ def _validated(data: object, where: str) -> AdaptiveTest:
         raise bad("answers", "repeats an item or exceeds the budget")
     pending = data.get("pending")
     if not isinstance(pending, list) or not set(pending) <= set(items) or set(pending) & {
-            x[0] for x in answers}:
-        raise bad("pending", "must list unanswered items of the test")
+            x[0] for x in answers} or len(set(pending)) != len(pending):
+        raise bad("pending", "must list unanswered items of the test, each once")
     applied = data.get("applied")
     if not isinstance(applied, list) or not all(isinstance(x, str) for x in applied):
         raise bad("applied", "must be a list of fingerprints")
