@@ -12,6 +12,7 @@ import pytest
 from scipy.stats import kendalltau
 from test_cli import assert_ok, assert_user_error, mdad_cli
 
+from mdad.data import load_dataset
 from mdad.errors import ConfigError, DataError
 from mdad.irt.cat import administer
 from mdad.practice.adaptive import (
@@ -117,6 +118,18 @@ def test_bad_options_name_the_parameter(gpqa_data):
                             ({"budget": 5, "method": "random"}, "method must be one of")):
         with pytest.raises(ConfigError, match=message):
             start_adaptive_test(gpqa_data, **kwargs)
+
+
+@pytest.mark.parametrize("score", [0, 1])
+def test_models_that_all_answer_alike_are_refused_not_given_zero_error(score, tmp_path: Path):
+    """All right (or all wrong): the cross-validated error would be 0.0 points, which
+    says only that these models agree, nothing about a new model."""
+    data = tmp_path / "alike.csv"
+    header = "model," + ",".join(f"q{j}" for j in range(12))
+    data.write_text("\n".join([header, *(f"m{i}," + ",".join([str(score)] * 12)
+                                          for i in range(12))]) + "\n")
+    with pytest.raises(DataError, match="every model of alike gave the same answers"):
+        start_adaptive_test(load_dataset(data), budget=4)
 
 
 def test_cli_loop_with_a_csv_and_results_applied_once(tmp_path: Path, gpqa_data):

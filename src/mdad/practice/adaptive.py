@@ -389,6 +389,8 @@ def start_adaptive_test(dataset: Dataset, *, budget: int, batch: int = 1,
     ConfigError
         For an unknown method, a budget outside 1..n_items, a batch outside
         1..budget, or a target_se that is not positive.
+    DataError
+        When every model gave the same answers.
     """
     from mdad.selection.threads import one_thread
     from mdad.selection.tinybenchmarks import fit_irt
@@ -411,6 +413,11 @@ def start_adaptive_test(dataset: Dataset, *, budget: int, batch: int = 1,
                           f"cross-validate; {dataset.name} has {matrix.n_models}")
     dims = ADAPTIVE_METHODS[method]
     scores = np.asarray(matrix.scores(), dtype=np.float64)
+    if (scores == scores[:1]).all():
+        # Its cross-validated error would be 0: these models agree, a new one may not.
+        raise DataError(f"every model of {dataset.name} gave the same answers, so the test "
+                        "cannot learn which items tell models apart, nor how well it "
+                        "estimates a model unlike them; use data whose models differ")
     with one_thread():
         model = fit_irt(scores, dims, np.random.default_rng(seed)).standardised()
         answered, error = _cross_validated_error(scores, dims, budget, batch, seed)
