@@ -432,6 +432,28 @@ def test_a_file_with_an_unknown_estimator_kind_names_it(gpqa_data, tmp_path: Pat
         MicroBenchmarkFile.load(path)
 
 
+@pytest.mark.parametrize(("method", "edit", "message"), [
+    ("anchor-points", lambda e: e["weights"].__setitem__(0, 1e308),
+     r"weights are null or `size` numbers in \[0, 1\], not all 0"),
+    ("anchor-points", lambda e: e.__setitem__("weights", [0.0] * 5), r"not all 0"),
+    ("anchor-points", lambda e: e["weights"].pop(), r"`size` numbers in \[0, 1\]"),
+    ("tinybenchmarks-pirt", lambda e: e["difficulty"].__setitem__(0, float("nan")),
+     r"an IRT estimator with parameters for every item"),
+])
+def test_an_edited_estimator_is_refused(gpqa_data, method, edit, message, tmp_path: Path):
+    """A file whose weights would make the estimate 1e308 points, or whose item
+    parameters are NaN (Python's json reads NaN), is refused, not used; every weight
+    `select` writes is in [0, 1] (test_every_method_s_weights_are_fractions)."""
+    from mdad.errors import DataError
+
+    data = json.loads(select_microbenchmark(gpqa_data, method, 5).to_json())
+    edit(data["estimator"])
+    path = tmp_path / "mb.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(DataError, match=rf"mb.json: .*{message}"):
+        MicroBenchmarkFile.load(path)
+
+
 def test_select_progress_line_shows_only_past_its_delay(capsys):
     from mdad.cli.select_cmd import delayed_progress
 

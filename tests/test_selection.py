@@ -45,6 +45,21 @@ class TestContract:
             assert first.length == size and size <= exposure.distinct_items <= pool.n_items
 
 
+@given(confidence=st.lists(st.floats(0, 1), min_size=3, max_size=60),
+       share=st.floats(0.01, 1.0), seed=st.integers(0, 2**32 - 1))
+@settings(max_examples=60, deadline=None)
+def test_every_method_s_weights_are_fractions(confidence, share, seed):
+    """The micro-benchmark file refuses weights outside [0, 1] as edits, so none that
+    a method writes may lie there: Horvitz-Thompson weights 1 / (p N) have p N >= 1
+    (a stratum's share of its items times the pool), cluster shares sum to 1."""
+    values = np.tile(np.asarray(confidence, dtype=np.float32), (4, 1))
+    pool = SeenPool(values, values, np.zeros(values.shape[1], dtype=np.int64))
+    size = max(1, round(share * pool.n_items))
+    for name in ("confidence-strata", "anchor-points"):
+        weights = get_method(name).select(pool, size, rng=np.random.default_rng(seed)).weights
+        assert weights is not None and ((weights >= 0) & (weights <= 1)).all() and weights.any()
+
+
 def test_unknown_method_lists_the_known_ones():
     with pytest.raises(ConfigError, match=r"unknown method 'bogus'; choose from: random, "):
         get_method("bogus")

@@ -124,9 +124,11 @@ def _validate_estimator(estimator: Any, size: int, need) -> None:
     need(isinstance(estimator, dict) and isinstance(estimator.get("kind"), str),
          "estimator", "an object with a kind")
     weights = estimator.get("weights")
-    need(weights is None or (_numbers(weights, size, lambda v: _number(v) and v >= 0)
-                             and sum(weights) > 0), "estimator",
-         "an object whose weights are null or `size` non-negative numbers, not all 0")
+    # Cluster shares sum to 1; Horvitz-Thompson weights, 1 / (inclusion probability x
+    # pool size), are at most 1 each: a larger one is an edit.
+    need(weights is None or (_numbers(weights, size, _fraction) and sum(weights) > 0),
+         "estimator", "an object whose weights are null or `size` numbers in [0, 1], not "
+         "all 0")
     kind = estimator["kind"]
     if kind == "linear":
         need(isinstance(estimator.get("confidence"), bool), "estimator",
