@@ -326,9 +326,10 @@ def test_fixed_target_models(tmp_path: Path) -> None:
 
 @pytest.fixture
 def small_gpqa(tmp_path: Path) -> Path:
-    """The first 100 items of GPQA (a 50-item seen pool), written with pandas."""
+    """The first 100 items of GPQA (a 50-item seen pool), written with pandas, without
+    the text column `subtask_range` (which would be reported as metadata)."""
     path = tmp_path / "gpqa_100.csv"
-    pd.read_csv(gpqa_path()).head(100).to_csv(path, index=False)
+    pd.read_csv(gpqa_path()).head(100).drop(columns="subtask_range").to_csv(path, index=False)
     return path
 
 

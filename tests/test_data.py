@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from shared import GPQA_CSV, shared_data
+from shared import GPQA_CSV, MMLU_PRO_CSV, shared_data
 
 from mdad.data import (
     LOADERS,
@@ -146,6 +146,29 @@ def test_both_orientations_read_the_same_matrix(gpqa, tmp_path):
     assert auto.model_names.tolist() == gpqa.model_names[:30].tolist()
     forced = load_wide_csv(wide, orientation="items-as-rows")
     assert forced.n_models == 60  # the override wins
+    assert auto.notes == ("models_as_rows.csv: read with models as rows, from its shape (30 "
+                          "rows, 60 score columns) and no column named like an item id or a "
+                          "subtask; if that is wrong, pass orientation items-as-rows",)
+    assert forced.notes == ("models_as_rows.csv: 1 column(s) without a single score read as "
+                            "metadata, not models: model",)
+    assert auto.take(models=[0, 1]).notes == auto.notes
+
+
+def test_text_columns_read_as_metadata_are_reported(tmp_path):
+    path = tmp_path / "meta.csv"
+    path.write_text("item_id,model_a,model_b,source,annotator\n"
+                    "q1,1,0,web,ann\nq2,0,1,book,ann\nq3,1,1,web,bob\n")
+    matrix = load_wide_csv(path)
+    assert matrix.model_names.tolist() == ["model_a", "model_b"]
+    assert matrix.notes == ("meta.csv: 2 column(s) without a single score read as "
+                            "metadata, not models: source, annotator",)
+    assert load_wide_csv(path, meta_columns=("source", "annotator")).notes == ()
+
+
+@pytest.mark.parametrize("name", ["gpqa", "mmlu-pro-29"])
+def test_the_shipped_datasets_read_without_notes(name):
+    shared_data(GPQA_CSV if name == "gpqa" else MMLU_PRO_CSV)
+    assert load_dataset(name).matrix.notes == ()
 
 
 def test_wide_csv_errors_name_line_and_column(tmp_path):

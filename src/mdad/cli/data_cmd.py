@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
-from mdad.cli.errors import literal, user_errors
+from mdad.cli.errors import as_options, literal, user_errors
 from mdad.cli.render import info_table
 from mdad.data.wide_csv import Orientation
 
@@ -40,6 +40,8 @@ def info(
     if raw.spec is None and holds_lm_eval_samples(raw.path):
         print_lm_eval_files(console, lm_eval_files(raw.path))
     print_provenance(console, Path(raw.matrix.source))
+    for note in raw.matrix.notes:
+        console.print(f"note: {literal(as_options(note, ('orientation',)))}")
 
 
 def print_provenance(console: Console, folder: Path) -> None:

@@ -79,7 +79,7 @@ def load_notices(data) -> list[str]:
     from mdad.cli.errors import as_options
     from mdad.data.lm_eval import holds_lm_eval_samples, lm_eval_files
 
-    notes = []
+    notes = [as_options(note, ("orientation",)) for note in data.matrix.notes]
     if holds_lm_eval_samples(data.path) and (hidden := lm_eval_files(data.path).hidden):
         notes.append(f"{len(hidden)} folders whose names start with '.' were skipped, not "
                      f"read as models: {', '.join(hidden)}")

@@ -67,6 +67,10 @@ class ResponseMatrix:
         Where the data came from (a path or a dataset name), used in messages.
     sha256 : str, optional
         Digest of the file(s) the matrix was read from.
+    notes : tuple of str
+        What reading the source decided that the user should hear, one line each
+        (the layout an ``auto`` reading chose, text columns left out as metadata).
+        `take` keeps them.
 
     Raises
     ------
@@ -90,6 +94,7 @@ class ResponseMatrix:
     confidence: np.ndarray | None = None
     source: str = "<memory>"
     sha256: str | None = None
+    notes: tuple[str, ...] = ()
     _subtask_codes: np.ndarray = field(init=False, repr=False)
     _subtask_names: tuple[str, ...] = field(init=False, repr=False)
 
@@ -243,6 +248,7 @@ class ResponseMatrix:
             confidence=conf,
             source=self.source,
             sha256=self.sha256,
+            notes=self.notes,
         )
 
     def model_index(self, names: list[str], *, what: str = "model",

@@ -136,14 +136,22 @@ def load_wide_csv(
     except ValueError:
         raise ConfigError(f"orientation must be one of {', '.join(Orientation)}; got "
                           f"{orientation!r}", parameters=("orientation",)) from None
+    notes: list[str] = []
     if orientation is Orientation.AUTO:
         # An item-id or subtask column names one item per row; else items outnumber models.
         named_items = {h.lower() for h in header} & {*ITEM_ID_COLUMNS, *SUBTASK_COLUMNS}
         orientation = (Orientation.ITEMS_AS_ROWS
                        if named_items or body.shape[0] >= body.shape[1] - 1
                        else Orientation.MODELS_AS_ROWS)
+        if not named_items:  # a guess from the shape alone: say which, and how to undo it
+            other = ({Orientation.ITEMS_AS_ROWS: Orientation.MODELS_AS_ROWS}
+                     .get(orientation, Orientation.ITEMS_AS_ROWS))
+            notes.append(f"{path.name}: read with {orientation.value.replace('-', ' ')}, from "
+                         f"its shape ({body.shape[0]} rows, {body.shape[1] - 1} score "
+                         f"columns) and no column named like an item id or a subtask; if that "
+                         f"is wrong, pass orientation {other.value}")
     if orientation is Orientation.MODELS_AS_ROWS:
-        return _models_as_rows(path, header, body, lines)
+        return _models_as_rows(path, header, body, lines, tuple(notes))
 
     id_col = _pick(header, item_column, ITEM_ID_COLUMNS, path, "item_column")
     sub_col = _pick(header, subtask_column, SUBTASK_COLUMNS, path, "subtask_column")
@@ -158,13 +166,18 @@ def load_wide_csv(
         raise DataError(f"{path}: no model columns with scores; {reason}",
                         parameters=parameters)
     model_names = [header[j] for j, keep in zip(candidates, is_model, strict=True) if keep]
+    if not is_model.all():
+        left_out = [header[j] for j, keep in zip(candidates, is_model, strict=True) if not keep]
+        notes.append(f"{path.name}: {len(left_out)} column(s) without a single score read as "
+                     f"metadata, not models: {', '.join(left_out[:5])}"
+                     + (", ..." if len(left_out) > 5 else ""))
     scores = _check_scores(values[:, is_model], text[:, is_model], cells[:, is_model], path,
                            model_names, lines)
     item_ids = (body[:, header.index(id_col)].astype(str) if id_col is not None
                 else np.array([str(i) for i in range(body.shape[0])]))
     subtasks = body[:, header.index(sub_col)].astype(str) if sub_col is not None else None
     return ResponseMatrix(scores.T, model_names, item_ids, subtasks,
-                          source=str(path), sha256=file_sha256(path))
+                          source=str(path), sha256=file_sha256(path), notes=tuple(notes))
 
 
 def _why_no_scores(header: list[str], cells: np.ndarray) -> tuple[str, tuple[str, ...]]:
@@ -182,7 +195,7 @@ def _why_no_scores(header: list[str], cells: np.ndarray) -> tuple[str, tuple[str
 
 
 def _models_as_rows(path: Path, header: list[str], body: np.ndarray,
-                    lines: np.ndarray) -> ResponseMatrix:
+                    lines: np.ndarray, notes: tuple[str, ...]) -> ResponseMatrix:
     first = np.array([str(v).strip() for v in body[:, 0]])
     is_subtask_row = np.isin(np.char.lower(first.astype(str)), SUBTASK_COLUMNS)
     subtasks = body[is_subtask_row][0, 1:].astype(str) if is_subtask_row.any() else None
@@ -192,7 +205,7 @@ def _models_as_rows(path: Path, header: list[str], body: np.ndarray,
     values, text = _to_scores(cells)
     scores = _check_scores(values, text, cells, path, item_ids, lines[rows])
     return ResponseMatrix(scores, first[rows], item_ids, subtasks,
-                          source=str(path), sha256=file_sha256(path))
+                          source=str(path), sha256=file_sha256(path), notes=notes)
 
 
 def is_wide_csv(path: Path) -> bool:
