@@ -697,10 +697,26 @@ def test_bad_input_is_one_line_and_exit_2(case: str, tmp_path: Path) -> None:
 def test_bad_option_values_are_usage_errors(option: str, value: str, tmp_path: Path) -> None:
     out = tmp_path / "out"
     proc = mdad_cli("run", "gpqa", *FAST, option, value, "--out", out, cwd=tmp_path)
-    assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert "Traceback" not in proc.stdout + proc.stderr
-    assert re.search(rf"Invalid value for '{option}'", flat(proc.stderr)), proc.stderr
+    assert_user_error(proc, rf"^mdad: error: Invalid value for '{option}': .*; see 'mdad run "
+                            rf"--help'$")
     assert_no_out(out)
+
+
+@pytest.mark.parametrize("args, pattern", [
+    (("plan",), r"Missing argument 'dataset'; see 'mdad plan --help'$"),
+    (("run", "gpqa", "--nope"), r"No such option: --nope; see 'mdad run --help'$"),
+    (("data", "nope"), r"No such command 'nope'; see 'mdad data --help'$"),
+    (("frob",), r"No such command 'frob'; see 'mdad --help'$"),
+])
+def test_click_s_usage_errors_are_one_line_too(args: tuple[str, ...], pattern: str,
+                                               tmp_path: Path) -> None:
+    assert_user_error(mdad_cli(*args, cwd=tmp_path), pattern)
+
+
+def test_a_command_group_alone_shows_its_help(tmp_path: Path) -> None:
+    proc = mdad_cli("adaptive", cwd=tmp_path)
+    assert proc.returncode == 2 and "Commands:" in proc.stdout + proc.stderr
+    assert "mdad: error" not in proc.stderr
 
 
 def test_data_info_unknown_dataset_is_one_line(tmp_path: Path) -> None:

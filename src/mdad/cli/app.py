@@ -88,7 +88,27 @@ def main() -> None:
         name = ""  # --version is eager: it needs no command
     command = typer.main.get_command(build_app(name if name in COMMANDS or name == "" else None))
     _show_flags_as_flags(command)
-    command(prog_name="mdad")
+    # click's exceptions, wherever this typer takes click from (it vendors it from 0.27)
+    click_errors = sys.modules[typer.BadParameter.__module__]
+    try:
+        code = command.main(prog_name="mdad", standalone_mode=False)
+    except getattr(click_errors, "NoArgsIsHelpError", ()) as error:  # a group alone: its help
+        error.show()
+        raise SystemExit(error.exit_code) from None
+    except click_errors.UsageError as error:  # click's own is four lines: usage, hint, blank, error
+        from mdad.cli.errors import fail
+
+        where = f"; see '{error.ctx.command_path} --help'" if error.ctx else ""
+        raise SystemExit(fail(f"{error.format_message().rstrip('.')}{where}").exit_code
+                         ) from None
+    except click_errors.ClickException as error:
+        error.show()
+        raise SystemExit(error.exit_code) from None
+    except typer.Abort:
+        print("Aborted!", file=sys.stderr)
+        raise SystemExit(1) from None
+    # without standalone mode, click returns an Exit's code (--help: 0) or the command's
+    raise SystemExit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":
