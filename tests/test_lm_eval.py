@@ -249,7 +249,7 @@ def test_files_listed_per_model_in_merge_order(tmp_path):
     (tmp_path / "notes").mkdir()
     found = lm_eval_files(tmp_path)
     assert found.models == {"org__a": [a_t0, unstamped, a_old, a_new], "org__b": [b]}
-    assert found.hidden == []
+    assert (found.hidden, found.nested, found.empty) == ([], [], ["notes"])
     assert found.tasks() == ["t0", "t1"]
     assert lm_eval_files(tmp_path / "org__a").models == {"org__a": [a_t0, unstamped, a_old,
                                                                     a_new]}
@@ -270,6 +270,51 @@ def test_hidden_model_folders_are_skipped_and_named(tmp_path):
     matrix = load_lm_eval_samples(tmp_path)
     assert matrix.model_names.tolist() == ["model"]
     assert matrix.correctness[0].tolist() == [1.0, 1.0]
+    assert matrix.notes == ("not read as models: 1 folder (names starting with '.', such as "
+                            "copies in .ipynb_checkpoints): .ipynb_checkpoints",)
+
+
+def test_folders_not_read_as_models_are_named(tmp_path):
+    write_samples(tmp_path / "model", "task", scored([0, 1], 1.0), OLD)
+    write_samples(tmp_path / "rerun" / "org__model", "task", scored([0, 1], 0.0), NEW)
+    (tmp_path / "crashed").mkdir()
+    matrix = load_lm_eval_samples(tmp_path)
+    assert matrix.model_names.tolist() == ["model"]
+    assert matrix.notes == (
+        "not read: 1 folder whose sample files lie deeper than a model's folder: rerun; "
+        "point at the folder that holds one folder per model",
+        "not read as models: 1 folder without sample files: crashed")
+    # a model's own folder: its subfolders with sample files are not read either
+    write_samples(tmp_path / "model" / "old", "task", scored([0], 0.0), OLD)
+    assert load_lm_eval_samples(tmp_path / "model").notes == (
+        "not read: 1 folder whose sample files lie deeper than a model's folder: old; "
+        "point at the folder that holds one folder per model",)
+    assert load_lm_eval_samples(tmp_path / "model" / "old").notes == ()
+
+
+def test_only_nested_sample_files_is_an_error_that_names_them(tmp_path):
+    write_samples(tmp_path / "run1" / "org__a", "task", scored([0], 1.0), OLD)
+    with pytest.raises(DataError, match=r"no samples_\*\.jsonl files.* \(only deeper, in "
+                                        r"run1\); point at the --output_path"):
+        load_lm_eval_samples(tmp_path)
+
+
+def test_models_without_the_asked_tasks_are_named(tmp_path):
+    write_samples(tmp_path / "a", "t1", scored([0], 1.0), OLD)
+    write_samples(tmp_path / "b", "t2", scored([0], 1.0), OLD)
+    matrix = load_lm_eval_samples(tmp_path, tasks=["t1"])
+    assert matrix.model_names.tolist() == ["a"]
+    assert matrix.notes == ("1 model(s) with no file of the tasks t1 left out: b",)
+    assert load_lm_eval_samples(tmp_path).notes == ()
+
+
+def test_many_folders_are_listed_with_a_count_of_the_rest(tmp_path):
+    write_samples(tmp_path / "model", "task", scored([0], 1.0), OLD)
+    for k in range(7):
+        (tmp_path / f"empty{k}").mkdir()
+    assert load_lm_eval_samples(tmp_path).notes == (
+        "not read as models: 7 folders without sample files: empty0, empty1, empty2, "
+        "empty3, empty4, ... (2 more)",)
 
 
 def test_only_hidden_folders_is_an_error_that_says_so(tmp_path):
@@ -452,7 +497,7 @@ def test_truncated_second_pass(tmp_path):
 
 def test_non_numeric_metric(tmp_path):
     write_samples(tmp_path, "task", [mc_record(0, [-1.0], 0, "yes")])
-    with pytest.raises(DataError, match=r"line 1: acc is 'yes', not a number"):
+    with pytest.raises(DataError, match=r"line 1: acc is 'yes', not a score in \[0, 1\]"):
         load_lm_eval_samples(tmp_path)
 
 
@@ -496,7 +541,8 @@ def test_data_info_lists_the_files_per_model(tmp_path):
         "the newest timestamp winning for a doc in several:",
         "  org__a", f"    {a_old.name}", f"    {a_new.name}",
         "  org__b", f"    {b.name}",
-        "note: skipped 1 hidden folder (names starting with '.'): .ipynb_checkpoints"]
+        "note: not read as models: 1 folder (names starting with '.', such as copies in "
+        ".ipynb_checkpoints): .ipynb_checkpoints"]
 
 
 def test_data_info_error_is_one_line(tmp_path):
@@ -505,3 +551,36 @@ def test_data_info_error_is_one_line(tmp_path):
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert "skipped hidden folders ['.hidden']" in proc.stderr
+
+
+def test_every_command_s_load_notices_carry_the_loader_s_notes(tmp_path):
+    from mdad.cli.render import load_notices
+    from mdad.data import load_dataset
+
+    write_samples(tmp_path / "model", "task", scored([0, 1], 1.0), OLD)
+    (tmp_path / "crashed").mkdir()
+    assert load_notices(load_dataset(tmp_path)) == [
+        "not read as models: 1 folder without sample files: crashed"]
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"doc_id": None}, r"line 2: doc_id is None; lm-eval writes the document's index"),
+    ({"doc_id": 1.5}, r"line 2: doc_id is 1\.5;"),
+    ({"doc_id": True}, r"line 2: doc_id is True;"),
+    ({"doc_id": [1]}, r"line 2: doc_id is \[1\];"),
+    ({"doc_id": " "}, r"line 2: doc_id is ' ';"),
+    ({"acc": float("nan")}, r"line 2: acc is nan, not a score in \[0, 1\]; fix that record, "
+                            r"or choose another --metric"),
+    ({"acc": 2.0}, r"line 2: acc is 2\.0, not a score in \[0, 1\]"),
+    ({"acc": "yes"}, r"line 2: acc is 'yes', not a score"),
+    ({"filtered_resps": [["NaN", "False"], ["-2.0", "False"]]},
+     r"line 2: an option's log-likelihood is nan, so its confidence is unknown"),
+    ({"filtered_resps": [["Infinity", "False"], ["-2.0", "False"]]},
+     r"line 2: an option's log-likelihood is inf"),
+])
+def test_a_bad_record_is_refused_naming_its_line(tmp_path, change, message):
+    records = scored([0, 1], 1.0)
+    records[1].update(change)
+    path = write_samples(tmp_path, "task", records)
+    with pytest.raises(DataError, match=rf"{re.escape(str(path))}: {message}"):
+        load_lm_eval_samples(path)

@@ -41,7 +41,8 @@ def info(
         print_lm_eval_files(console, lm_eval_files(raw.path))
     print_provenance(console, Path(raw.matrix.source))
     for note in raw.matrix.notes:
-        console.print(f"note: {literal(as_options(note, ('orientation',)))}")
+        console.print(f"note: {literal(as_options(note, ('orientation',)))}", soft_wrap=True,
+                      highlight=False)
 
 
 def print_provenance(console: Console, folder: Path) -> None:
@@ -138,8 +139,8 @@ def pull(
 
 
 def print_lm_eval_files(console: Console, found: LmEvalFiles) -> None:
-    """The sample files read per model (oldest first within a task), and the hidden
-    folders skipped."""
+    """The sample files read per model (oldest first within a task); the folders not
+    read are among the matrix's notes."""
     from mdad.data.lm_eval import task_of
 
     several = sum(len(files) > len({task_of(f) for f in files})
@@ -152,10 +153,6 @@ def print_lm_eval_files(console: Console, found: LmEvalFiles) -> None:
         console.print(f"  {literal(model)}", soft_wrap=True, highlight=False)
         for file in files:
             console.print(f"    {literal(file.name)}", soft_wrap=True, highlight=False)
-    if found.hidden:
-        skipped = _count(len(found.hidden), "hidden folder", "hidden folders")
-        console.print(f"note: skipped {skipped} (names starting with '.'): "
-                      f"{literal(', '.join(found.hidden))}", soft_wrap=True, highlight=False)
 
 
 def _count(n: int, one: str, many: str) -> str:

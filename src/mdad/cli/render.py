@@ -72,17 +72,14 @@ def study_table(mdad: pd.DataFrame, summary: pd.DataFrame, title: str) -> Table:
 
 
 def load_notices(data) -> list[str]:
-    """What loading `data` (a `Dataset`) left out, one line each: lm-eval folders
-    skipped as hidden, the missing-data policy's drops. Every command that loads a
+    """What loading `data` (a `Dataset`) decided or left out, one line each: the
+    loader's notes (the layout `auto` guessed, columns read as metadata, lm-eval folders
+    not read), the missing-data policy's drops. Every command that loads a
     dataset prints these. (An option that does not apply to the data is refused when
     it is read.)"""
     from mdad.cli.errors import as_options
-    from mdad.data.lm_eval import holds_lm_eval_samples, lm_eval_files
 
     notes = [as_options(note, ("orientation",)) for note in data.matrix.notes]
-    if holds_lm_eval_samples(data.path) and (hidden := lm_eval_files(data.path).hidden):
-        notes.append(f"{len(hidden)} folders whose names start with '.' were skipped, not "
-                     f"read as models: {', '.join(hidden)}")
     if note := data.missing.describe():
         notes.append(as_options(note, data.missing.parameters))
     return notes

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -50,14 +50,37 @@ class LmEvalFiles:
         which they are merged: a later file's record of a doc replaces an earlier one's).
     hidden : names of the subfolders starting with ``.`` that hold sample files; they
         are skipped (e.g. ``.ipynb_checkpoints`` copies), never read as models.
+    nested : names of the subfolders whose sample files lie deeper than a model's
+        folder (or, when the path is a model's folder, any subfolder with sample files);
+        they are not read.
+    empty : names of the other subfolders, which hold no sample files at all (e.g. a run
+        that failed before writing any); hidden ones are not listed.
     """
 
     models: dict[str, list[Path]]
-    hidden: list[str]
+    hidden: list[str] = field(default_factory=list)
+    nested: list[str] = field(default_factory=list)
+    empty: list[str] = field(default_factory=list)
 
     def tasks(self) -> list[str]:
         """Every task that some model has a file of, sorted."""
         return sorted({task_of(f) for files in self.models.values() for f in files})
+
+    def notes(self) -> list[str]:
+        """One line for each kind of subfolder that was not read, naming them."""
+        kinds = ((self.hidden, "not read as models: {} (names starting with '.', such as "
+                               "copies in .ipynb_checkpoints): {}"),
+                 (self.nested, "not read: {} whose sample files lie deeper than a model's "
+                               "folder: {}; point at the folder that holds one folder per "
+                               "model"),
+                 (self.empty, "not read as models: {} without sample files: {}"))
+        return [what.format(f"{len(names)} folder{'s' * (len(names) > 1)}", _listed(names))
+                for names, what in kinds if names]
+
+
+def _listed(names: list[str], shown: int = 5) -> str:
+    return ", ".join(names[:shown]) + (f", ... ({len(names) - shown} more)"
+                                       if len(names) > shown else "")
 
 
 def task_of(file: Path) -> str:
@@ -102,30 +125,41 @@ def lm_eval_files(path: str | Path) -> LmEvalFiles:
     """
     path = Path(path)
     if path.is_file():
-        return LmEvalFiles({path.resolve().parent.name: [path]}, [])
+        return LmEvalFiles({path.resolve().parent.name: [path]})
     if not path.is_dir():
         raise DataError(f"{path}: no such file or directory")
     own = sorted(path.glob(SAMPLES_GLOB))
+    subfolders = sorted(p for p in path.iterdir() if p.is_dir())
     if own:
-        return LmEvalFiles({path.resolve().name: _merge_order(own)}, [])
+        nested = [sub.name for sub in subfolders
+                  if not sub.name.startswith(".") and _holds_samples_below(sub)]
+        return LmEvalFiles({path.resolve().name: _merge_order(own)}, nested=nested)
     models: dict[str, list[Path]] = {}
     hidden: list[str] = []
-    for sub in sorted(p for p in path.iterdir() if p.is_dir()):
+    nested: list[str] = []
+    empty: list[str] = []
+    for sub in subfolders:
         files = list(sub.glob(SAMPLES_GLOB))
-        if not files:
-            continue
-        if sub.name.startswith("."):
+        if files and sub.name.startswith("."):
             hidden.append(sub.name)
-        else:
+        elif files:
             models[sub.name] = _merge_order(files)
-    if not models:
-        skipped = f" (only in the skipped hidden folders {hidden})" if hidden else ""
+        elif not sub.name.startswith("."):
+            (nested if _holds_samples_below(sub) else empty).append(sub.name)
+    found = LmEvalFiles(models, hidden, nested, empty)
+    if not found.models:
+        skipped = (f" (only in the skipped hidden folders {found.hidden})" if found.hidden
+                   else f" (only deeper, in {_listed(found.nested)})" if found.nested else "")
         raise DataError(
             f"{path}: no {SAMPLES_GLOB} files, neither in it nor in its subdirectories"
             f"{skipped}; point at the --output_path of lm-eval --log_samples (one "
             "subdirectory per model)"
         )
-    return LmEvalFiles(models, hidden)
+    return found
+
+
+def _holds_samples_below(folder: Path) -> bool:
+    return next(folder.rglob(SAMPLES_GLOB), None) is not None
 
 
 def _files_by_task(files: list[Path], tasks: set[str] | None) -> dict[str, list[Path]]:
@@ -228,7 +262,11 @@ def _parse(line: str, path: Path, n: int) -> tuple[dict[str, Any], str]:
     if not isinstance(record, dict) or "doc_id" not in record:
         raise DataError(f"{path}: line {n}: a record without 'doc_id'; every line must be one "
                         "lm-eval sample record, as written by --log_samples")
-    return record, str(record["doc_id"])
+    doc = record["doc_id"]
+    if isinstance(doc, bool) or not isinstance(doc, int | str) or not str(doc).strip():
+        raise DataError(f"{path}: line {n}: doc_id is {doc!r}; lm-eval writes the document's "
+                        "index, a whole number: fix that record or re-run the task")
+    return record, str(doc)
 
 
 def _metric_key(record: dict[str, Any], metric: str, path: Path, n: int) -> str:
@@ -301,12 +339,19 @@ def read_task_lines(lines: Iterable[bytes], path: Path | str, metric: str) -> _T
         if key not in record:
             raise _missing_metric(record, key, path, n)
         try:
-            scores.append(float(record[key]))
+            score = float(record[key])
         except (TypeError, ValueError):
-            raise DataError(f"{path}: line {n}: {key} is {record[key]!r}, not a number; "
-                            "fix that record") from None
+            score = np.nan
+        if not 0.0 <= score <= 1.0:  # NaN too: JSON's NaN is no missing answer
+            raise DataError(f"{path}: line {n}: {key} is {record[key]!r}, not a score in "
+                            "[0, 1]; fix that record, or choose another --metric")
+        scores.append(score)
         first_line[doc] = n
         lls = _loglikelihoods(record)
+        if lls and not np.isfinite(lls).all():
+            bad = next(v for v in lls if not np.isfinite(v))
+            raise DataError(f"{path}: line {n}: an option's log-likelihood is {bad}, so its "
+                            "confidence is unknown; fix that record or re-run the task")
         if lls and (index := _gold_index(record, len(lls))) >= 0:
             rows.append(len(doc_ids))
             flat.extend(lls)
@@ -389,7 +434,8 @@ def load_lm_eval_samples(path: str | Path, *, metric: str = "acc",
     files the one with the latest timestamp in its name wins; `lm_eval_files` lists
     the files. A file with one pass over its documents per filter (the harness's
     layout for e.g. gsm8k) is read from its first pass. Subdirectories without sample
-    files, and those whose names start with ``.``, are skipped.
+    files of their own, and those whose names start with ``.``, are not read; the
+    matrix's `notes` name them (see `LmEvalFiles`), and the models `tasks` left out.
 
     Raises
     ------
@@ -403,20 +449,28 @@ def load_lm_eval_samples(path: str | Path, *, metric: str = "acc",
     wanted = None if tasks is None else set(tasks)
     per_model: dict[str, dict[str, _TaskScores]] = {}
     used: list[Path] = []
+    without_tasks: list[str] = []
     for model, files in found.models.items():
         grouped = _files_by_task(files, wanted)
         if grouped:
             per_model[model] = {task: _merge([_read_task(f, metric) for f in group])
                                 for task, group in grouped.items()}
             used.extend(f for group in grouped.values() for f in group)
+        else:
+            without_tasks.append(model)
     if not per_model:
         raise _no_such_task(path, sorted(wanted or ()), found.tasks())
+    notes = found.notes()
+    if without_tasks:
+        notes.append(f"{len(without_tasks)} model(s) with no file of the tasks "
+                     f"{', '.join(sorted(wanted or ()))} left out: {_listed(without_tasks)}")
     root = path if path.is_dir() else path.parent
-    return build_matrix(per_model, source=str(path), sha256=files_sha256(used, root))
+    return build_matrix(per_model, source=str(path), sha256=files_sha256(used, root),
+                        notes=tuple(notes))
 
 
 def build_matrix(per_model: dict[str, dict[str, _TaskScores]], *, source: str,
-                 sha256: str | None = None) -> ResponseMatrix:
+                 sha256: str | None = None, notes: tuple[str, ...] = ()) -> ResponseMatrix:
     """One matrix from each model's scores by task: models sorted by name, items
     ``"<task>/<doc_id>"`` sorted by task then doc_id, NaN where a model lacks an item."""
     models = sorted(per_model)
@@ -440,7 +494,7 @@ def build_matrix(per_model: dict[str, dict[str, _TaskScores]], *, source: str,
     return ResponseMatrix(
         correctness, models, item_ids, subtasks,
         None if np.isnan(confidence).all() else confidence,
-        source=source, sha256=sha256,
+        source=source, sha256=sha256, notes=notes,
     )
 
 
