@@ -468,3 +468,32 @@ def test_select_progress_line_shows_only_past_its_delay(capsys):
     assert lines[0] == "mdad select: selecting 50 items"
     assert re.fullmatch(r"mdad select: 3 of 6 fits: cross-validation fold 2 of 5 done "
                         r"\(\d+\.\d s\)", lines[1])
+
+
+def test_a_results_csv_as_spreadsheets_write_it_is_read(tmp_path: Path):
+    from mdad.practice.estimate import read_item_scores
+
+    path = tmp_path / "model.csv"
+    path.write_bytes("\ufeffitem_id,correct\r\na,1\r\nb,0.5\r\n\r\n,\r\n".encode())
+    scores = read_item_scores(path, ["a", "b", "c"], None, metric="acc", dataset="d")
+    assert scores.scores[:2].tolist() == [1.0, 0.5] and scores.missing == ["c"]
+
+
+@pytest.mark.parametrize("text, message", [
+    (b"item_id,correct,note\na,1,x\n", r"the first line must be the header item_id,correct "
+                                       r"\(it has 'item_id', 'correct', 'note'; remove"),
+    (b"id,score\na,1\n", r"the first line must be the header item_id,correct$"),
+    (b"item_id,correct\na,1,extra\n", r"line 2: expected item_id,correct, got 3 cell"),
+    (b"item_id,correct\n,1\n", r"line 2: expected item_id,correct, got 2 cell"),
+    (b"item_id,correct\na,nan\n", r"line 2, column correct: nan is not in \[0, 1\]"),
+    (b"item_id,correct\na,\xff\n", r"byte 18 is not UTF-8; save the file as UTF-8"),
+])
+def test_a_bad_results_csv_is_refused_naming_the_line(tmp_path: Path, text: bytes,
+                                                      message: str):
+    from mdad.errors import DataError
+    from mdad.practice.estimate import read_item_scores
+
+    path = tmp_path / "model.csv"
+    path.write_bytes(text)
+    with pytest.raises(DataError, match=message):
+        read_item_scores(path, ["a"], None, metric="acc", dataset="d")

@@ -140,17 +140,28 @@ def read_item_scores(path: Path, items: list[str], lm_eval_items: list[str] | No
 
 
 def _read_csv(path: Path) -> dict[str, float]:
-    try:
-        with path.open(newline="", encoding="utf-8") as handle:
+    """``item_id,correct`` rows as item -> score; a UTF-8 byte-order mark (as Excel
+    writes) and blank lines are allowed, any other column is refused."""
+    try:  # utf-8-sig: the byte-order mark is not part of the first column's name
+        with path.open(newline="", encoding="utf-8-sig") as handle:
             rows = list(csv.reader(handle))
     except OSError as exc:
         raise DataError(f"{path}: cannot read it ({exc.strerror})") from None
-    if not rows or [c.strip() for c in rows[0][:2]] != ["item_id", "correct"]:
-        raise DataError(f"{path}: the first line must be the header item_id,correct")
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path}: byte {exc.start} is not UTF-8; save the file as UTF-8"
+                        ) from None
+    header = [c.strip() for c in rows[0]] if rows else []
+    if header != ["item_id", "correct"]:
+        extra = (f" (it has {', '.join(map(repr, header))}; remove the other columns)"
+                 if header[:2] == ["item_id", "correct"] else "")
+        raise DataError(f"{path}: the first line must be the header item_id,correct{extra}")
     values: dict[str, float] = {}
     for line, row in enumerate(rows[1:], start=2):
-        if len(row) < 2:
-            raise DataError(f"{path}, line {line}: expected item_id,correct")
+        if not any(cell.strip() for cell in row):
+            continue
+        if len(row) != 2 or not row[0].strip():
+            raise DataError(f"{path}, line {line}: expected item_id,correct, got "
+                            f"{len(row)} cell(s) {','.join(row)!r}")
         item = row[0].strip()
         try:
             value = float(row[1])
