@@ -379,7 +379,19 @@ def test_a_negative_seed_is_one_line(command: tuple[str, ...], tmp_path: Path) -
      "method,size,sources,split,mdad\nrandom,10,5,seen,4.5\n", r"mdad\.csv: no column"),
     ('{"study": {"methods": ["random"], "threshold": 0.8}}',
      "method,size,sources,split,mdad,reached\nrandom,10,5,seen,,True\n",
-     r"mdad\.csv: row 2 is marked reached but its mdad is not a number"),
+     r"mdad\.csv: row 2 is marked reached but its mdad is not a number in \[0, 1\]"),
+    ('{"study": {"methods": ["random"], "threshold": 0.8}}',
+     "method,size,sources,split,mdad,reached\nrandom,10,5,seen,4.5,True\n",
+     r"mdad\.csv: row 2 is marked reached but its mdad is not a number in \[0, 1\]"),
+    ('{"study": {"methods": ["random"], "threshold": 0.8}}',
+     "method,size,sources,split,mdad,reached,pairs\nrandom,10,5,seen,0.04,True,10\n"
+     "random,10,5,seen,0.04,True,-3\n", r"mdad\.csv: row 3, column pairs: -3 is not a count"),
+    ('{"study": {"methods": ["random"], "threshold": 0.8}}',
+     "method,size,sources,split,mdad,reached,pairs\nrandom,10,5,seen,0.04,True,2.5\n",
+     r"mdad\.csv: row 2, column pairs: 2\.5 is not a count"),
+    ('{"study": {"methods": ["random"], "threshold": 0.8}}',
+     "method,size,sources,split,mdad,reached,pairs\nrandom,0,5,seen,0.04,True,2\n",
+     r"mdad\.csv: row 2, column size: 0 is not a count"),
 ])
 def test_report_refuses_a_folder_that_holds_no_study(config: str, mdad_csv: str,
                                                      pattern: str, tmp_path: Path) -> None:

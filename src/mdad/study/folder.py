@@ -243,8 +243,9 @@ def read_study_folder(path: Path) -> StudyFolder:
 
 def _check_tables(path: Path, config: object, mdad: pd.DataFrame) -> None:
     """Refuse a folder whose files parse but do not hold a study: a config without
-    its study section, an mdad.csv without rows or its key columns, or a value marked
-    reached that is not a number."""
+    its study section, an mdad.csv without rows or its key columns, a size, source or
+    pair count that is not a whole number, or a value marked reached that is not an
+    accuracy gap in [0, 1]."""
     import pandas as pd
 
     fix = "rerun the study (`mdad run ... --out`) or pass another folder"
@@ -256,12 +257,21 @@ def _check_tables(path: Path, config: object, mdad: pd.DataFrame) -> None:
     if lacking or mdad.empty:
         what = f"no column {', '.join(lacking)}" if lacking else "no rows"
         raise DataError(f"{path / 'mdad.csv'}: {what}; {fix}")
+    for column in ("size", "sources", "pairs"):  # counts: whole numbers, sizes above 0
+        if column in mdad:
+            values = pd.to_numeric(mdad[column], errors="coerce").to_numpy(np.float64)
+            bad = np.flatnonzero(~np.isfinite(values) | (values != np.round(values))
+                                 | (values < (column != "pairs")))
+            if len(bad):
+                raise DataError(f"{path / 'mdad.csv'}: row {bad[0] + 2}, column {column}: "
+                                f"{mdad[column].iloc[bad[0]]} is not a count; {fix}")
     if "reached" in mdad:
-        bad = mdad.index[mdad.reached.astype(bool) & ~np.isfinite(
-            pd.to_numeric(mdad.mdad, errors="coerce"))]
+        values = pd.to_numeric(mdad.mdad, errors="coerce").to_numpy(np.float64)
+        bad = np.flatnonzero(mdad.reached.astype(bool).to_numpy()
+                             & ~((values >= 0) & (values <= 1)))
         if len(bad):
             raise DataError(f"{path / 'mdad.csv'}: row {bad[0] + 2} is marked reached but its "
-                            f"mdad is not a number; {fix}")
+                            f"mdad is not a number in [0, 1]; {fix}")
 
 
 def censor_legacy(mdad: pd.DataFrame) -> pd.DataFrame:
