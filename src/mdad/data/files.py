@@ -23,6 +23,13 @@ def files_sha256(paths: list[Path], root: Path) -> str:
     return digest.hexdigest()
 
 
+def listed(names: list[str], shown: int = 5) -> str:
+    """The first `shown` of `names`, comma separated, and how many more there are: a
+    message names what was left out without growing with it."""
+    more = f", ... ({len(names) - shown} more)" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
+
+
 def read_name_list(path: str | Path, *, option: str, what: str = "models"
                    ) -> tuple[str, ...]:
     """Names from a text file, one per line; blank lines and '#' comments are skipped.

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from mdad.data.files import files_sha256
+from mdad.data.files import files_sha256, listed
 from mdad.data.loader import FileLoader
 from mdad.data.matrix import ResponseMatrix
 from mdad.errors import DataError
@@ -74,13 +74,8 @@ class LmEvalFiles:
                                "folder: {}; point at the folder that holds one folder per "
                                "model"),
                  (self.empty, "not read as models: {} without sample files: {}"))
-        return [what.format(f"{len(names)} folder{'s' * (len(names) > 1)}", _listed(names))
+        return [what.format(f"{len(names)} folder{'s' * (len(names) > 1)}", listed(names))
                 for names, what in kinds if names]
-
-
-def _listed(names: list[str], shown: int = 5) -> str:
-    return ", ".join(names[:shown]) + (f", ... ({len(names) - shown} more)"
-                                       if len(names) > shown else "")
 
 
 def task_of(file: Path) -> str:
@@ -149,7 +144,7 @@ def lm_eval_files(path: str | Path) -> LmEvalFiles:
     found = LmEvalFiles(models, hidden, nested, empty)
     if not found.models:
         skipped = (f" (only in the skipped hidden folders {found.hidden})" if found.hidden
-                   else f" (only deeper, in {_listed(found.nested)})" if found.nested else "")
+                   else f" (only deeper, in {listed(found.nested)})" if found.nested else "")
         raise DataError(
             f"{path}: no {SAMPLES_GLOB} files, neither in it nor in its subdirectories"
             f"{skipped}; point at the --output_path of lm-eval --log_samples (one "
@@ -463,7 +458,7 @@ def load_lm_eval_samples(path: str | Path, *, metric: str = "acc",
     notes = found.notes()
     if without_tasks:
         notes.append(f"{len(without_tasks)} model(s) with no file of the tasks "
-                     f"{', '.join(sorted(wanted or ()))} left out: {_listed(without_tasks)}")
+                     f"{', '.join(sorted(wanted or ()))} left out: {listed(without_tasks)}")
     root = path if path.is_dir() else path.parent
     return build_matrix(per_model, source=str(path), sha256=files_sha256(used, root),
                         notes=tuple(notes))

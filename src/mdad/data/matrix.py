@@ -69,7 +69,8 @@ class ResponseMatrix:
         Digest of the file(s) the matrix was read from.
     notes : tuple of str
         What reading the source decided that the user should hear, one line each
-        (the layout an ``auto`` reading chose, text columns left out as metadata).
+        (the layout an ``auto`` reading chose, text columns left out as metadata,
+        lm-eval folders not read).
         `take` keeps them.
 
     Raises

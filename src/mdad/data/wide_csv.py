@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mdad.data.files import file_sha256
+from mdad.data.files import file_sha256, listed
 from mdad.data.loader import FileLoader
 from mdad.data.matrix import ResponseMatrix
 from mdad.errors import ConfigError, DataError
@@ -144,8 +144,8 @@ def load_wide_csv(
                        if named_items or body.shape[0] >= body.shape[1] - 1
                        else Orientation.MODELS_AS_ROWS)
         if not named_items:  # a guess from the shape alone: say which, and how to undo it
-            other = ({Orientation.ITEMS_AS_ROWS: Orientation.MODELS_AS_ROWS}
-                     .get(orientation, Orientation.ITEMS_AS_ROWS))
+            other = (Orientation.MODELS_AS_ROWS if orientation is Orientation.ITEMS_AS_ROWS
+                     else Orientation.ITEMS_AS_ROWS)
             notes.append(f"{path.name}: read with {orientation.value.replace('-', ' ')}, from "
                          f"its shape ({body.shape[0]} rows, {body.shape[1] - 1} score "
                          f"columns) and no column named like an item id or a subtask; if that "
@@ -169,8 +169,7 @@ def load_wide_csv(
     if not is_model.all():
         left_out = [header[j] for j, keep in zip(candidates, is_model, strict=True) if not keep]
         notes.append(f"{path.name}: {len(left_out)} column(s) without a single score read as "
-                     f"metadata, not models: {', '.join(left_out[:5])}"
-                     + (", ..." if len(left_out) > 5 else ""))
+                     f"metadata, not models: {listed(left_out)}")
     scores = _check_scores(values[:, is_model], text[:, is_model], cells[:, is_model], path,
                            model_names, lines)
     item_ids = (body[:, header.index(id_col)].astype(str) if id_col is not None
