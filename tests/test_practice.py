@@ -133,6 +133,28 @@ def test_select_from_a_pool_of_items(gpqa_data, tmp_path: Path):
     assert bundle.pool_size == 112 and set(bundle.items) <= set(pool.read_text().split())
     assert bundle.estimator["kind"] == "linear" and len(bundle.estimator["weights"]) == 10
     assert bundle.error_sd is not None and bundle.mdad_how == "random-analytic"
+    assert bundle.dataset_items == 448
+    assert bundle.scope() == "a pool of 112 of gpqa's 448 items"
+    bundle.save(tmp_path / "mb.json")
+    assert MicroBenchmarkFile.load(tmp_path / "mb.json").dataset_items == 448
+
+
+def test_a_pool_s_estimate_says_it_stands_for_the_pool(tmp_path: Path):
+    pool = tmp_path / "pool.txt"
+    pool.write_text("0\n1\n2\n")
+    out = tmp_path / "mb.json"
+    proc = mdad_cli("select", "gpqa", "--method", "random", "--size", "3", "--pool", pool,
+                    "--out", out, cwd=tmp_path)
+    assert_ok(proc)
+    assert "against the pool's 3 items" in flat(proc.stdout)
+    assert "stand for the pool's 3 items, not gpqa's 448" in flat(proc.stderr)
+    answers = tmp_path / "m.csv"
+    answers.write_text("item_id,correct\n0,1\n1,0\n2,1\n")
+    proc = mdad_cli("estimate", out, answers, cwd=tmp_path)
+    assert_ok(proc)
+    assert "on a pool of 3 of gpqa's 448 items, from 3 items" in flat(proc.stdout)
+    whole = select_microbenchmark(load_dataset("gpqa"), "random", 3)
+    assert whole.dataset_items is None and whole.scope() == "gpqa"
 
 
 def test_select_writes_a_usable_file_and_lm_eval_samples(gpqa_data, tmp_path: Path):
@@ -497,3 +519,18 @@ def test_a_bad_results_csv_is_refused_naming_the_line(tmp_path: Path, text: byte
     path.write_bytes(text)
     with pytest.raises(DataError, match=message):
         read_item_scores(path, ["a"], None, metric="acc", dataset="d")
+
+
+@pytest.mark.parametrize("value", [448.5, 100, "448", -1])
+def test_an_edited_dataset_item_count_is_refused(gpqa_data, value, tmp_path: Path):
+    from mdad.errors import DataError
+
+    data = json.loads(select_microbenchmark(gpqa_data, "random", 5, pool=[
+        str(i) for i in range(100)]).to_json())
+    assert data["dataset_items"] == 448
+    data["dataset_items"] = value
+    path = tmp_path / "mb.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(DataError, match=r"field 'dataset_items' must be null or a whole "
+                                        r"number above `pool_size`"):
+        MicroBenchmarkFile.load(path)

@@ -79,7 +79,7 @@ def estimate(
                "everything below is for those items)" if answer.partial else "")
     console.print(f"{answer.model}: estimated accuracy {points(answer.accuracy)} "
                   f"({answer.confidence:.0%} interval {points(answer.low)} to "
-                  f"{points(answer.high)}, {answer.interval_how}) on {bundle.dataset}, from "
+                  f"{points(answer.high)}, {answer.interval_how}) on {bundle.scope()}, from "
                   f"{answer.items_used} items{partial}")
     console.print(f"against the dataset's {len(bundle.reference_models)} models, with MDAD "
                   f"{mdad_text(answer.mdad, answer.max_gap)} at {answer.items_used} items "

@@ -95,12 +95,17 @@ def select(
     write_text(out, bundle.to_json())
     console = literal_console()
     against = ("the study's seen split" if bundle.mdad_how == "interpolated"
-               else "the full benchmark")
+               else "the full benchmark" if bundle.dataset_items is None
+               else f"the pool's {bundle.pool_size} items")
     console.print(f"wrote {out}: {size} items by {method} (seed {seed}) from "
                   f"{bundle.pool_size} items of {data.name} ({bundle.lm_eval_metric}); MDAD "
                   f"{mdad_text(bundle.mdad, bundle.max_gap)} "
                   f"({mdad_source(bundle.mdad_how, bundle.mdad_pairs)}, "
                   f"against {against})")
+    if bundle.dataset_items is not None:
+        note(f"the estimate and the MDAD stand for the pool's {bundle.pool_size} items, not "
+             f"{data.name}'s {bundle.dataset_items}: a pool chosen by hand is no random "
+             "sample of the benchmark")
     if bundle.mdad_how == "random-analytic":
         note(f"{method} has no MDAD without --run; this is uniform random sampling's at the "
              "same size")

@@ -44,6 +44,8 @@ class MicroBenchmarkFile:
         another unless allowed).
     estimator : the estimator's kind and parameters (see `to_microbenchmark`).
     pool_size : items the estimate stands for (the full benchmark or the --pool).
+    dataset_items : the dataset's items when `pool_size` is a --pool of fewer, else
+        None; the estimate, the reference accuracies and the MDAD are the pool's.
     reference_models, reference_accuracy : the dataset's models and their accuracy on
         the pool.
     reference_answers : each reference model's scores on `items`, in their order: a
@@ -89,6 +91,13 @@ class MicroBenchmarkFile:
     error_sd: float | None
     format: str = FORMAT
     notes: list[str] = field(default_factory=list)
+    dataset_items: int | None = None
+
+    def scope(self) -> str:
+        """What the estimate stands for: 'gpqa', or 'a pool of 3 of gpqa's 448 items'."""
+        if self.dataset_items is None:
+            return self.dataset
+        return f"a pool of {self.pool_size} of {self.dataset}'s {self.dataset_items} items"
 
     def to_json(self) -> str:
         """The file's text (`load` reads it back)."""
@@ -221,7 +230,9 @@ def select_microbenchmark(dataset: Dataset, method: str, size: int, *, seed: int
         reference_answers=_answers_json(matrix.scores()[:, order]),
         mdad=mdad, mdad_reached=mdad is not None, max_gap=max_gap, mdad_pairs=pairs,
         mdad_how=how, mdad_curve_sizes=sizes, mdad_curve=values, threshold=threshold,
-        error_sd=error_sd, notes=list(micro.notes))
+        error_sd=error_sd, notes=list(micro.notes),
+        dataset_items=(dataset.matrix.n_items if matrix.n_items < dataset.matrix.n_items
+                       else None))
 
 
 def _mdad_curve(dataset: Dataset, matrix: ResponseMatrix, cls: type[MethodDefaults],

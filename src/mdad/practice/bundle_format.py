@@ -14,7 +14,8 @@ FIELDS = ("dataset", "sha256", "mdad_version", "method", "size", "seed", "items"
           "lm_eval_items", "lm_eval_tasks", "lm_eval_metric", "estimator", "pool_size",
           "reference_models", "reference_accuracy", "reference_answers", "mdad",
           "mdad_reached", "max_gap", "mdad_pairs", "mdad_how", "mdad_curve_sizes",
-          "mdad_curve", "threshold", "error_sd", "format", "notes")
+          "mdad_curve", "threshold", "error_sd", "format", "notes",
+          "dataset_items")
 
 
 def _number(value: Any) -> bool:
@@ -71,7 +72,7 @@ def validate(data: dict[str, Any], path: object) -> None:
     unknown = sorted(set(data) - set(FIELDS))
     need(not unknown, unknown[0] if unknown else "", "absent (not a field of the format)")
     for name in FIELDS:
-        need(name in data or name == "notes", name, "present")
+        need(name in data or name in ("notes", "dataset_items"), name, "present")
     for name in ("dataset", "sha256", "mdad_version", "method", "lm_eval_metric", "mdad_how"):
         need(isinstance(data[name], str), name, "text")
     size = data["size"]
@@ -115,6 +116,9 @@ def validate(data: dict[str, Any], path: object) -> None:
     need(data["error_sd"] is None or (_number(data["error_sd"]) and data["error_sd"] >= 0),
          "error_sd", "null or a non-negative error")
     need(_strings(data.get("notes", [])), "notes", "a list of text")
+    whole = data.get("dataset_items")
+    need(whole is None or (_integer(whole) and whole > data["pool_size"]), "dataset_items",
+         "null or a whole number above `pool_size`")
     _validate_estimator(data["estimator"], size, need)
 
 
