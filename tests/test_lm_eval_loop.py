@@ -351,6 +351,7 @@ def adaptive_loop(loop):
                                      capture_output=True, text=True, timeout=600,
                                      check=False)
     final = json.loads(step.stdout)
+    assert not (work / "adaptive.samples.json").exists()  # no batch left to run
     return state, output / "adaptee", batches, final, refused
 
 

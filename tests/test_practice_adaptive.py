@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from scipy.stats import kendalltau
-from test_cli import assert_ok, assert_user_error, mdad_cli
+from test_cli import assert_ok, assert_user_error, flat, mdad_cli
 
 from mdad.data import load_dataset
 from mdad.errors import ConfigError, DataError
@@ -150,6 +150,10 @@ def test_cli_loop_with_a_csv_and_results_applied_once(tmp_path: Path, gpqa_data)
             assert_user_error(mdad_cli("adaptive", "next", state, answers, cwd=tmp_path),
                               r"round1.csv: these results were applied already \(round 1\)")
     assert "FINAL" in " ".join(proc.stdout.split())
+    # no batch is left to run: the last one's file would ask for answered items
+    assert not state.with_suffix(".samples.json").exists()
+    assert f"the test is finished: removed {state.with_suffix('.samples.json')}" in flat(
+        proc.stdout)
     shown = json.loads(mdad_cli("adaptive", "estimate", state, "--json",
                                 cwd=tmp_path).stdout)
     assert shown["finished"] and shown["answered"] == 6 and shown["round"] == 2

@@ -120,6 +120,14 @@ def next_batch(
     _print_estimate(test, as_json)
     if not finished:
         _write_batch(test, state)
+        return
+    # the last batch's file would send lm-eval to items already answered
+    for batch in (_batch_file(state), state.with_suffix(".items.txt")):
+        if batch.exists():
+            batch.unlink()
+            if not as_json:
+                literal_console().print(f"the test is finished: removed {batch}, the batch "
+                                        "it answered")
 
 
 @app.command("estimate")
