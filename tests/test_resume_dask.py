@@ -6,6 +6,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +21,7 @@ from mdad.study.backends import AutoBackend, ProcessBackend
 from mdad.study.backends.dask_cluster import DaskBackend
 from mdad.study.backends.processes import set_worker_studies, worker_run
 from mdad.study.checkpoint import StudyCheckpoint, checkpoint_dir
-from mdad.study.records import CellOutput, RunJob
+from mdad.study.records import CellOutput, RunAccuracies, RunJob, RunOutput
 from mdad.study.runner import compute_run
 
 ARGS = ("run", "gpqa", "--methods", "random,tinybenchmarks-map", "--runs", "10", "--workers", "1",
@@ -230,3 +231,45 @@ def test_auto_backend_hands_expensive_work_to_workers(tmp_path: Path) -> None:
     assert np.array_equal(here.estimates, kept.estimates)
     assert np.array_equal(here.estimates, handed.estimates)
     assert calls[-1] == (plan.n_cells, plan.n_cells)
+
+
+def test_a_file_from_another_study_or_run_is_refused(tmp_path: Path) -> None:
+    import shutil
+    import struct
+    import zlib
+
+    from mdad.errors import ConfigError
+    from mdad.study.checkpoint import _read_records
+
+    estimates = np.arange(3.0)
+    run = RunOutput(1, np.zeros((1, 1, 1, 2)), RunAccuracies(*(np.zeros(2),) * 3),
+                    np.arange(2), np.zeros(1), Counter(), np.zeros((1, 1, 1, 2)))
+    ours, theirs = StudyCheckpoint(tmp_path / "ours"), StudyCheckpoint(tmp_path / "theirs")
+    ours.start({"request": {"seed": 0}})
+    theirs.start({"request": {"seed": 1}})
+    for checkpoint in (ours, theirs):
+        checkpoint.save(0, run)
+        checkpoint.save_cell(0, CellOutput(2, (0, 0, 0), estimates, 1.0, ()))
+    assert ours.load(0, 1) is not None and set(ours.load_cells(0, 2)) == {(0, 0, 0)}
+    for name in ("study000-run00001.npz", "study000-run00002.cells"):
+        shutil.copy(theirs.folder / name, ours.folder / name)
+    with pytest.raises(ConfigError, match=r"run00001\.npz holds the work of another study or "
+                                          r"run .*; remove it, and its work is recomputed"):
+        ours.load(0, 1)
+    with pytest.raises(ConfigError, match=r"run00002\.cells holds the work of another study"):
+        ours.load_cells(0, 2)
+    # renamed to another run of the same study: refused too
+    (ours.folder / "study000-run00002.cells").rename(ours.folder / "study000-run00003.cells")
+    ours.save(0, run)
+    (ours.folder / "study000-run00001.npz").rename(ours.folder / "study000-run00004.npz")
+    with pytest.raises(ConfigError, match=r"run00004\.npz holds the work"):
+        ours.load(0, 4)
+    with pytest.raises(ConfigError, match=r"run00003\.cells holds the work"):
+        ours.load_cells(0, 3)
+    # a record of mdad before owners (MDC2) is still read, as it was written
+    legacy = struct.pack("<4s3i3dII", b"MDC2", 0, 1, 0, 1.0, 3.0, 0.5, 3, 2)
+    legacy += estimates.astype("<f8").tobytes() + b"[]"
+    legacy += struct.pack("<I", zlib.crc32(legacy))
+    cells, end, owners = _read_records(legacy, 5)
+    assert list(cells) == [(0, 1, 0)] and end == len(legacy) and owners == {None}
+    assert np.array_equal(cells[(0, 1, 0)].estimates, estimates)

@@ -12,6 +12,7 @@ and renamed into place, so they exist complete or not at all.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import struct
@@ -27,11 +28,14 @@ from mdad.errors import ConfigError
 from mdad.study.records import CellKey, CellOutput, RunAccuracies, RunOutput
 
 REQUEST = "request.json"
-# A cell record: magic, (method, size, sources), seconds, exposure (distinct items, top
-# share), number of estimates, length of the notes' JSON; then the float64 estimates,
-# the notes, and a CRC-32 of it all.
-_MAGIC = b"MDC2"
-_HEADER = struct.Struct("<4s3i3dII")
+# A cell record: magic, owner (see `StudyCheckpoint.owner`), (method, size, sources),
+# seconds, exposure (distinct items, top share), number of estimates, length of the
+# notes' JSON; then the float64 estimates, the notes, and a CRC-32 of it all. Records of
+# mdad before owners (MDC2) have no owner and are read as they are.
+_MAGIC = b"MDC3"
+_HEADER = struct.Struct("<4s16s3i3dII")
+_LEGACY_MAGIC = b"MDC2"
+_LEGACY_HEADER = struct.Struct("<4s3i3dII")
 _CRC = struct.Struct("<I")
 LOCK = "lock"
 
@@ -50,6 +54,23 @@ class StudyCheckpoint:
     def __init__(self, folder: Path) -> None:
         self.folder = Path(folder)
         self._lock: int | None = None
+        self._request_digest: bytes | None = None
+
+    def owner(self, study: int, run: int) -> bytes:
+        """16 bytes naming the request, study and run a saved file belongs to: a file
+        copied in from another study's checkpoint, or renamed to another run, is
+        refused on resume instead of being taken for this run's work."""
+        digest = self._request_digest
+        if digest is None:
+            path = self.folder / REQUEST  # written once, by `start`: safe to keep
+            digest = hashlib.sha256(path.read_bytes() if path.is_file() else b"").digest()
+            self._request_digest = digest if path.is_file() else None
+        return hashlib.sha256(digest + struct.pack("<ii", study, run)).digest()[:16]
+
+    def _refuse_foreign(self, path: Path) -> ConfigError:
+        return ConfigError(f"resume: {path} holds the work of another study or run (it was "
+                           f"copied or renamed into {self.folder}); remove it, and its work "
+                           "is recomputed", parameters=("resume",))
 
     def lock(self) -> None:
         """Make this process the folder's only writer until it exits: a second study
@@ -114,8 +135,8 @@ class StudyCheckpoint:
         """Append one finished cell to its run's log: its estimates, time and notes."""
         estimates = np.ascontiguousarray(cell.estimates, dtype="<f8")
         notes = json.dumps(list(cell.notes)).encode("utf-8")
-        record = (_HEADER.pack(_MAGIC, *cell.key, cell.seconds, *cell.exposure, estimates.size,
-                               len(notes))
+        record = (_HEADER.pack(_MAGIC, self.owner(study, cell.run), *cell.key, cell.seconds,
+                               *cell.exposure, estimates.size, len(notes))
                   + estimates.tobytes() + notes)
         record += _CRC.pack(zlib.crc32(record))
         descriptor = os.open(self._log_path(study, cell.run),
@@ -136,7 +157,9 @@ class StudyCheckpoint:
             content = path.read_bytes()
         except FileNotFoundError:
             return {}
-        cells, end = _read_records(content, run)
+        cells, end, owners = _read_records(content, run)
+        if owners - {None, self.owner(study, run)}:
+            raise self._refuse_foreign(path)
         if end < len(content):
             with path.open("r+b") as handle:
                 handle.truncate(end)
@@ -149,7 +172,8 @@ class StudyCheckpoint:
             "estimates": out.estimates, "seen": out.accuracies.seen,
             "unseen": out.accuracies.unseen, "full": out.accuracies.full,
             "targets": out.targets, "method_seconds": out.method_seconds,
-            "exposure": out.exposure, "notes": np.array(notes)}
+            "exposure": out.exposure, "notes": np.array(notes),
+            "owner": np.frombuffer(self.owner(study, out.run), dtype=np.uint8)}
         temporary = self._path(study, out.run).with_suffix(".tmp.npz")
         with temporary.open("wb") as handle:
             np.savez(handle, **payload)
@@ -165,15 +189,19 @@ class StudyCheckpoint:
             return None
         try:
             with np.load(path) as data:
+                owner = data["owner"].tobytes() if "owner" in data else None
                 notes = Counter({(m, int(s), n): int(c)
                                  for m, s, n, c in json.loads(str(data["notes"]))})
-                return RunOutput(run, data["estimates"],
-                                 RunAccuracies(data["seen"], data["unseen"], data["full"]),
-                                 data["targets"], data["method_seconds"], notes,
-                                 data["exposure"])
+                out = RunOutput(run, data["estimates"],
+                                RunAccuracies(data["seen"], data["unseen"], data["full"]),
+                                data["targets"], data["method_seconds"], notes,
+                                data["exposure"])
         except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile):
             path.unlink(missing_ok=True)  # truncated or corrupt: the run is recomputed
             return None
+        if owner is not None and owner != self.owner(study, run):
+            raise self._refuse_foreign(path)
+        return out
 
     def finished(self) -> tuple[int, int]:
         """(finished runs, finished cells of unfinished runs) saved in the folder."""
@@ -184,20 +212,31 @@ class StudyCheckpoint:
         return runs, cells
 
 
-def _read_records(content: bytes, run: int) -> tuple[dict[CellKey, CellOutput], int]:
-    """The cells of a run's log, and where its last whole, undamaged record ends."""
+def _read_records(content: bytes, run: int
+                  ) -> tuple[dict[CellKey, CellOutput], int, set[bytes | None]]:
+    """The cells of a run's log, where its last whole, undamaged record ends, and the
+    owners its records name (None for a record from before owners)."""
     cells: dict[CellKey, CellOutput] = {}
+    owners: set[bytes | None] = set()
     at = 0
-    while at + _HEADER.size <= len(content):
-        magic, method, size, sources, seconds, distinct, share, n_values, n_notes = (
-            _HEADER.unpack_from(content, at))
-        end = at + _HEADER.size + 8 * n_values + n_notes + _CRC.size
-        if magic != _MAGIC or end > len(content):
+    while at + _LEGACY_HEADER.size <= len(content):
+        if content[at:at + 4] == _LEGACY_MAGIC:
+            header, owner = _LEGACY_HEADER, None
+            _, method, size, sources, seconds, distinct, share, n_values, n_notes = (
+                header.unpack_from(content, at))
+        elif content[at:at + 4] == _MAGIC and at + _HEADER.size <= len(content):
+            header = _HEADER
+            _, owner, method, size, sources, seconds, distinct, share, n_values, n_notes = (
+                header.unpack_from(content, at))
+        else:
+            break
+        end = at + header.size + 8 * n_values + n_notes + _CRC.size
+        if end > len(content):
             break
         (crc,) = _CRC.unpack_from(content, end - _CRC.size)
         if crc != zlib.crc32(content[at:end - _CRC.size]):
             break
-        values_at = at + _HEADER.size
+        values_at = at + header.size
         estimates = np.frombuffer(content, dtype="<f8", count=n_values, offset=values_at)
         try:
             notes = json.loads(content[values_at + 8 * n_values:end - _CRC.size])
@@ -206,8 +245,9 @@ def _read_records(content: bytes, run: int) -> tuple[dict[CellKey, CellOutput], 
         key = (method, size, sources)
         cells[key] = CellOutput(run, key, estimates.astype(np.float64), seconds,
                                 tuple(notes), (distinct, share))
+        owners.add(owner)
         at = end
-    return cells, at
+    return cells, at, owners
 
 
 def _atomic_write(path: Path, content: bytes) -> None:
