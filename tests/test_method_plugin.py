@@ -129,3 +129,21 @@ def test_a_plugin_may_not_take_a_built_in_name(tmp_path: Path):
     proc = mdad("methods", cwd=tmp_path, path=[root])
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
     assert "method plugin impostor = mdad_impostor registers 'random'" in proc.stderr
+
+
+@pytest.mark.parametrize("entry, code, message", [
+    ("helper = mdad_helper:make", "def make():\n    return None\n",
+     r"method plugin helper = mdad_helper:make: names function <function make at .*>, "
+     r"neither a method class nor a module; point the entry point at the class"),
+    ("empty = mdad_helper", "VALUE = 1\n",
+     r"method plugin empty = mdad_helper: the module registers no method; decorate its "
+     r"class with @mdad.selection.register\(NAME\)"),
+])
+def test_an_entry_point_that_registers_nothing_is_refused(tmp_path: Path, entry: str,
+                                                          code: str, message: str):
+    import re
+
+    root = _dist_info(tmp_path / "site", "helper", entry, "mdad_helper", code)
+    proc = mdad("methods", cwd=tmp_path, path=[root])
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert re.search(message, proc.stderr), proc.stderr

@@ -10,6 +10,7 @@ so importing mdad costs no scan of the installed packages.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
+from types import ModuleType
 from typing import Any, TypeVar
 
 import numpy as np
@@ -77,10 +78,21 @@ class MethodRegistry(Mapping[str, type[MethodDefaults]]):
 
     def _load_entry_point(self, entry: Any) -> None:
         """A "module:Class" value registers the class under the entry point's name
-        unless `register` already did; a bare module registers on import."""
+        unless `register` already did; a bare module registers on import. Anything else,
+        or a module that registers nothing, is refused: its methods would be missing
+        without a word."""
         loaded = entry.load()
-        if isinstance(loaded, type) and loaded not in self._classes.values():
-            self.add(entry.name, loaded)
+        if isinstance(loaded, type):
+            if loaded not in self._classes.values():
+                self.add(entry.name, loaded)
+        elif not isinstance(loaded, ModuleType):
+            raise ConfigError(f"method plugin {self._loading}: names "
+                              f"{type(loaded).__name__} {loaded!r}, neither a method class "
+                              "nor a module; point the entry point at the class")
+        elif not any(cls.__module__ == loaded.__name__ for cls in self._classes.values()):
+            raise ConfigError(f"method plugin {self._loading}: the module registers no "
+                              "method; decorate its class with @mdad.selection.register(NAME)"
+                              " or point the entry point at the class")
 
     def __getitem__(self, name: str) -> type[MethodDefaults]:
         self._load_plugins()
