@@ -740,3 +740,13 @@ def test_version(tmp_path: Path) -> None:
     proc = mdad_cli("--version", cwd=tmp_path)
     assert_ok(proc)
     assert proc.stdout.strip() == f"mdad {mdad.__version__}"
+
+
+def test_data_info_takes_the_synthetic_options_of_run(tmp_path: Path) -> None:
+    proc = mdad_cli("data", "info", "synthetic:gpqa", "--models", "30", "--data-seed", "2",
+                    cwd=tmp_path)
+    assert_ok(proc)
+    assert "synthetic:gpqa (30 models, seed 2)" in proc.stdout
+    assert re.search(r"models\s+│ 30 ", proc.stdout)
+    assert_user_error(mdad_cli("data", "info", "synthetic:gpqa", "--models", "1",
+                               cwd=tmp_path), r"--models must be between 2 and 5000; got 1")

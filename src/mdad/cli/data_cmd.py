@@ -26,12 +26,16 @@ def info(
     orientation: Annotated[Orientation, typer.Option(help="Wide CSV layout.")] = Orientation.AUTO,
     metric: Annotated[str | None, typer.Option(
         help="lm-eval metric field: acc, acc_norm, exact_match (default: acc).")] = None,
+    models: Annotated[int | None, typer.Option(
+        help="For synthetic:<shape> datasets: the number of models (as `mdad run`).")] = None,
+    data_seed: Annotated[int | None, typer.Option(
+        help="For synthetic:<shape> datasets: the seed that draws the leaderboard.")] = None,
 ) -> None:
     """Models, items, subtasks, accuracy range, missing cells, confidences."""
     from mdad.data import describe, read_dataset
     from mdad.data.lm_eval import holds_lm_eval_samples, lm_eval_files
 
-    raw = read_dataset(dataset, metric=metric,
+    raw = read_dataset(dataset, metric=metric, n_models=models, data_seed=data_seed,
                        orientation=None if orientation is Orientation.AUTO else orientation)
     summary = describe(raw.matrix)
     console = Console()
