@@ -750,3 +750,35 @@ def test_data_info_takes_the_synthetic_options_of_run(tmp_path: Path) -> None:
     assert re.search(r"models\s+│ 30 ", proc.stdout)
     assert_user_error(mdad_cli("data", "info", "synthetic:gpqa", "--models", "1",
                                cwd=tmp_path), r"--models must be between 2 and 5000; got 1")
+
+
+def test_the_study_table_splits_by_split_on_a_narrow_terminal(tmp_path: Path) -> None:
+    import io
+
+    from rich.console import Console
+
+    from mdad.cli.render import study_tables
+
+    out = tmp_path / "run"
+    assert_ok(mdad_cli("run", "gpqa", *FAST, "--methods", "random,subtask-proportional",
+                       "--sizes", "10,25", "--out", out, cwd=tmp_path))
+    mdad, summary = pd.read_csv(out / "mdad.csv"), pd.read_csv(out / "summary.csv")
+    wide = Console(width=200, file=io.StringIO())
+    assert len(study_tables(wide, mdad, summary, "gpqa")) == 1
+    text = io.StringIO()
+    narrow = Console(width=80, file=text)
+    tables = study_tables(narrow, mdad, summary, "gpqa")
+    assert [str(t.title).split("; ")[1] for t in tables] == ["seen split", "unseen split"]
+    for table in tables:
+        narrow.print(table)
+    lines = text.getvalue().splitlines()
+    assert max(map(len, lines)) <= 80 and "…" not in text.getvalue()  # nothing cut
+    for split in ("seen", "unseen"):
+        rows = [line.split() for line in text.getvalue().split(f"{split} split")[1]
+                .splitlines() if line.strip().startswith(("random ", "subtask-proportional "))]
+        assert [r[:2] for r in rows[:4]] == [["random", "10"], ["random", "25"],
+                                             ["subtask-proportional", "10"],
+                                             ["subtask-proportional", "25"]]
+        for row, line in zip(summary.itertuples(), rows, strict=False):
+            assert line[-1] == f"{getattr(row, f'kendall_tau_{split}'):.2f}"
+            assert line[-2] == f"{100 * getattr(row, f'mae_{split}'):.1f}"

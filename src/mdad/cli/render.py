@@ -27,9 +27,12 @@ def disagree(row) -> bool:
     return bool(gap > max(0.01, 0.25 * max(row.mdad, row.mdad_smooth)))
 
 
-def study_table(mdad: pd.DataFrame, summary: pd.DataFrame, title: str) -> Table:
+def study_table(mdad: pd.DataFrame, summary: pd.DataFrame, title: str,
+                split: str | None = None) -> Table:
     """Per method, size and source count: MDAD with its 95% interval and the smooth
-    MDAD (seen, unseen), mean absolute estimation error and Kendall tau.
+    MDAD (seen, unseen), mean absolute estimation error and Kendall tau; with `split`
+    ("seen" or "unseen"), that split's columns only, for a narrow terminal (and the
+    source count in the title when every row has the same).
 
     Marks: † the MDAD rests on few pairs (see the notice); ‡ the two estimators
     differ widely. The pair count is in the title when every row has the same."""
@@ -38,37 +41,58 @@ def study_table(mdad: pd.DataFrame, summary: pd.DataFrame, title: str) -> Table:
     pair_counts = sorted(set(mdad.pairs)) if "pairs" in mdad else []
     if len(pair_counts) == 1:
         title += f"; each MDAD from {pair_counts[0]:,} target pairs"
+    splits = (split,) if split else ("seen", "unseen")
+    show_sources = split is None or summary.sources.nunique() > 1
+    if not show_sources:
+        title += f"; {summary.sources.iloc[0]} sources"
     table = Table(title=literal(title), title_justify="left", box=box.SIMPLE_HEAD,
                   caption="† few pairs behind the value (see the note); ‡ the first-crossing "
                           "and smooth MDAD differ widely; > x: not reached within the "
                           "largest gap observed, x", caption_justify="left")
     table.add_column("method", no_wrap=True)
     table.add_column("size", justify="right")
-    table.add_column("sources", justify="right")
-    for split in ("seen", "unseen"):
-        table.add_column(f"MDAD {split} [95% CI]", justify="right", no_wrap=True)
-        table.add_column(f"smooth {split}", justify="right", no_wrap=True)
+    if show_sources:
+        table.add_column("sources", justify="right")
+    for name in splits:
+        label = "" if split else f" {name}"
+        table.add_column(f"MDAD{label} [95% CI]", justify="right", no_wrap=True)
+        table.add_column(f"smooth{label}", justify="right", no_wrap=True)
     if len(pair_counts) > 1:
         table.add_column("pairs", justify="right")
-    table.add_column("error seen", justify="right")
-    table.add_column("tau seen", justify="right")
-    table.add_column("tau unseen", justify="right")
+    table.add_column("error seen" if split is None else "error", justify="right")
+    for name in splits:
+        table.add_column(f"tau {name}" if split is None else "tau", justify="right")
     keyed = mdad.assign(thin=thin_mask(mdad) | flat_mask(mdad)).set_index(
         ["method", "size", "sources", "split"])
     for row in summary.itertuples(index=False):
         key = (row.method, row.size, row.sources)
-        cells = [str(row.method), str(row.size), str(row.sources)]
-        for split in ("seen", "unseen"):
-            m = keyed.loc[(*key, split)]
+        cells = [str(row.method), str(row.size)] + ([str(row.sources)] if show_sources else [])
+        for name in splits:
+            m = keyed.loc[(*key, name)]
             cells.append(interval(m.mdad, m.mdad_low, m.mdad_high, m.max_gap)
                          + (" †" if m.thin else ""))
             cells.append(censored(m.mdad_smooth, m.max_gap) + (" ‡" if disagree(m) else ""))
         if len(pair_counts) > 1:
-            cells.append(f"{int(keyed.loc[(*key, 'seen')].pairs):,}")
-        cells += [points(row.mae_seen), f"{row.kendall_tau_seen:.2f}",
-                  f"{row.kendall_tau_unseen:.2f}"]
+            cells.append(f"{int(keyed.loc[(*key, splits[0])].pairs):,}")
+        cells.append(points(row.mae_seen if split != "unseen" else row.mae_unseen))
+        cells += [f"{getattr(row, f'kendall_tau_{name}'):.2f}" for name in splits]
         table.add_row(*(literal(cell) for cell in cells))
     return table
+
+
+def study_tables(console, mdad: pd.DataFrame, summary: pd.DataFrame, title: str
+                 ) -> list[Table]:
+    """The study table, or where `console` is too narrow for it, one table per split."""
+    from rich.measure import Measurement
+
+    table = study_table(mdad, summary, title)
+    unbounded = console.options.update(width=10 * console.width)  # its natural width
+    if Measurement.get(console, unbounded, table).maximum <= console.width:
+        return [table]
+    seen, unseen = (study_table(mdad, summary, f"{title}; {name} split", split=name)
+                    for name in ("seen", "unseen"))
+    seen.caption = None  # the marks are explained once, under the last
+    return [seen, unseen]
 
 
 def load_notices(data) -> list[str]:

@@ -285,7 +285,7 @@ def _stdout() -> Console:
 
 def _render(outcome: StudyOutcome) -> None:
     """The MDAD table (pooled over subtasks for a per-subtask study) and what was written."""
-    from mdad.cli.render import study_table
+    from mdad.cli.render import study_tables
     from mdad.study.folder import POOLED
 
     prepared, tables, config = outcome.prepared, outcome.tables, outcome.config
@@ -297,11 +297,13 @@ def _render(outcome: StudyOutcome) -> None:
     if prepared.subtasks is not None:
         title += "; per subtask, pooled over subtasks (size: total items)"
         pooled = tables.mdad["subtask"] == POOLED
-        console.print(study_table(
-            tables.mdad[pooled], tables.summary[tables.summary["subtask"] == POOLED], title))
+        for table in study_tables(console, tables.mdad[pooled],
+                                  tables.summary[tables.summary["subtask"] == POOLED], title):
+            console.print(table)
         console.print("each subtask's MDAD is in mdad.csv (column subtask)")
     else:
-        console.print(study_table(tables.mdad, tables.summary, title))
+        for table in study_tables(console, tables.mdad, tables.summary, title):
+            console.print(table)
     if config["confidence_substituted_by_correctness"]:
         console.print("* no confidences in this data: "
                       f"{', '.join(config['confidence_substituted_by_correctness'])} "
