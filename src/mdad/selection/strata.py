@@ -81,7 +81,10 @@ class ConfidenceStrata(MethodDefaults):
         if items.size < size:
             rest = np.setdiff1d(np.arange(n_items), items)
             items = np.concatenate([items, rng.choice(rest, size - items.size, replace=False)])
-        probability = (counts / stratum_sizes)[labels[items]]
+        # an empty stratum (a label bincount skips) is never drawn from: no 0 / 0
+        share = np.divide(counts, stratum_sizes, out=np.zeros(counts.size),
+                          where=stratum_sizes > 0)
+        probability = share[labels[items]]
         # Top-up items from strata allocated nothing: the reference's probability n/N.
         probability[probability == 0] = size / n_items
         return MicroBenchmark(items.astype(np.int64), 1.0 / (probability * n_items))
