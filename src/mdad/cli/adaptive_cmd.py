@@ -127,7 +127,7 @@ def next_batch(
             batch.unlink()
             if not as_json:
                 literal_console().print(f"the test is finished: removed {batch}, the batch "
-                                        "it answered")
+                                        "it answered", soft_wrap=True)  # a path stays whole
 
 
 @app.command("estimate")
