@@ -155,6 +155,12 @@ def test_a_pool_s_estimate_says_it_stands_for_the_pool(tmp_path: Path):
     assert "on a pool of 3 of gpqa's 448 items, from 3 items" in flat(proc.stdout)
     whole = select_microbenchmark(load_dataset("gpqa"), "random", 3)
     assert whole.dataset_items is None and whole.scope() == "gpqa"
+    # a study's MDAD is for micro-benchmarks drawn from every item, never a pool's
+    proc = mdad_cli("select", "gpqa", "--method", "random", "--size", "3", "--pool", pool,
+                    "--run", tmp_path, "--out", tmp_path / "other.json", cwd=tmp_path)
+    assert_user_error(proc, "--run's MDAD is for micro-benchmarks drawn from all 448 items "
+                       "of gpqa, not from a pool of 3; leave out --run")
+    assert not (tmp_path / "other.json").exists()
 
 
 def test_select_writes_a_usable_file_and_lm_eval_samples(gpqa_data, tmp_path: Path):

@@ -185,11 +185,17 @@ def select_microbenchmark(dataset: Dataset, method: str, size: int, *, seed: int
     Raises
     ------
     ConfigError
-        For an unknown method, a size outside 1..pool size (or the study's sizes), or
-        an unknown pool item.
+        For an unknown method, a size outside 1..pool size (or the study's sizes), an
+        unknown pool item, or a `study_dir` with a `pool` smaller than the dataset.
     """
     check_whole(seed, "seed", minimum=0)
     matrix = _pool_matrix(dataset.matrix, pool)
+    if study_dir is not None and matrix.n_items < dataset.matrix.n_items:
+        # the study's micro-benchmarks were drawn from every item, not from the pool
+        raise ConfigError(f"study_dir's MDAD is for micro-benchmarks drawn from all "
+                          f"{dataset.matrix.n_items} items of {dataset.name}, not from a "
+                          f"pool of {matrix.n_items}; leave out study_dir to get the pool's "
+                          "own MDAD", parameters=("study_dir",))
     cls = method_class(method)
     if not cls.static:
         raise ConfigError(f"method {method} chooses items per model, not one fixed subset; "
