@@ -39,6 +39,21 @@ def test_startup_loads_no_heavy_library(statement: str):
     assert heavy_modules_loaded(statement) == []
 
 
+def test_the_help_loads_only_the_command_line_and_its_constants():
+    """`mdad --help` builds every command's options from `mdad.defaults` and
+    `mdad.data.choices`: no method, study, metric or loader module, and not numpy."""
+    probe = ("import sys, json, typer, mdad.cli.app as a; "
+             "typer.main.get_command(a.build_app()); "
+             "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
+             "('mdad', 'numpy'))))")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=True, timeout=120)
+    loaded = set(json.loads(proc.stdout))
+    light = {"mdad", "mdad._lazy", "mdad.errors", "mdad.display", "mdad.defaults",
+             "mdad.data", "mdad.data.choices"}
+    assert {m for m in loaded if not m.startswith("mdad.cli")} == light
+
+
 @pytest.mark.parametrize("module", [
     "mdad.cli.adaptive_cmd", "mdad.cli.data_cmd", "mdad.cli.estimate_cmd", "mdad.cli.plan_cmd",
     "mdad.cli.report_cmd", "mdad.cli.practice_common", "mdad.cli.render",

@@ -11,7 +11,7 @@ import typer
 from mdad.cli.errors import literal_console, user_errors
 from mdad.cli.files import check_new_file, write_text
 from mdad.cli.practice_common import JsonOption, data_metric, load_practice_data, print_json
-from mdad.data import MissingPolicy
+from mdad.data.choices import MissingPolicy
 from mdad.display import points
 
 if TYPE_CHECKING:

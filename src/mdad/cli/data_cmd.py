@@ -10,7 +10,7 @@ from rich.console import Console
 
 from mdad.cli.errors import as_options, literal, user_errors
 from mdad.cli.render import info_table
-from mdad.data.wide_csv import Orientation
+from mdad.data.choices import Orientation
 
 if TYPE_CHECKING:
     from mdad.data.lm_eval import LmEvalFiles

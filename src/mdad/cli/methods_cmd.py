@@ -10,7 +10,6 @@ from rich.markup import escape
 from rich.table import Table
 
 from mdad.cli.errors import user_errors
-from mdad.selection import METHODS
 
 # How each analytic MDAD kind reads in the table.
 ANALYTIC = {"uniform": "uniform sampling", "stratified": "subtask-stratified"}
@@ -19,6 +18,8 @@ ANALYTIC = {"uniform": "uniform sampling", "stratified": "subtask-stratified"}
 @user_errors
 def methods() -> None:
     """List the selection methods, what they read, and how they estimate."""
+    from mdad.selection import METHODS
+
     table = Table(box=box.SIMPLE_HEAD, title="selection methods (--methods NAME,... or all)",
                   title_justify="left")
     for column in ("name", "display name", "in the paper", "reads", "analytic MDAD"):

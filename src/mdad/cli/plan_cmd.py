@@ -17,8 +17,8 @@ from mdad.cli.practice_common import (
     points,
     print_json,
 )
-from mdad.data.missing import MissingPolicy
-from mdad.metrics.mdad import DEFAULT_THRESHOLD
+from mdad.data.choices import MissingPolicy
+from mdad.defaults import DEFAULT_THRESHOLD
 
 FEW_PAIRS = 30  # fewer differing pairs than this: the MDAD rests on few pairs
 

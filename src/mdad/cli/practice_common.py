@@ -11,7 +11,7 @@ from rich.console import Console
 
 from mdad.cli.errors import literal
 from mdad.cli.render import load_notices
-from mdad.data.missing import MissingPolicy
+from mdad.data.choices import MissingPolicy
 from mdad.display import points
 
 if TYPE_CHECKING:

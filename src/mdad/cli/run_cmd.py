@@ -14,16 +14,9 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 
 from mdad.cli.errors import literal, parse_float_list, parse_int_list, user_errors
-from mdad.data.missing import MissingPolicy
-from mdad.data.wide_csv import Orientation
+from mdad.data.choices import MissingPolicy, Orientation
+from mdad.defaults import ALL_TARGETS, DEFAULT_SIZES, DEFAULT_THRESHOLD, PAPER_FRACTIONS
 from mdad.errors import ConfigError
-from mdad.metrics.mdad import DEFAULT_THRESHOLD
-from mdad.study.config import (
-    ALL_TARGETS,
-    DEFAULT_METHODS,
-    DEFAULT_SIZES,
-    PAPER_FRACTIONS,
-)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -57,10 +50,10 @@ def run(
     dataset: Annotated[str | None, typer.Argument(
         help="A dataset name (gpqa, mmlu-pro-29) or a path to a CSV, lm-eval samples folder "
              "or .npy arrays (omit with --resume).")] = None,
-    methods: Annotated[str, typer.Option(
+    methods: Annotated[str | None, typer.Option(
         help="Selection methods, comma separated, or 'all' (see 'mdad methods'). Default: "
-             "the paper's six, " + ", ".join(DEFAULT_METHODS) + ".",
-        show_default=False)] = ",".join(DEFAULT_METHODS),
+             "the paper's six, those 'mdad methods' marks as in the paper.",
+        show_default=False)] = None,
     fast: Annotated[bool, typer.Option(
         "--fast", help="Run each method's documented faster approximation where it has "
         "one (diversity-fast, anchor-points-fast, tinybenchmarks-fast: numbers within "
@@ -172,7 +165,7 @@ def _request(options: dict) -> StudyRequest:
     """The study request the options describe."""
     from mdad.data.files import read_name_list
     from mdad.selection import fast_methods
-    from mdad.study.config import StudyConfig, expand_methods
+    from mdad.study.config import DEFAULT_METHODS, StudyConfig, expand_methods
     from mdad.study.request import StudyRequest
 
     # ctx.params holds the parsed values, enums as their text or as members by version
@@ -185,8 +178,9 @@ def _request(options: dict) -> StudyRequest:
         load_options["n_models"] = options["models"]
     if options["data_seed"] is not None:
         load_options["data_seed"] = options["data_seed"]
-    methods = expand_methods(tuple(m.strip() for m in options["methods"].split(",")
-                                   if m.strip()))
+    given = options["methods"]
+    methods = (DEFAULT_METHODS if given is None else
+               expand_methods(tuple(m.strip() for m in given.split(",") if m.strip())))
     if options["targets"] and options["target_models"] is not None:
         raise ConfigError("--targets and --target-models both say which models are targets; "
                           "give one of them")

@@ -21,8 +21,7 @@ from mdad.cli.practice_common import (
     mdad_text,
     note,
 )
-from mdad.data import MissingPolicy
-from mdad.data.files import read_name_list
+from mdad.data.choices import MissingPolicy
 from mdad.errors import ConfigError
 
 # Steps that start this long after the command began are shown on stderr.
@@ -76,6 +75,7 @@ def select(
         "--force", help="Replace OUT (and OUT.samples.json) if they exist.")] = False,
 ) -> None:
     """Build a micro-benchmark from all of a dataset's models and write it to OUT."""
+    from mdad.data.files import read_name_list
     from mdad.practice import lm_eval_samples_json, select_microbenchmark
 
     if output_format not in ("mdad", "lm-eval"):

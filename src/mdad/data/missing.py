@@ -3,21 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import ClassVar
 
 import numpy as np
 
+from mdad.data.choices import MissingPolicy
 from mdad.data.matrix import ResponseMatrix
 from mdad.errors import ConfigError, DataError
-
-
-class MissingPolicy(StrEnum):
-    """How to make a matrix complete. Missing cells are never read as wrong."""
-
-    DROP_ITEMS = "drop-items"
-    DROP_MODELS = "drop-models"
-    ERROR = "error"
 
 
 @dataclass(frozen=True)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import csv
-from enum import StrEnum
 from pathlib import Path
 
 import numpy as np
 
+from mdad.data.choices import Orientation
 from mdad.data.files import file_sha256, listed
 from mdad.data.loader import FileLoader
 from mdad.data.matrix import ResponseMatrix
@@ -16,14 +16,6 @@ from mdad.errors import ConfigError, DataError
 ITEM_ID_COLUMNS = ("item_id", "item", "question_id", "doc_id", "id")
 SUBTASK_COLUMNS = ("subtask", "subset", "category", "subject", "task")
 MISSING_TOKENS = frozenset({"", "nan", "NaN", "NA", "N/A", "null", "None"})
-
-
-class Orientation(StrEnum):
-    """Which way round a wide CSV is."""
-
-    AUTO = "auto"
-    ITEMS_AS_ROWS = "items-as-rows"
-    MODELS_AS_ROWS = "models-as-rows"
 
 
 def _read_cells(path: Path) -> tuple[list[str], np.ndarray, np.ndarray]:

@@ -7,10 +7,9 @@ from enum import StrEnum
 
 import numpy as np
 
+from mdad.defaults import DEFAULT_THRESHOLD
 from mdad.metrics.pairs import bin_edges, gap_bins
 
-# The agreement probability that defines MDAD, the paper's 80%.
-DEFAULT_THRESHOLD = 0.8
 CONFIDENCE = 0.95
 # Quantile levels written as the reference code writes them (0.025000000000000022).
 QUANTILES = ((1 - CONFIDENCE) / 2, 1 - (1 - CONFIDENCE) / 2)

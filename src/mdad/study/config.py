@@ -9,20 +9,20 @@ from typing import Any, Literal
 import numpy as np
 
 from mdad.data.matrix import ResponseMatrix
+from mdad.defaults import (
+    ALL_TARGETS,
+    DEFAULT_SIZES,
+    DEFAULT_SOURCES,
+    DEFAULT_TARGETS,
+    DEFAULT_THRESHOLD,
+)
 from mdad.errors import ConfigError, check_whole
-from mdad.metrics.mdad import DEFAULT_THRESHOLD
 from mdad.selection import METHODS, get_method, largest_size, paper_methods
 from mdad.study.design import seen_pool_size
 
-DEFAULT_SIZES = (10, 25, 50, 100, 250, 500, 1000)
-# The reference code's per-subtask sizes: fractions of each subtask's seen pool.
-PAPER_FRACTIONS = (0.02, 0.04, 0.08, 0.16, 0.24, 0.32, 0.4)
-DEFAULT_TARGETS = 50
-DEFAULT_SOURCES = (300,)
 # The paper's six methods (their classes say so), the default of `mdad run`.
 PAPER_METHODS = paper_methods()
 DEFAULT_METHODS = PAPER_METHODS
-ALL_TARGETS = "all"  # n_targets: every model that is not a source
 
 
 def expand_methods(names: tuple[str, ...]) -> tuple[str, ...]:

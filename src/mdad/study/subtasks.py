@@ -17,8 +17,9 @@ import numpy as np
 import pandas as pd
 
 from mdad.data.matrix import ResponseMatrix
+from mdad.defaults import PAPER_FRACTIONS
 from mdad.errors import ConfigError
-from mdad.study.config import PAPER_FRACTIONS, StudyConfig, StudyPlan, plan_study
+from mdad.study.config import StudyConfig, StudyPlan, plan_study
 from mdad.study.design import seen_pool_size
 from mdad.study.evaluate import StudyTables, evaluate
 from mdad.study.folder import POOLED
