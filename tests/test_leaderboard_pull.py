@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from hub_standin import HubStandIn, Repo
+from test_cli import assert_user_error
 
 from mdad.data.compact import load_compact
 from mdad.data.lm_eval import load_lm_eval_samples
@@ -236,10 +237,38 @@ def test_a_hub_that_cannot_be_reached_is_one_line(tmp_path):
         port = probe.getsockname()[1]
     proc = mdad(tmp_path, f"http://127.0.0.1:{port}", "data", "pull", "leaderboard", "bbh",
                 "--models", "2", "--out", str(tmp_path / "bbh"))
-    assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    last = proc.stderr.strip().splitlines()[-1]  # after the hub client's own retry lines
-    assert last.startswith("mdad: error: could not list the leaderboard's details on http")
-    assert "check the network connection" in last
+    # the hub client's retries go to the progress line (none off a terminal), not stderr
+    assert_user_error(proc, r"^mdad: error: could not list the leaderboard's details on "
+                      rf"http://127\.0\.0\.1:{port} \(ConnectError: .*\); check the "
+                      "network connection")
+
+
+def test_the_hub_client_s_log_lines_go_to_the_progress_line_and_its_handlers_come_back(
+        monkeypatch):
+    import logging
+
+    from huggingface_hub.utils.logging import get_logger
+
+    from mdad.cli.data_cmd import hub_log_shown_by
+
+    printed: list[str] = []
+
+    class Printed(logging.Handler):  # stands for the client's own stderr handler
+        def emit(self, record: logging.LogRecord) -> None:
+            printed.append(record.getMessage())
+
+    root = logging.getLogger("huggingface_hub")
+    monkeypatch.setattr(root, "handlers", [*root.handlers, Printed()])
+    before = root.handlers[:]
+    http = get_logger("huggingface_hub.utils._http")
+    shown: list[str] = []
+    with hub_log_shown_by(shown.append):
+        http.warning("Retrying in 2s\n[Retry 2/5].")
+        http.info("not a warning")
+    assert shown == ["Retrying in 2s [Retry 2/5]."] and printed == []
+    assert root.handlers == before
+    http.warning("after the pull")
+    assert printed == ["after the pull"]
 
 
 def test_lines_are_read_in_bounded_chunks(monkeypatch):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -113,7 +115,9 @@ def pull(
     columns = (TextColumn("{task.description}"), BarColumn(),
                TextColumn("{task.completed}/{task.total} models"),
                TextColumn("{task.fields[rate]}"), TimeRemainingColumn())
-    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+    err = Console(stderr=True)
+    # off a terminal a transient bar would still end with a blank line before any error
+    with Progress(*columns, console=err, transient=True, disable=not err.is_terminal) as bar:
         task = bar.add_task(f"pulling {bench}", total=None, rate="")
 
         def show(state) -> None:
@@ -121,9 +125,13 @@ def pull(
             bar.update(task, completed=state.models_done, total=state.models_total,
                        rate=f"{state.bytes_streamed / 1e6:,.1f} MB at {rate:,.1f} MB/s")
 
-        outcome = pull_leaderboard(bench, folder, models=models, model_list=names,
-                                   jobs=jobs, token=os.environ.get("HF_TOKEN"),
-                                   progress=show)
+        def retrying(message: str) -> None:
+            bar.update(task, description=f"pulling {bench} (the hub client: {message})")
+
+        with hub_log_shown_by(retrying):
+            outcome = pull_leaderboard(bench, folder, models=models, model_list=names,
+                                       jobs=jobs, token=os.environ.get("HF_TOKEN"),
+                                       progress=show)
     console = Console()
     size = sum(f.stat().st_size for f in outcome.folder.iterdir() if f.is_file())
     console.print(literal(
@@ -140,6 +148,28 @@ def pull(
     usable = (f"leaderboard:{bench}" if outcome.folder.resolve() == (
         cache / "leaderboard" / bench).resolve() else str(outcome.folder))
     console.print(literal(f"use it as: mdad run {usable}"), soft_wrap=True, highlight=False)
+
+
+@contextmanager
+def hub_log_shown_by(show: Callable[[str], None]) -> Iterator[None]:
+    """Within the block, each line the Hugging Face Hub client logs (its retries of a
+    request) goes to `show`, the progress line, instead of stderr, so an error stays
+    the one line after them; the client's own handlers come back after."""
+    import logging
+
+    import huggingface_hub.utils.logging  # noqa: F401  (it sets its handler on import)
+
+    class Shown(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            show(" ".join(record.getMessage().split()))
+
+    logger = logging.getLogger("huggingface_hub")
+    saved = logger.handlers[:]
+    logger.handlers = [Shown(logging.WARNING)]
+    try:
+        yield
+    finally:
+        logger.handlers = saved
 
 
 def print_lm_eval_files(console: Console, found: LmEvalFiles) -> None:
