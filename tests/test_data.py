@@ -304,21 +304,23 @@ def test_read_results_reads_with_the_recognising_loader(tmp_path):
 
 @pytest.mark.parametrize(("make", "options", "message", "parameters"), [
     (small_csv, {"metric": "acc"},
-     r"metric is not an option of the wide-csv loader, which reads .*small\.csv; it accepts "
-     r"orientation, item_column, subtask_column, meta_columns$",
+     r"metric is not an option of the wide-csv loader, which reads .*small\.csv; leave it "
+     r"out \(the loader's keywords are orientation, item_column, subtask_column, "
+     r"meta_columns\)$",
      ("metric",)),
     (small_csv, {"orientation": None, "models": 10, "data_seed": 1},
-     r"models, data_seed are not options of the wide-csv loader",
+     r"models, data_seed are not options of the wide-csv loader, which reads .*; leave "
+     r"them out",
      ("models", "data_seed")),
     (lambda d: small_paper_arrays(d / "paper"), {"orientation": "items-as-rows"},
      r"orientation is not an option of the paper-arrays loader, which reads .*paper; "
-     r"it takes no options$", ("orientation",)),
+     r"leave it out \(the loader takes no options\)$", ("orientation",)),
     (lambda d: small_lm_eval(d / "lm"), {"subtask_column": "task"},
-     r"subtask_column is not an option of the lm-eval loader, which reads .*lm; it accepts "
-     r"metric, tasks$", ("subtask_column",)),
+     r"subtask_column is not an option of the lm-eval loader, which reads .*lm; leave it "
+     r"out \(the loader's keywords are metric, tasks\)$", ("subtask_column",)),
     (lambda d: "synthetic:gpqa", {"models": 10},
-     r"models is not an option of the synthetic loader, which reads synthetic:gpqa; it "
-     r"accepts n_models, data_seed$", ("models",)),
+     r"models is not an option of the synthetic loader, which reads synthetic:gpqa; leave "
+     r"it out \(the loader's keywords are n_models, data_seed\)$", ("models",)),
 ])
 def test_an_option_the_loader_does_not_take_is_refused(tmp_path, make, options, message,
                                                        parameters):

@@ -74,13 +74,15 @@ def accepted_options(loader: Loader, source: str | Path, options: dict[str, Any]
     given = {key: value for key, value in options.items() if value is not None}
     unknown = [key for key in given if key not in loader.options]
     if unknown:
-        verb = "is not an option" if len(unknown) == 1 else "are not options"
-        accepts = (f"it accepts {', '.join(loader.options)}" if loader.options
-                   else "it takes no options")
+        verb, it = ("is not an option", "it") if len(unknown) == 1 else ("are not options",
+                                                                           "them")
         # only the refused options are named as the caller's: the accepted ones are the
-        # loader's keywords, which a command line may not offer
+        # loader's keywords, which a command line may not offer, so they are said to be
+        accepts = (f"the loader's keywords are {', '.join(loader.options)}" if loader.options
+                   else "the loader takes no options")
         raise ConfigError(f"{', '.join(unknown)} {verb} of the {loader.name} loader, which "
-                          f"reads {source}; {accepts}", parameters=tuple(unknown))
+                          f"reads {source}; leave {it} out ({accepts})",
+                          parameters=tuple(unknown))
     return given
 
 
