@@ -80,6 +80,40 @@ def print_provenance(console: Console, folder: Path) -> None:
                   soft_wrap=True, highlight=False, markup=False)
 
 
+@app.command("answers")
+@user_errors
+def answers(
+    dataset: Annotated[str, typer.Argument(help="A dataset name (gpqa, mmlu-pro-29) or a path.")],
+    model: Annotated[str, typer.Option(help="The model whose answers to write, as the "
+                                            "dataset names it.")],
+    out: Annotated[Path, typer.Option(help="The CSV file to write.")],
+    items: Annotated[Path | None, typer.Option(
+        help="A micro-benchmark file: write only its items (default: every item).")] = None,
+    metric: Annotated[str | None, typer.Option(
+        help="lm-eval metric field (default: the dataset's, else acc).")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace OUT if it exists.")] = False,
+) -> None:
+    """Write one of a dataset's models' answers as the item_id,correct CSV that
+    `estimate` and `compare` read: to try them, or to check a micro-benchmark on a
+    known model."""
+    from mdad.cli.files import check_new_file, write_text
+    from mdad.cli.practice_common import load_practice_data, note
+    from mdad.practice import MicroBenchmarkFile
+    from mdad.practice.answers import answers_csv
+
+    check_new_file(out, option="--out", force=force)
+    wanted = MicroBenchmarkFile.load(items).items if items is not None else None
+    data = load_practice_data(dataset, metric=metric)
+    text = answers_csv(data.matrix, model, wanted)
+    write_text(out, text)
+    count = text.count("\n") - 1
+    Console().print(literal(f"wrote {out}: {model}'s answers on {count} items of "
+                            f"{data.name}"), soft_wrap=True, highlight=False)
+    note(f"{model} is one of {data.name}'s models, so a micro-benchmark selected from "
+         f"{data.name} used its answers: an estimate from {out.name} is in-sample, likely "
+         "closer to its accuracy than a new model's would be")
+
+
 @app.command("pull")
 @user_errors
 def pull(

@@ -20,7 +20,6 @@ jackknife over anchors for the IRT estimators. It never uses a stored error twic
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,6 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from mdad.errors import ConfigError, DataError
+from mdad.practice.answers import read_answers_csv
 
 if TYPE_CHECKING:
     from mdad.practice.bundle import MicroBenchmarkFile
@@ -110,7 +110,7 @@ def read_item_scores(path: Path, items: list[str], lm_eval_items: list[str] | No
     """
     path = Path(path)
     if path.suffix.lower() == ".csv":
-        model, values = path.stem, _read_csv(path)
+        model, values = path.stem, read_answers_csv(path)
         wanted = items
     else:
         from mdad.data.lm_eval import load_lm_eval_samples
@@ -137,43 +137,6 @@ def read_item_scores(path: Path, items: list[str], lm_eval_items: list[str] | No
     scores = np.array([values.get(item, np.nan) for item in wanted])
     missing = [item for item, s in zip(items, scores, strict=True) if np.isnan(s)]
     return ItemScores(model, scores, missing, len(set(values) - set(wanted)))
-
-
-def _read_csv(path: Path) -> dict[str, float]:
-    """``item_id,correct`` rows as item -> score; a UTF-8 byte-order mark (as Excel
-    writes) and blank lines are allowed, any other column is refused."""
-    try:  # utf-8-sig: the byte-order mark is not part of the first column's name
-        with path.open(newline="", encoding="utf-8-sig") as handle:
-            rows = list(csv.reader(handle))
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read it ({exc.strerror})") from None
-    except UnicodeDecodeError as exc:
-        raise DataError(f"{path}: byte {exc.start} is not UTF-8; save the file as UTF-8"
-                        ) from None
-    header = [c.strip() for c in rows[0]] if rows else []
-    if header != ["item_id", "correct"]:
-        extra = (f" (it has {', '.join(map(repr, header))}; remove the other columns)"
-                 if header[:2] == ["item_id", "correct"] else "")
-        raise DataError(f"{path}: the first line must be the header item_id,correct{extra}")
-    values: dict[str, float] = {}
-    for line, row in enumerate(rows[1:], start=2):
-        if not any(cell.strip() for cell in row):
-            continue
-        if len(row) != 2 or not row[0].strip():
-            raise DataError(f"{path}, line {line}: expected item_id,correct, got "
-                            f"{len(row)} cell(s) {','.join(row)!r}")
-        item = row[0].strip()
-        try:
-            value = float(row[1])
-        except ValueError:
-            raise DataError(f"{path}, line {line}, column correct: {row[1]!r} is not a "
-                            "number in [0, 1]") from None
-        if not 0.0 <= value <= 1.0:
-            raise DataError(f"{path}, line {line}, column correct: {value} is not in [0, 1]")
-        if item in values:
-            raise DataError(f"{path}, line {line}: item {item!r} appears twice")
-        values[item] = value
-    return values
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,87 @@
+"""One model's answers as a CSV of ``item_id,correct`` rows: the file `estimate` and
+`compare` read when the results are not lm-eval's, and `mdad data answers` writes."""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import io
+from pathlib import Path
+
+import numpy as np
+
+from mdad.data.matrix import ResponseMatrix
+from mdad.errors import DataError
+
+HEADER = ("item_id", "correct")
+
+
+def read_answers_csv(path: Path) -> dict[str, float]:
+    """``item_id,correct`` rows as item -> score; a UTF-8 byte-order mark (as Excel
+    writes) and blank lines are allowed, any other column is refused."""
+    try:  # utf-8-sig: the byte-order mark is not part of the first column's name
+        with path.open(newline="", encoding="utf-8-sig") as handle:
+            rows = list(csv.reader(handle))
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read it ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path}: byte {exc.start} is not UTF-8; save the file as UTF-8"
+                        ) from None
+    header = [c.strip() for c in rows[0]] if rows else []
+    if header != list(HEADER):
+        extra = (f" (it has {', '.join(map(repr, header))}; remove the other columns)"
+                 if header[:2] == list(HEADER) else "")
+        raise DataError(f"{path}: the first line must be the header item_id,correct{extra}")
+    values: dict[str, float] = {}
+    for line, row in enumerate(rows[1:], start=2):
+        if not any(cell.strip() for cell in row):
+            continue
+        if len(row) != 2 or not row[0].strip():
+            raise DataError(f"{path}, line {line}: expected item_id,correct, got "
+                            f"{len(row)} cell(s) {','.join(row)!r}")
+        item = row[0].strip()
+        try:
+            value = float(row[1])
+        except ValueError:
+            raise DataError(f"{path}, line {line}, column correct: {row[1]!r} is not a "
+                            "number in [0, 1]") from None
+        if not 0.0 <= value <= 1.0:
+            raise DataError(f"{path}, line {line}, column correct: {value} is not in [0, 1]")
+        if item in values:
+            raise DataError(f"{path}, line {line}: item {item!r} appears twice")
+        values[item] = value
+    return values
+
+
+def answers_csv(matrix: ResponseMatrix, model: str, items: list[str] | None = None) -> str:
+    """The text of `model`'s ``item_id,correct`` CSV: its score on each of `items`
+    (default every item of `matrix`), in that order; 0/1 scores as digits, others as
+    the shortest float that reads back the same.
+
+    Raises
+    ------
+    DataError
+        For a model or an item that `matrix` lacks.
+    """
+    names = [str(name) for name in matrix.model_names]
+    if model not in names:
+        close = difflib.get_close_matches(model, names, n=3, cutoff=0.5)
+        hint = (f"; the nearest names are {', '.join(map(repr, close))}" if close
+                else f"; its models are named like {names[0]!r}")
+        raise DataError(f"model {model!r} is not one of the {len(names)} models of "
+                        f"{matrix.source}{hint}", parameters=("model",))
+    row = names.index(model)
+    column = {str(item): k for k, item in enumerate(matrix.item_ids)}
+    wanted = [str(item) for item in matrix.item_ids] if items is None else items
+    absent = [item for item in wanted if item not in column]
+    if absent:
+        raise DataError(f"{len(absent)} of the {len(wanted)} items are not in "
+                        f"{matrix.source} (e.g. {absent[0]!r})")
+    scores = matrix.scores()[row, [column[item] for item in wanted]]
+    binary = bool(np.isin(scores, (0.0, 1.0)).all())
+    text = io.StringIO()
+    writer = csv.writer(text, lineterminator="\n")
+    writer.writerow(HEADER)
+    for item, score in zip(wanted, scores.tolist(), strict=True):
+        writer.writerow((item, int(score) if binary else repr(score)))
+    return text.getvalue()

@@ -1,0 +1,77 @@
+"""The item_id,correct CSV of one model's answers: written by `mdad data answers`, read
+by `estimate` and `compare`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from test_cli import assert_ok, assert_user_error, flat, mdad_cli
+
+from mdad.data import ResponseMatrix
+from mdad.errors import DataError
+from mdad.practice import MicroBenchmarkFile, estimate_score, read_model_scores
+from mdad.practice.answers import answers_csv, read_answers_csv
+
+
+def test_a_binary_model_is_written_as_digits_in_the_order_asked():
+    matrix = ResponseMatrix([[1, 0, 1], [0, 0, 1]], ["a", "b"], ["q1", "q2", "q3"])
+    assert answers_csv(matrix, "a") == "item_id,correct\nq1,1\nq2,0\nq3,1\n"
+    assert answers_csv(matrix, "b", ["q3", "q1"]) == "item_id,correct\nq3,1\nq1,0\n"
+
+
+@pytest.fixture(scope="module")
+def roundtrip_file(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("answers") / "answers.csv"
+
+
+@given(st.lists(st.floats(0.0, 1.0), min_size=1, max_size=20))
+def test_fractional_scores_read_back_exactly(roundtrip_file, scores):
+    items = [f"item,{k}" for k in range(len(scores))]  # a comma, quoted by csv
+    matrix = ResponseMatrix([scores], ["m"], items)
+    roundtrip_file.write_text(answers_csv(matrix, "m"))
+    read = read_answers_csv(roundtrip_file)
+    assert list(read) == items
+    assert np.array_equal(list(read.values()), matrix.scores()[0])
+
+
+def test_an_unknown_model_names_the_nearest_and_an_unknown_item_is_counted():
+    matrix = ResponseMatrix([[1, 0], [0, 1]], ["org__model-7b", "org__other"], ["x", "y"])
+    with pytest.raises(DataError, match=r"model 'org/model-7b' is not one of the 2 models "
+                       r"of .*; the nearest names are 'org__model-7b'") as info:
+        answers_csv(matrix, "org/model-7b")
+    assert info.value.parameters == ("model",)
+    with pytest.raises(DataError, match=r"1 of the 2 items are not in .* \(e.g. 'z'\)"):
+        answers_csv(matrix, "org__other", ["x", "z"])
+
+
+def test_a_dataset_model_s_answers_estimate_as_its_own_scores(gpqa_data, tmp_path: Path):
+    """`data answers` then `estimate`: the estimate is the model's accuracy on the
+    micro-benchmark's items, as from its row of the matrix; the file says it is in-sample."""
+    mb, answers = tmp_path / "mb.json", tmp_path / "answers.csv"
+    assert_ok(mdad_cli("select", "gpqa", "--method", "random", "--size", "40", "--out", mb,
+                       cwd=tmp_path))
+    model = str(gpqa_data.matrix.model_names[7])
+    proc = mdad_cli("data", "answers", "gpqa", "--model", model, "--items", mb, "--out",
+                    answers, cwd=tmp_path)
+    assert_ok(proc)
+    assert f"{model}'s answers on 40 items of gpqa" in flat(proc.stdout)
+    assert "an estimate from answers.csv is in-sample" in flat(proc.stderr)
+    bundle = MicroBenchmarkFile.load(mb)
+    columns = [int(np.flatnonzero(gpqa_data.matrix.item_ids.astype(str) == item)[0])
+               for item in bundle.items]
+    expected = gpqa_data.matrix.scores()[7, columns].mean()
+    estimate = estimate_score(bundle, read_model_scores(answers, bundle))
+    assert estimate.accuracy == pytest.approx(expected, abs=1e-12)
+    proc = mdad_cli("estimate", mb, answers, cwd=tmp_path)
+    assert_ok(proc)
+    assert f"estimated accuracy {100 * expected:.1f}" in flat(proc.stdout)
+    # never replaced without --force; an unknown model is one line naming --model
+    assert_user_error(mdad_cli("data", "answers", "gpqa", "--model", model, "--out", answers,
+                               cwd=tmp_path), r"--out .*answers\.csv already exists")
+    assert_user_error(mdad_cli("data", "answers", "gpqa", "--model", "nobody", "--out",
+                               tmp_path / "n.csv", cwd=tmp_path),
+                      r"--model 'nobody' is not one of the 420 models")
