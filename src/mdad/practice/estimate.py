@@ -244,7 +244,7 @@ def estimate_score(bundle: MicroBenchmarkFile, results: ItemScores, *,
     value = float(_estimates(bundle, np.nan_to_num(results.scores)[None, :], observed)[0])
     if bundle.error_sd is None:
         low, high = _wilson(value, used, bundle.pool_size)
-        how = "Wilson, finite population"
+        how = "Wilson score, finite-population corrected"
     else:
         spread = bundle.error_sd * np.sqrt(bundle.size / used)
         low, high = max(value - Z95 * spread, 0.0), min(value + Z95 * spread, 1.0)
