@@ -220,3 +220,21 @@ def test_summary_reports_the_items_a_static_micro_benchmark_used(gpqa, small_stu
     assert (tables.summary.distinct_items == tables.summary["size"]).all()
     assert (tables.summary.top_item_share == 1.0).all()
     assert result.exposure.shape == (*result.estimates.shape[:4], 2)
+
+
+@pytest.mark.parametrize(("message", "parameters", "expected"), [
+    ("n_runs must be >= 1; got 0", ("n_runs",), "--runs must be >= 1; got 0"),
+    ("use sources 20 with 300 sources", ("sources",), "use --sources 20 with 300 sources"),
+    # the user's own words, quoted or a path, stay as they are
+    ("model 'my model' is not one of the 2 models of /x/model/w.csv; model",
+     ("model",), "--model 'my model' is not one of the 2 models of /x/model/w.csv; --model"),
+    ('model "model" is unknown', ("model",), '--model "model" is unknown'),
+    # an apostrophe after a letter opens no quote
+    ("study_dir's MDAD is for gpqa's items (e.g. 'study_dir'); leave out study_dir",
+     ("study_dir",), "--run's MDAD is for gpqa's items (e.g. 'study_dir'); leave out --run"),
+])
+def test_parameters_become_options_outside_the_user_s_own_words(message, parameters,
+                                                                 expected):
+    from mdad.cli.errors import as_options
+
+    assert as_options(message, parameters) == expected

@@ -76,14 +76,28 @@ def option_name(parameter: str) -> str:
     return OPTION_NAMES.get(parameter, "--" + parameter.replace("_", "-"))
 
 
+# A quoted value ('my model', "it's") or a path (/data/model/x.csv): never rewritten.
+# An apostrophe after a letter (study_dir's) opens no quote.
+_VERBATIM = re.compile(r"""(?<!\w)'[^']*'(?!\w)|(?<!\w)"[^"]*"(?!\w)|\S*[/\\]\S*""")
+
+
 def as_options(message: str, parameters: tuple[str, ...]) -> str:
     """`message` with each of `parameters`, where it stands as a word, named as its CLI
-    option; a count before it ("300 sources") marks the plain noun, left as it is."""
+    option; a count before it ("300 sources") marks the plain noun, and quoted values
+    and paths are the user's own words: those are left as they are."""
+    pieces, start = [], 0
+    for verbatim in _VERBATIM.finditer(message):
+        pieces += [_named(message[start:verbatim.start()], parameters), verbatim.group()]
+        start = verbatim.end()
+    return "".join([*pieces, _named(message[start:], parameters)])
+
+
+def _named(text: str, parameters: tuple[str, ...]) -> str:
     for parameter in parameters:
         option = option_name(parameter)
-        message = re.sub(rf"(?<![\w-])(?<!\d ){re.escape(parameter)}(?![\w-])",
-                         lambda _, option=option: option, message)
-    return message
+        text = re.sub(rf"(?<![\w-])(?<!\d ){re.escape(parameter)}(?![\w-])",
+                      lambda _, option=option: option, text)
+    return text
 
 
 def parse_int_list(text: str, option: str) -> tuple[int, ...]:
