@@ -24,7 +24,7 @@ _EXPORTS = {
     "describe": "mdad.data.info",
     "Loader": "mdad.data.loader",
     "ResponseMatrix": "mdad.data.matrix",
-    "MissingPolicy": "mdad.data.missing",
+    "MissingPolicy": "mdad.data.choices",
     "MissingReport": "mdad.data.missing",
     "resolve_missing": "mdad.data.missing",
     "LOADERS": "mdad.data.registry",
@@ -35,7 +35,7 @@ _EXPORTS = {
     "load_dataset": "mdad.data.registry",
     "read_dataset": "mdad.data.registry",
     "read_results": "mdad.data.registry",
-    "Orientation": "mdad.data.wide_csv",
+    "Orientation": "mdad.data.choices",
     "load_wide_csv": "mdad.data.wide_csv",
 }
 
@@ -64,11 +64,12 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from mdad.data.choices import MissingPolicy, Orientation
     from mdad.data.datasets import DATASETS, DatasetSpec, data_search_path, locate
     from mdad.data.info import DataInfo, describe
     from mdad.data.loader import Loader
     from mdad.data.matrix import ResponseMatrix
-    from mdad.data.missing import MissingPolicy, MissingReport, resolve_missing
+    from mdad.data.missing import MissingReport, resolve_missing
     from mdad.data.registry import (
         LOADERS,
         Dataset,
@@ -79,7 +80,7 @@ if TYPE_CHECKING:
         read_dataset,
         read_results,
     )
-    from mdad.data.wide_csv import Orientation, load_wide_csv
+    from mdad.data.wide_csv import load_wide_csv
 
 
 __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
