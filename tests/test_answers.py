@@ -14,13 +14,21 @@ from test_cli import assert_ok, assert_user_error, flat, mdad_cli
 from mdad.data import ResponseMatrix
 from mdad.errors import DataError
 from mdad.practice import MicroBenchmarkFile, estimate_score, read_model_scores
-from mdad.practice.answers import answers_csv, read_answers_csv
+from mdad.practice.answers import answers_csv, model_answers, read_answers_csv
 
 
 def test_a_binary_model_is_written_as_digits_in_the_order_asked():
     matrix = ResponseMatrix([[1, 0, 1], [0, 0, 1]], ["a", "b"], ["q1", "q2", "q3"])
-    assert answers_csv(matrix, "a") == "item_id,correct\nq1,1\nq2,0\nq3,1\n"
-    assert answers_csv(matrix, "b", ["q3", "q1"]) == "item_id,correct\nq3,1\nq1,0\n"
+    assert answers_csv(*model_answers(matrix, "a")) == "item_id,correct\nq1,1\nq2,0\nq3,1\n"
+    assert answers_csv(*model_answers(matrix, "b", ["q3", "q1"])) == (
+        "item_id,correct\nq3,1\nq1,0\n")
+
+
+def test_an_item_without_a_result_gets_no_row():
+    matrix = ResponseMatrix([[1, np.nan, 0.5], [0, 0, 1]], ["a", "b"], ["q1", "q2", "q3"])
+    ids, scores = model_answers(matrix, "a")
+    assert ids == ["q1", "q2", "q3"] and np.isnan(scores[1])
+    assert answers_csv(ids, scores) == "item_id,correct\nq1,1.0\nq3,0.5\n"
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +40,7 @@ def roundtrip_file(tmp_path_factory) -> Path:
 def test_fractional_scores_read_back_exactly(roundtrip_file, scores):
     items = [f"item,{k}" for k in range(len(scores))]  # a comma, quoted by csv
     matrix = ResponseMatrix([scores], ["m"], items)
-    roundtrip_file.write_text(answers_csv(matrix, "m"))
+    roundtrip_file.write_text(answers_csv(*model_answers(matrix, "m")))
     read = read_answers_csv(roundtrip_file)
     assert list(read) == items
     assert np.array_equal(list(read.values()), matrix.scores()[0])
@@ -42,10 +50,12 @@ def test_an_unknown_model_names_the_nearest_and_an_unknown_item_is_counted():
     matrix = ResponseMatrix([[1, 0], [0, 1]], ["org__model-7b", "org__other"], ["x", "y"])
     with pytest.raises(DataError, match=r"model 'org/model-7b' is not one of the 2 models "
                        r"of .*; the nearest names are 'org__model-7b'") as info:
-        answers_csv(matrix, "org/model-7b")
+        model_answers(matrix, "org/model-7b")
     assert info.value.parameters == ("model",)
-    with pytest.raises(DataError, match=r"1 of the 2 items are not in .* \(e.g. 'z'\)"):
-        answers_csv(matrix, "org__other", ["x", "z"])
+    with pytest.raises(DataError, match=r"^items: 1 of the 2 items are not in .* \(e.g. "
+                       r"'z'\); give the data they were selected from") as info:
+        model_answers(matrix, "org__other", ["x", "z"])
+    assert info.value.parameters == ("items",)
 
 
 def test_a_dataset_model_s_answers_estimate_as_its_own_scores(gpqa_data, tmp_path: Path):
@@ -75,3 +85,50 @@ def test_a_dataset_model_s_answers_estimate_as_its_own_scores(gpqa_data, tmp_pat
     assert_user_error(mdad_cli("data", "answers", "gpqa", "--model", "nobody", "--out",
                                tmp_path / "n.csv", cwd=tmp_path),
                       r"--model 'nobody' is not one of the 420 models")
+
+
+def test_answers_hold_to_the_micro_benchmark_s_data_and_say_what_is_missing(tmp_path: Path):
+    header = "model," + ",".join(f"q{k}" for k in range(8))
+    rows = [f"m{i}," + ",".join(str((i * k + i) % 2) for k in range(8)) for i in range(6)]
+    data = tmp_path / "data.csv"
+    data.write_text("\n".join([header, *rows]) + "\n")
+    other = tmp_path / "other.csv"  # the same layout, one score changed: another version
+    other.write_text("\n".join([header, rows[0].replace(",0", ",1", 1), *rows[1:]]) + "\n")
+    partial = tmp_path / "partial.csv"  # m1 has no result on q3
+    cells = rows[1].split(",")
+    cells[4] = ""
+    partial.write_text("\n".join([header, rows[0], ",".join(cells), *rows[2:]]) + "\n")
+    mb = tmp_path / "mb.json"
+    assert_ok(mdad_cli("select", data, "--method", "random", "--size", "4", "--out", mb,
+                       cwd=tmp_path))
+    out = tmp_path / "a.csv"
+
+    def answers(*args: object):
+        return mdad_cli("data", "answers", *args, cwd=tmp_path)
+
+    assert_user_error(answers(other, "--model", "m1", "--items", mb, "--out", out),
+                      r"--items .*mb\.json was selected from .* with sha256 \w+\.\.\., this "
+                      r"data has \w+\.\.\.; give the data it was selected from")
+    assert_user_error(answers(data, "--model", "m1", "--items", mb, "--out", mb, "--force"),
+                      r"--out .*mb\.json is the --items file")
+    assert_user_error(answers(data, "--model", "m1", "--items", mb, "--metric", "acc_norm",
+                              "--out", out), r"--metric acc_norm: the micro-benchmark .* "
+                      r"was built on acc; leave out --metric")
+    assert_user_error(answers(data, "--model", "m1", "--out", tmp_path),
+                      r"--out .* is a folder; give a file name, e\.g\. .*answers\.csv")
+    assert not out.exists()
+    proc = answers(partial, "--model", "m1", "--out", out)
+    assert_ok(proc)
+    assert "m1's answers on 7 items" in flat(proc.stdout)
+    assert "m1 has no result on 1 of the 8 items, left out of a.csv" in flat(proc.stderr)
+    assert "q3" not in out.read_text() and len(out.read_text().splitlines()) == 8
+
+
+def test_another_benchmark_s_micro_benchmark_is_refused(gpqa_data, tmp_path: Path):
+    mb = tmp_path / "mb.json"
+    assert_ok(mdad_cli("select", "gpqa", "--method", "random", "--size", "5", "--out", mb,
+                       cwd=tmp_path))
+    proc = mdad_cli("data", "answers", "mmlu-pro-29", "--model", "x", "--items", mb, "--out",
+                    tmp_path / "a.csv", cwd=tmp_path)
+    assert_user_error(proc, r"dataset mmlu-pro-29 is another benchmark than the "
+                      r"micro-benchmark's \(gpqa\)")

@@ -269,6 +269,15 @@ def test_the_hub_client_s_log_lines_go_to_the_progress_line_and_its_handlers_com
     assert root.handlers == before
     http.warning("after the pull")
     assert printed == ["after the pull"]
+    # HF_HUB_VERBOSITY=info (a level below warnings) asks for the client's own lines
+    level = root.level
+    root.setLevel(logging.INFO)  # setLevel: the loggers cache their levels
+    try:
+        with hub_log_shown_by(shown.append):
+            http.info("asked for")
+    finally:
+        root.setLevel(level)
+    assert printed == ["after the pull", "asked for"] and len(shown) == 1
 
 
 def test_lines_are_read_in_bounded_chunks(monkeypatch):

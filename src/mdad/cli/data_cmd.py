@@ -88,29 +88,56 @@ def answers(
                                             "dataset names it.")],
     out: Annotated[Path, typer.Option(help="The CSV file to write.")],
     items: Annotated[Path | None, typer.Option(
-        help="A micro-benchmark file: write only its items (default: every item).")] = None,
+        help="A micro-benchmark file: write only its items, read with its metric "
+             "(default: every item).")] = None,
     metric: Annotated[str | None, typer.Option(
-        help="lm-eval metric field (default: the dataset's, else acc).")] = None,
+        help="lm-eval metric field (default: the micro-benchmark's, else the dataset's, "
+             "else acc).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace OUT if it exists.")] = False,
 ) -> None:
     """Write one of a dataset's models' answers as the item_id,correct CSV that
     `estimate` and `compare` read: to try them, or to check a micro-benchmark on a
     known model."""
-    from mdad.cli.files import check_new_file, write_text
-    from mdad.cli.practice_common import load_practice_data, note
-    from mdad.practice import MicroBenchmarkFile
-    from mdad.practice.answers import answers_csv
+    import numpy as np
 
-    check_new_file(out, option="--out", force=force)
-    wanted = MicroBenchmarkFile.load(items).items if items is not None else None
-    data = load_practice_data(dataset, metric=metric)
-    text = answers_csv(data.matrix, model, wanted)
-    write_text(out, text)
-    count = text.count("\n") - 1
-    Console().print(literal(f"wrote {out}: {model}'s answers on {count} items of "
-                            f"{data.name}"), soft_wrap=True, highlight=False)
-    note(f"{model} is one of {data.name}'s models, so a micro-benchmark selected from "
-         f"{data.name} used its answers: an estimate from {out.name} is in-sample, likely "
+    from mdad.cli.files import check_new_file, write_text
+    from mdad.cli.practice_common import note
+    from mdad.data import dataset_options, read_dataset
+    from mdad.errors import ConfigError
+    from mdad.practice import MicroBenchmarkFile
+    from mdad.practice.answers import answers_csv, model_answers
+    from mdad.practice.bundle import check_same_benchmark
+
+    check_new_file(out, option="--out", force=force, example="answers.csv")
+    bundle = None
+    if items is not None:
+        if out.resolve() == items.resolve():
+            raise ConfigError(f"--out {out} is the --items file; write the answers elsewhere")
+        bundle = MicroBenchmarkFile.load(items)
+        check_same_benchmark(bundle, dataset)
+        if metric is not None and metric != bundle.lm_eval_metric:
+            raise ConfigError(f"--metric {metric}: the micro-benchmark {items} was built on "
+                              f"{bundle.lm_eval_metric}; leave out --metric")
+        if "metric" in dataset_options(dataset):  # a CSV's scores are as they are
+            metric = bundle.lm_eval_metric
+    raw = read_dataset(dataset, metric=metric)  # missing cells stay missing: no row
+    if bundle is not None and raw.matrix.sha256 != bundle.sha256:
+        raise ConfigError(f"--items {items} was selected from {bundle.dataset} with sha256 "
+                          f"{bundle.sha256[:12]}..., this data has "
+                          f"{(raw.matrix.sha256 or '')[:12]}...; give the data it was "
+                          "selected from")
+    for message in raw.matrix.notes:
+        note(as_options(message, ("orientation",)))
+    ids, scores = model_answers(raw.matrix, model, None if bundle is None else bundle.items)
+    write_text(out, answers_csv(ids, scores))
+    unanswered = int(np.isnan(scores).sum())
+    Console().print(literal(f"wrote {out}: {model}'s answers on {len(ids) - unanswered} "
+                            f"items of {raw.name}"), soft_wrap=True, highlight=False)
+    if unanswered:
+        note(f"{model} has no result on {unanswered} of the {len(ids)} items, left out of "
+             f"{out.name}; estimate and compare read it with --allow-partial")
+    note(f"{model} is one of {raw.name}'s models, so a micro-benchmark selected from "
+         f"{raw.name} used its answers: an estimate from {out.name} is in-sample, likely "
          "closer to its accuracy than a new model's would be")
 
 
@@ -157,10 +184,12 @@ def pull(
         def show(state) -> None:
             rate = state.bytes_per_second / 1e6
             bar.update(task, completed=state.models_done, total=state.models_total,
+                       description=f"pulling {bench}",  # past any retry line
                        rate=f"{state.bytes_streamed / 1e6:,.1f} MB at {rate:,.1f} MB/s")
 
-        def retrying(message: str) -> None:
-            bar.update(task, description=f"pulling {bench} (the hub client: {message})")
+        def retrying(message: str) -> None:  # the client's text, urls and errors: no markup
+            bar.update(task, description=f"pulling {bench} (the hub client: "
+                                         f"{literal(message)})")
 
         with hub_log_shown_by(retrying):
             outcome = pull_leaderboard(bench, folder, models=models, model_list=names,
@@ -195,9 +224,15 @@ def hub_log_shown_by(show: Callable[[str], None]) -> Iterator[None]:
 
     class Shown(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
-            show(" ".join(record.getMessage().split()))
+            try:
+                show(" ".join(record.getMessage().split()))
+            except Exception:  # as logging's own handlers: never into the client's call
+                self.handleError(record)
 
     logger = logging.getLogger("huggingface_hub")
+    if logger.getEffectiveLevel() < logging.WARNING:  # HF_HUB_VERBOSITY=info asks for them
+        yield
+        return
     saved = logger.handlers[:]
     logger.handlers = [Shown(logging.WARNING)]
     try:

@@ -10,13 +10,14 @@ from pathlib import Path
 from mdad.errors import ConfigError
 
 
-def check_new_file(path: Path, *, option: str, force: bool = False) -> None:
-    """Refuse, before any work, a file that exists (unless `force`), is a folder, or
-    cannot be written where it is asked for."""
+def check_new_file(path: Path, *, option: str, force: bool = False,
+                   example: str = "microbenchmark.json") -> None:
+    """Refuse, before any work, a file that exists (unless `force`), is a folder (the
+    error suggests `example` in it), or cannot be written where it is asked for."""
     path = Path(path)
     if path.is_dir():
         raise ConfigError(f"{option} {path} is a folder; give a file name, e.g. "
-                          f"{path / 'microbenchmark.json'}")
+                          f"{path / example}")
     if path.exists() and not force:
         raise ConfigError(f"{option} {path} already exists; choose another name, or pass "
                           "--force to replace it")

@@ -53,15 +53,15 @@ def read_answers_csv(path: Path) -> dict[str, float]:
     return values
 
 
-def answers_csv(matrix: ResponseMatrix, model: str, items: list[str] | None = None) -> str:
-    """The text of `model`'s ``item_id,correct`` CSV: its score on each of `items`
-    (default every item of `matrix`), in that order; 0/1 scores as digits, others as
-    the shortest float that reads back the same.
+def model_answers(matrix: ResponseMatrix, model: str, items: list[str] | None = None
+                  ) -> tuple[list[str], np.ndarray]:
+    """`model`'s scores on `items` (default every item of `matrix`), in that order:
+    the ids and a float array of shape (len(ids),), NaN where the model has no result.
 
     Raises
     ------
     DataError
-        For a model or an item that `matrix` lacks.
+        For a model that `matrix` lacks (naming the nearest names), or items it lacks.
     """
     names = [str(name) for name in matrix.model_names]
     if model not in names:
@@ -70,18 +70,26 @@ def answers_csv(matrix: ResponseMatrix, model: str, items: list[str] | None = No
                 else f"; its models are named like {names[0]!r}")
         raise DataError(f"model {model!r} is not one of the {len(names)} models of "
                         f"{matrix.source}{hint}", parameters=("model",))
-    row = names.index(model)
     column = {str(item): k for k, item in enumerate(matrix.item_ids)}
-    wanted = [str(item) for item in matrix.item_ids] if items is None else items
+    wanted = [str(item) for item in matrix.item_ids] if items is None else list(items)
     absent = [item for item in wanted if item not in column]
     if absent:
-        raise DataError(f"{len(absent)} of the {len(wanted)} items are not in "
-                        f"{matrix.source} (e.g. {absent[0]!r})")
-    scores = matrix.scores()[row, [column[item] for item in wanted]]
-    binary = bool(np.isin(scores, (0.0, 1.0)).all())
+        raise DataError(f"items: {len(absent)} of the {len(wanted)} items are not in "
+                        f"{matrix.source} (e.g. {absent[0]!r}); give the data they were "
+                        "selected from", parameters=("items",))
+    row = names.index(model)
+    return wanted, matrix.scores()[row, [column[item] for item in wanted]]
+
+
+def answers_csv(items: list[str], scores: np.ndarray) -> str:
+    """The CSV text of the answered `items` (a NaN score: no row), in their order; 0/1
+    scores as digits, others as the shortest decimal that reads back the same float."""
+    answered = ~np.isnan(scores)
+    binary = bool(np.isin(scores[answered], (0.0, 1.0)).all())
     text = io.StringIO()
     writer = csv.writer(text, lineterminator="\n")
     writer.writerow(HEADER)
-    for item, score in zip(wanted, scores.tolist(), strict=True):
-        writer.writerow((item, int(score) if binary else repr(score)))
+    for item, score in zip(items, scores.tolist(), strict=True):
+        if score == score:  # not NaN
+            writer.writerow((item, int(score) if binary else repr(score)))
     return text.getvalue()
