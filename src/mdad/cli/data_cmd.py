@@ -160,7 +160,13 @@ def pull(
     """Pull one benchmark's per-item results into a compact dataset (see the README)."""
     import os
 
-    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
 
     from mdad.data.datasets import cache_folder
     from mdad.data.files import read_name_list
@@ -174,7 +180,7 @@ def pull(
     cache = cache_folder()
     folder = out if out is not None else cache / "leaderboard" / bench
     columns = (TextColumn("{task.description}"), BarColumn(),
-               TextColumn("{task.completed}/{task.total} models"),
+               MofNCompleteColumn(), TextColumn("models"),  # 0/? until the listing is read
                TextColumn("{task.fields[rate]}"), TimeRemainingColumn())
     err = Console(stderr=True)
     # off a terminal a transient bar would still end with a blank line before any error
