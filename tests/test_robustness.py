@@ -419,3 +419,43 @@ def test_target_models_that_cannot_be_used_as_asked(command: tuple[str, ...], pa
     names.write_text(f"{models[0]}\n" if command[0] == "plan" else f"{models[0]}\n{models[1]}\n")
     assert_user_error(mdad_cli(*command, "--target-models", names, cwd=tmp_path), pattern)
     assert not (tmp_path / "out").exists()
+
+
+@pytest.fixture(scope="module")
+def small_study(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("study") / "run"
+    assert_ok(mdad_cli("run", "gpqa", "--methods", "random,subtask-equal", "--sizes", "10,25",
+                       "--runs", "2", "--resamples", "20", "--out", folder,
+                       cwd=folder.parent))
+    return folder
+
+
+def _cut(path: Path, keep: int) -> None:
+    path.write_bytes(path.read_bytes()[:keep])
+
+
+@pytest.mark.parametrize(("damage", "pattern"), [
+    (lambda f: (f / "mdad.csv").write_text((f / "mdad.csv").read_text().replace(
+        "\nrandom,", "\nbogus,", 1)),
+     r"mdad\.csv: row 2, column method: 'bogus' is not one of the study's methods"),
+    (lambda f: _cut(f / "summary.csv", (f / "summary.csv").read_text().index("\n") + 1),
+     r"summary\.csv: no row for random at 10 items and 300 sources, which mdad\.csv has"),
+    (lambda f: _cut(f / "agreement.csv", 50),
+     r"agreement\.csv: row 2 is not a bin of an agreement curve"),
+    (lambda f: (f / "agreement.csv").write_text("".join(
+        line for line in (f / "agreement.csv").read_text().splitlines(keepends=True)
+        if ",25,300,unseen," not in line or line.startswith("random,"))),
+     r"agreement\.csv: no curve for subtask-equal at 25 items \(unseen split, 300 sources\)"),
+    (lambda f: _cut(f / "config.json", 100),
+     r"config\.json: cannot read it \(Expecting .*\); rerun the study"),
+    (lambda f: _cut(f / "results.parquet", 200), r"results\.parquet: cannot read it"),
+])
+def test_report_names_the_damaged_file_and_writes_nothing(small_study: Path, damage, pattern,
+                                                          tmp_path: Path) -> None:
+    import shutil
+
+    folder = tmp_path / "run"
+    shutil.copytree(small_study, folder)
+    damage(folder)
+    assert_user_error(mdad_cli("report", folder, cwd=tmp_path), pattern + ".*another folder")
+    assert not (folder / "report.html").exists() and not (folder / "figures").exists()

@@ -10,7 +10,7 @@ import pandas as pd
 
 from mdad.errors import DataError
 from mdad.metrics.pairs import bin_edges, pair_counts
-from mdad.study.folder import POOLED, StudyFolder
+from mdad.study.folder import FIX, POOLED, StudyFolder
 
 
 @dataclass(frozen=True, eq=False)
@@ -35,6 +35,12 @@ def agreement_curves(study: StudyFolder, sources: int
     for a study folder written before it existed, recomputed from results.parquet)."""
     saved = _saved_curves(study.path / "agreement.csv", sources)
     if saved is not None:
+        shown = study.mdad[study.mdad.sources == sources]
+        for method, size, split in zip(shown.method, shown["size"], shown.split, strict=True):
+            if (str(method), int(size), str(split)) not in saved:
+                raise DataError(f"{study.path / 'agreement.csv'}: no curve for {method} at "
+                                f"{size} items ({split} split, {sources} sources), which "
+                                f"mdad.csv has; {FIX}")
         return saved
     frame = study.results[study.results.n_sources == sources]
     keys = ["method", "size"]
@@ -68,7 +74,21 @@ def _saved_curves(path: Path, sources: int
     try:
         table = pd.read_csv(path)
     except (OSError, ValueError) as exc:
-        raise DataError(f"{path}: cannot read it ({exc})") from None
+        raise DataError(f"{path}: cannot read it ({exc}); {FIX}") from None
+    lacking = [c for c in ("method", "size", "sources", "split", "gap", "pairs", "agreeing")
+               if c not in table]
+    if lacking:
+        raise DataError(f"{path}: no column {', '.join(lacking)}; {FIX}")
+    counts = table[["size", "sources", "pairs", "agreeing"]].apply(
+        pd.to_numeric, errors="coerce").to_numpy(np.float64)
+    gap = pd.to_numeric(table.gap, errors="coerce").to_numpy(np.float64)
+    bad = np.flatnonzero(~np.isfinite(counts).all(axis=1) | (counts != np.round(counts)).any(axis=1)
+                         | (counts[:, 2] < 1) | (counts[:, 3] < 0) | (counts[:, 3] > counts[:, 2])
+                         | ~((gap >= 0) & (gap <= 1)))
+    if len(bad):
+        raise DataError(f"{path}: row {bad[0] + 2} is not a bin of an agreement curve (whole "
+                        "pairs >= 1, agreeing pairs from 0 to pairs, a gap in [0, 1]); "
+                        f"{FIX}")
     if "subtask" in table.columns:
         table = table[table.subtask == POOLED]
     table = table[table.sources == sources]

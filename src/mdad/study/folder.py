@@ -36,6 +36,7 @@ STAGING = "mdad-staging-"  # marks the folders mdad writes a study into before r
 POOLED = "(pooled)"  # the subtask name of a per-subtask study's pooled rows
 LEGACY_NOT_REACHED = 0.5  # mdad 0.1's stand-in for "never reached"
 REQUIRED = ("config.json", "mdad.csv", "summary.csv", "results.parquet")
+FIX = "rerun the study (`mdad run ... --out`) or pass another folder"
 
 
 def check_out_dir(out_dir: Path) -> Path:
@@ -227,18 +228,23 @@ def read_study_folder(path: Path) -> StudyFolder:
     if missing:
         raise DataError(f"{path}: no {', '.join(missing)}; pass a folder written by "
                         "`mdad run`")
-    try:
-        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
-        mdad = pd.read_csv(path / "mdad.csv")
-        summary = pd.read_csv(path / "summary.csv")
-        results = pd.read_parquet(path / "results.parquet")
-    except (OSError, ValueError) as exc:
-        raise DataError(f"{path}: cannot read the study's files ({exc})") from None
+    readers = {"config.json": lambda f: json.loads(f.read_text(encoding="utf-8")),
+               "mdad.csv": pd.read_csv, "summary.csv": pd.read_csv,
+               "results.parquet": pd.read_parquet}
+    tables = {}
+    for name, read in readers.items():
+        try:
+            tables[name] = read(path / name)
+        except (OSError, ValueError) as exc:  # pyarrow's errors are ValueErrors too
+            reason = " ".join(str(exc).split())[:160]
+            raise DataError(f"{path / name}: cannot read it ({reason}); {FIX}") from None
+    config, mdad, summary = tables["config.json"], tables["mdad.csv"], tables["summary.csv"]
     _check_tables(path, config, mdad)
     if "subtask" in mdad.columns:
         mdad = mdad[mdad.subtask == POOLED].reset_index(drop=True)
         summary = summary[summary.subtask == POOLED].reset_index(drop=True)
-    return StudyFolder(path, config, censor_legacy(mdad), summary, results)
+    _check_summary(path, mdad, summary)
+    return StudyFolder(path, config, censor_legacy(mdad), summary, tables["results.parquet"])
 
 
 def _check_tables(path: Path, config: object, mdad: pd.DataFrame) -> None:
@@ -248,7 +254,7 @@ def _check_tables(path: Path, config: object, mdad: pd.DataFrame) -> None:
     accuracy gap in [0, 1]."""
     import pandas as pd
 
-    fix = "rerun the study (`mdad run ... --out`) or pass another folder"
+    fix = FIX
     study = config.get("study") if isinstance(config, dict) else None
     if not isinstance(study, dict) or not {"methods", "threshold"} <= set(study):
         raise DataError(f"{path / 'config.json'}: not a study configuration (no 'study' "
@@ -265,6 +271,12 @@ def _check_tables(path: Path, config: object, mdad: pd.DataFrame) -> None:
             if len(bad):
                 raise DataError(f"{path / 'mdad.csv'}: row {bad[0] + 2}, column {column}: "
                                 f"{mdad[column].iloc[bad[0]]} is not a count; {fix}")
+    unknown = np.flatnonzero(~mdad.method.astype(str).isin([str(m) for m in
+                                                            study["methods"]]).to_numpy())
+    if len(unknown):
+        raise DataError(f"{path / 'mdad.csv'}: row {unknown[0] + 2}, column method: "
+                        f"{str(mdad.method.iloc[unknown[0]])!r} is not one of the study's "
+                        f"methods in config.json; {fix}")
     if "reached" in mdad:
         values = pd.to_numeric(mdad.mdad, errors="coerce").to_numpy(np.float64)
         bad = np.flatnonzero(mdad.reached.astype(bool).to_numpy()
@@ -272,6 +284,27 @@ def _check_tables(path: Path, config: object, mdad: pd.DataFrame) -> None:
         if len(bad):
             raise DataError(f"{path / 'mdad.csv'}: row {bad[0] + 2} is marked reached but its "
                             f"mdad is not a number in [0, 1]; {fix}")
+
+
+def _check_summary(path: Path, mdad: pd.DataFrame, summary: pd.DataFrame) -> None:
+    """Refuse a summary.csv without a row for some method, size and source count of
+    mdad.csv (a file cut short, or another study's)."""
+    keys = ["method", "size", "sources"]
+    lacking = [c for c in keys if c not in summary]
+    if lacking:
+        raise DataError(f"{path / 'summary.csv'}: no column {', '.join(lacking)}; {FIX}")
+    import pandas as pd
+
+    def rows(table: pd.DataFrame) -> list[tuple[str, float, float]]:
+        counts = [pd.to_numeric(table[c], errors="coerce").tolist() for c in keys[1:]]
+        return list(zip(table.method.astype(str), *counts, strict=True))
+
+    have = set(rows(summary))
+    for method, size, sources in rows(mdad):
+        if (method, size, sources) not in have:
+            size, sources = int(size), int(sources)  # mdad.csv's counts are checked
+            raise DataError(f"{path / 'summary.csv'}: no row for {method} at {size} items "
+                            f"and {sources} sources, which mdad.csv has; {FIX}")
 
 
 def censor_legacy(mdad: pd.DataFrame) -> pd.DataFrame:
