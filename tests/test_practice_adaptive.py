@@ -143,9 +143,12 @@ def test_cli_loop_with_a_csv_and_results_applied_once(tmp_path: Path, gpqa_data)
         docs = batch["leaderboard_gpqa_main"]
         answers = tmp_path / f"round{round_}.csv"
         answers.write_text("item_id,correct\n" + "".join(
-            f"{d},{int(matrix.correctness[2, column[str(d)]])}\n" for d in docs))
+            f"{d},{int(matrix.correctness[2, column[str(d)]])}\n" for d in docs)
+            + ("" if round_ == 1 else "99999,1\n"))  # an item outside the batch
         proc = mdad_cli("adaptive", "next", state, answers, cwd=tmp_path)
         assert_ok(proc)
+        assert ("round2.csv has 1 items that are not in the batch; they are not recorded"
+                in flat(proc.stderr)) == (round_ == 2)
         if round_ == 1:
             assert_user_error(mdad_cli("adaptive", "next", state, answers, cwd=tmp_path),
                               r"round1.csv: these results were applied already \(round 1\)")
@@ -157,6 +160,10 @@ def test_cli_loop_with_a_csv_and_results_applied_once(tmp_path: Path, gpqa_data)
     shown = json.loads(mdad_cli("adaptive", "estimate", state, "--json",
                                 cwd=tmp_path).stdout)
     assert shown["finished"] and shown["answered"] == 6 and shown["round"] == 2
+    assert_user_error(mdad_cli("adaptive", "next", state, tmp_path / "round1.csv",
+                               cwd=tmp_path),
+                      r"state\.json: the test is finished \(6 items answered\), no batch is "
+                      r"pending; its estimate: `mdad adaptive estimate .*state\.json`")
     assert_user_error(mdad_cli("adaptive", "start", "gpqa", "--budget", "6", "--out", state,
                                cwd=tmp_path), r"--out .*already exists")
 
@@ -186,3 +193,21 @@ def test_batches_of_ten_cost_little_against_batches_of_one(gpqa_data, dims):
             measured[batch] = (np.concatenate(errors).mean(), np.mean(taus))
     (error_1, tau_1), (error_10, tau_10) = measured[1], measured[10]
     assert error_10 <= 1.05 * error_1 and tau_10 >= tau_1 - 0.03, measured
+
+
+@pytest.mark.parametrize("kind", ["folder", "file"])
+def test_start_refuses_a_batch_file_it_would_replace_before_any_work(kind: str,
+                                                                      tmp_path: Path):
+    state = tmp_path / "s.json"
+    batch = tmp_path / "s.samples.json"
+    if kind == "folder":
+        batch.mkdir()
+        pattern = r"s\.samples\.json is a folder; remove that folder, or choose another --out"
+    else:
+        batch.write_text("keep\n")
+        pattern = r"s\.samples\.json already exists; choose another name, or pass --force"
+    assert_user_error(mdad_cli("adaptive", "start", "gpqa", "--budget", "4", "--out", state,
+                               cwd=tmp_path), r"^mdad: error: --out \(its batch file\) .*"
+                      + pattern)
+    assert not state.exists()
+    assert batch.is_dir() if kind == "folder" else batch.read_text() == "keep\n"

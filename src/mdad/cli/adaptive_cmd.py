@@ -10,9 +10,16 @@ import typer
 
 from mdad.cli.errors import literal_console, user_errors
 from mdad.cli.files import check_new_file, write_text
-from mdad.cli.practice_common import JsonOption, data_metric, load_practice_data, print_json
+from mdad.cli.practice_common import (
+    JsonOption,
+    data_metric,
+    load_practice_data,
+    note,
+    print_json,
+)
 from mdad.data.choices import MissingPolicy
 from mdad.display import points
+from mdad.errors import ConfigError
 
 if TYPE_CHECKING:
     from mdad.practice.adaptive import AdaptiveTest
@@ -81,7 +88,9 @@ def start(
     """Fit the item model on a dataset's models and write the first batch."""
     from mdad.practice.adaptive import start_adaptive_test
 
-    check_new_file(out, option="--out", force=force)
+    check_new_file(out, option="--out", force=force, example="state.json")
+    for batch_file in (_batch_file(out), out.with_suffix(".items.txt")):  # either is written
+        check_new_file(batch_file, option="--out (its batch file)", force=force, example=None)
     data = load_practice_data(dataset, missing=missing, metric=metric)
     test = start_adaptive_test(data, budget=budget, batch=batch, target_se=target_se,
                                method=method, metric=data_metric(data, metric), seed=seed)
@@ -110,13 +119,21 @@ def next_batch(
     from mdad.practice.adaptive import AdaptiveTest
 
     test = AdaptiveTest.load(state)
+    if not test.pending:
+        raise ConfigError(f"{state}: the test is finished ({test.estimate().answered} items "
+                          f"answered), no batch is pending; its estimate: `mdad adaptive "
+                          f"estimate {state}`")
     recorded = test.apply_results(results, metric=metric)
     finished = test.estimate().finished
     if not finished:
         test.next_items()
     test.save(state)  # the answers and the next batch, at once
+    if recorded.extra:
+        note(f"{results} has {recorded.extra} items that are not in the batch; they are "
+             "not recorded")
     if not as_json:
-        literal_console().print(f"recorded {recorded} answers (round {test.round})")
+        literal_console().print(f"recorded {recorded.scores.size} answers (round "
+                                f"{test.round})")
     _print_estimate(test, as_json)
     if not finished:
         _write_batch(test, state)

@@ -11,13 +11,15 @@ from mdad.errors import ConfigError
 
 
 def check_new_file(path: Path, *, option: str, force: bool = False,
-                   example: str = "microbenchmark.json") -> None:
+                   example: str | None = "microbenchmark.json") -> None:
     """Refuse, before any work, a file that exists (unless `force`), is a folder (the
-    error suggests `example` in it), or cannot be written where it is asked for."""
+    error suggests `example` in it; None: a file named after another, whose name the
+    user does not give), or cannot be written where it is asked for."""
     path = Path(path)
     if path.is_dir():
-        raise ConfigError(f"{option} {path} is a folder; give a file name, e.g. "
-                          f"{path / example}")
+        fix = (f"give a file name, e.g. {path / example}" if example is not None
+               else "remove that folder, or choose another --out")
+        raise ConfigError(f"{option} {path} is a folder; {fix}")
     if path.exists() and not force:
         raise ConfigError(f"{option} {path} already exists; choose another name, or pass "
                           "--force to replace it")

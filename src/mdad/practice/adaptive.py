@@ -22,7 +22,7 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -31,6 +31,9 @@ from mdad.data.registry import Dataset
 from mdad.errors import ConfigError, DataError, check_whole
 from mdad.irt.cat import map_ability, predicted_accuracy
 from mdad.practice.bundle import _lm_eval_ids
+
+if TYPE_CHECKING:
+    from mdad.practice.estimate import ItemScores
 
 STATE_FORMAT = "mdad-adaptive/1"
 CV_FOLDS = 5
@@ -199,10 +202,11 @@ class AdaptiveTest:
         """The lm-eval ``--tasks`` of the pending batch."""
         return sorted(self.samples_json())
 
-    def apply_results(self, path: Path, *, metric: str | None = None) -> int:
+    def apply_results(self, path: Path, *, metric: str | None = None) -> ItemScores:
         """Record the pending batch's answers from one model's results (an lm-eval
-        ``--log_samples`` folder or file, or a CSV ``item_id,correct``); returns how
-        many were recorded.
+        ``--log_samples`` folder or file, or a CSV ``item_id,correct``); returns them as
+        read: every one recorded, and the count of other items in the results (`extra`,
+        not recorded).
 
         Raises
         ------
@@ -239,7 +243,7 @@ class AdaptiveTest:
             self.record(item, float(value))
         self.applied.append(fingerprint)
         self.round += 1
-        return len(wanted)
+        return scores
 
     # --------------------------------------------------------------- the state file
 
