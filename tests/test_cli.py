@@ -570,7 +570,8 @@ def _duplicate_model(tmp: Path):
     fields[5] = fields[4]
     lines[0] = ",".join(fields)
     path = write_lines(tmp / "dup_model.csv", lines)
-    return [path], rf"{esc(path)}: model name '{re.escape(fields[4])}' appears more than once"
+    return [path], (rf"{esc(path)}: columns 5 and 6 are both named '{re.escape(fields[4])}'; "
+                    "give each column its own name")
 
 
 @bad_input("duplicate item id")

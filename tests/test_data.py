@@ -184,6 +184,25 @@ def test_wide_csv_errors_name_line_and_column(tmp_path):
         load_wide_csv(path)
 
 
+@pytest.mark.parametrize(("text", "message"), [
+    # a second id column would take a model with it, unseen
+    ("item_id,m1,item_id\nq1,1,0\nq2,0,1\n",
+     r"columns 1 and 3 are both named 'item_id'; give each column its own name"),
+    ("item_id,m1,m1\nq1,1,0\nq2,0,1\n", r"columns 2 and 3 are both named 'm1'"),
+    ("item_id,m1,\nq1,1,0\nq2,0,1\n", r"column 3 has no name in the header; name it"),
+    ("item_id,m1,m2\nq1,1,0\n,0,1\n", r"item 2 of 2 has an empty name; give every item a "
+                                         r"name"),
+    ("model,q1,q2,q3\nm1,1,0,1\n ,0,1,1\n", r"model 2 of 2 has an empty name"),
+    # numpy's strings drop a trailing NUL: q1 and q1\0 would be one id
+    ("item_id,m1,m2\nq1,1,0\nq1\x00,0,1\n", r"line 3 holds a NUL byte"),
+])
+def test_wide_csv_names_must_be_there_and_distinct(tmp_path, text, message):
+    path = tmp_path / "names.csv"
+    path.write_text(text)
+    with pytest.raises(DataError, match=message):
+        load_wide_csv(path)
+
+
 def test_search_path_and_not_found_message(monkeypatch, tmp_path):
     real = shared_data(GPQA_CSV)
     monkeypatch.setenv("MDAD_DATA", str(tmp_path))

@@ -36,8 +36,10 @@ def print_json(value: object) -> None:
 
 
 def note(message: str) -> None:
-    """A note on stderr, as `mdad run` prints them."""
-    Console(stderr=True).print(f"[yellow]note:[/] {literal(message)}", highlight=False)
+    """A note on stderr, as `mdad run` prints them; left to the terminal to wrap, so
+    a path in it stays whole."""
+    Console(stderr=True).print(f"[yellow]note:[/] {literal(message)}", highlight=False,
+                               soft_wrap=True)
 
 
 def load_practice_data(dataset: str, *, missing: MissingPolicy = MissingPolicy.DROP_ITEMS,

@@ -119,6 +119,11 @@ class ResponseMatrix:
             )
         model_names = _as_labels(self.model_names, "model_names", n_models, src)
         item_ids = _as_labels(self.item_ids, "item_ids", n_items, src)
+        for labels, what in ((model_names, "model"), (item_ids, "item")):
+            blank = np.flatnonzero(np.char.strip(labels.astype(str)) == "")
+            if blank.size:
+                raise DataError(f"{src}: {what} {blank[0] + 1} of {labels.size} has an empty "
+                                f"name; give every {what} a name")
         if (dup := _first_duplicate(model_names)) is not None:
             raise DataError(
                 f"{src}: model name {str(dup)!r} appears more than once; names must be unique"

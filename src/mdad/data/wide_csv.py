@@ -47,7 +47,19 @@ def _read_cells(path: Path) -> tuple[list[str], np.ndarray, np.ndarray]:
             side = "fewer" if len(row) < width else "more"
             raise DataError(f"{path}: line {line} has {side} fields than the header "
                             f"({len(row)} vs {width}); fix that row")
+    for row, line in zip(rows, lines, strict=True):
+        if any("\x00" in cell for cell in row):  # numpy's strings would drop it unseen
+            raise DataError(f"{path}: line {line} holds a NUL byte; is it a text CSV? remove "
+                            "the byte or save the file as CSV again")
     header = [h.strip() for h in rows[0]]
+    seen: dict[str, int] = {}
+    for column, name in enumerate(header, start=1):
+        if not name and column > 1:  # the first may head the models' names (models as rows)
+            raise DataError(f"{path}: column {column} has no name in the header; name it")
+        if name and name in seen:  # a model or the id column would be lost in one of them
+            raise DataError(f"{path}: columns {seen[name]} and {column} are both named "
+                            f"{name!r}; give each column its own name")
+        seen[name] = column
     return header, np.array(rows[1:], dtype=object), np.array(lines[1:])
 
 
