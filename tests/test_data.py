@@ -418,3 +418,18 @@ def test_loading_the_registry_loads_no_heavy_library(statement):
     top = {name.split(".")[0] for name in run_python(statement)}
     assert "mdad" in top
     assert not top & {"pandas", "scipy", "pyarrow", "lm_eval", "sklearn", "matplotlib"}
+
+
+def test_a_name_list_reads_a_byte_order_mark_and_comments_and_refuses_repeats(tmp_path):
+    from mdad.data.files import read_name_list
+
+    path = tmp_path / "names.txt"
+    path.write_bytes("\ufeffa\n\n  b  # the second\n# only a comment\nc\n".encode())
+    assert read_name_list(path, option="--pool") == ("a", "b", "c")
+    path.write_text("a\nb\n\na # again\n")
+    with pytest.raises(DataError, match=r"^--pool .*names\.txt: line 4 lists 'a' again \(first "
+                       r"on line 1\); list each once$"):
+        read_name_list(path, option="--pool")
+    path.write_text("# nothing\n\n")
+    with pytest.raises(DataError, match=r"the file lists no item ids"):
+        read_name_list(path, option="--pool", what="item ids")

@@ -32,19 +32,27 @@ def listed(names: list[str], shown: int = 5) -> str:
 
 def read_name_list(path: str | Path, *, option: str, what: str = "models"
                    ) -> tuple[str, ...]:
-    """Names from a text file, one per line; blank lines and '#' comments are skipped.
-    `what` is what the names are ("models", "item ids"), for the error message."""
+    """Names from a UTF-8 text file (a byte-order mark allowed), one per line; blank
+    lines and '#' comments are skipped, a name listed twice is refused. `what` is what
+    the names are ("models", "item ids"), for the error message."""
     from mdad.errors import DataError
 
     path = Path(path)
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = path.read_text(encoding="utf-8-sig").splitlines()
     except FileNotFoundError:
         raise DataError(f"{option} {path}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise DataError(f"{option} {path}: cannot read it as text ({exc})") from None
-    names = tuple(s for line in lines if (s := line.split("#", 1)[0].strip()))
-    if not names:
+    numbered = [(number, s) for number, line in enumerate(lines, start=1)
+                if (s := line.split("#", 1)[0].strip())]
+    if not numbered:
         raise DataError(f"{option} {path}: the file lists no {what} (one per line; blank "
                         "lines and # comments are skipped)")
-    return names
+    first: dict[str, int] = {}
+    for number, name in numbered:
+        if name in first:
+            raise DataError(f"{option} {path}: line {number} lists {name!r} again (first on "
+                            f"line {first[name]}); list each once")
+        first[name] = number
+    return tuple(name for _, name in numbered)
