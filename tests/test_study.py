@@ -4,11 +4,13 @@ with the independent slow reference (tests/reference_impl.py)."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import numpy as np
 import pytest
 import reference_impl as ref
 
+from mdad.data import ResponseMatrix
 from mdad.errors import ConfigError, DataError
 from mdad.study import (
     StudyConfig,
@@ -238,3 +240,27 @@ def test_parameters_become_options_outside_the_user_s_own_words(message, paramet
     from mdad.cli.errors import as_options
 
     assert as_options(message, parameters) == expected
+
+
+def test_a_target_models_list_is_blamed_for_its_own_faults_and_an_empty_pool_is_said():
+    from mdad.cli.errors import as_options
+
+    rng = np.random.default_rng(0)
+    names = [f"m{i}" for i in range(10)]
+    matrix = ResponseMatrix((rng.random((10, 40)) < 0.5).astype(float), names,
+                            [f"q{k}" for k in range(40)])
+    one = StudyConfig(methods=("random",), sizes=(5,), sources=(5,), target_models=("m0",))
+    with pytest.raises(ConfigError, match=r"^target_models lists 1 model; pairs need at "
+                       r"least 2$") as info:
+        plan_study(matrix, one)
+    assert as_options(str(info.value), info.value.parameters).startswith("--target-models")
+    seven = replace(one, target_models=tuple(names[:7]))
+    with pytest.raises(ConfigError, match=r"fewer than 7 targets \+ 5 sources; use sources 3 "
+                       r"or less with 7 targets, or target_models of 5 or fewer with 5 "
+                       r"sources$"):
+        plan_study(matrix, seven)
+    single_item = ResponseMatrix(matrix.correctness[:, :1], names, ["q0"])
+    with pytest.raises(ConfigError, match=r"has no subtask of 2 items or more, so its seen "
+                       r"pool .* is empty"):
+        plan_study(single_item, StudyConfig(methods=("random",), sizes=(1,), sources=(5,),
+                                            n_targets=4))

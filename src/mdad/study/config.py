@@ -190,6 +190,9 @@ def plan_study(
         raise ConfigError(f"n_targets must be an integer or 'all'; got {n_targets!r}",
                           parameters=("n_targets",))
     n_targets = int(n_targets)
+    if n_targets < 2 and fixed is not None:
+        raise ConfigError(f"target_models lists {n_targets} model; pairs need at least 2",
+                          parameters=("target_models",))
     if n_targets < 2:
         raise ConfigError(f"n_targets must be at least 2 to form pairs; got {n_targets}"
                           + (f" ({matrix.n_models} models - {n_sources} sources)"
@@ -197,10 +200,15 @@ def plan_study(
                           parameters=("n_targets",))
     if n_targets + n_sources > matrix.n_models:
         raise ConfigError(_too_few_models(matrix, n_targets, n_sources,
-                                          max(1, *(m.min_sources for m in methods))),
-                          parameters=("n_targets", "sources"))
+                                          max(1, *(m.min_sources for m in methods)),
+                                          fixed_targets=fixed is not None),
+                          parameters=("n_targets", "sources", "target_models"))
 
     pool_size = seen_pool_size(matrix.subtask_codes)
+    if pool_size == 0:
+        raise ConfigError(f"{matrix.source} has no subtask of 2 items or more, so its seen "
+                          "pool (half of each subtask's items) is empty; a study needs more "
+                          "items")
     notices: list[str] = []
     if config.sizes is None:
         sizes = tuple(s for s in default_sizes if s <= pool_size)
@@ -246,9 +254,10 @@ def plan_study(
 
 
 def _too_few_models(matrix: ResponseMatrix, n_targets: int, n_sources: int,
-                    min_sources: int) -> str:
+                    min_sources: int, *, fixed_targets: bool = False) -> str:
     """What to ask for when targets and sources need more models than there are; only
-    values that can work are suggested."""
+    values that can work are suggested (with `fixed_targets`, the targets are the
+    target_models list: fewer sources, or a shorter list)."""
     n = matrix.n_models
     text = f"{matrix.source} has {n} models, fewer than {n_targets} targets + {n_sources} sources"
     if n < 2 + min_sources:
@@ -258,7 +267,9 @@ def _too_few_models(matrix: ResponseMatrix, n_targets: int, n_sources: int,
     if n - n_targets >= min_sources:
         options.append(f"sources {n - n_targets} or less with {n_targets} targets")
     if n - n_sources >= 2:
-        options.append(f"n_targets {n - n_sources} or less with {n_sources} sources")
+        options.append(f"target_models of {n - n_sources} or fewer with {n_sources} sources"
+                       if fixed_targets else
+                       f"n_targets {n - n_sources} or less with {n_sources} sources")
     if not options:  # n >= 2 + min_sources, so this one works
         options.append(f"n_targets 2 and sources {n - 2}")
     return f"{text}; use " + ", or ".join(options)
