@@ -90,6 +90,7 @@ def test_microbenchmark_reader_on_junk(text: str, tmp_path: Path) -> None:
     ("mdad", -1, r"'mdad' must be an accuracy gap"),
     ("error_sd", -0.1, r"'error_sd' must be null or a non-negative"),
     ("reference_accuracy", "x", r"'reference_accuracy' must be one accuracy"),
+    ("reference_models", ["a", "a"], r"'reference_models' must be a list of distinct"),
 ])
 def test_tampered_fields_are_named(bundles, tmp_path: Path, field, value, message) -> None:
     data = copy.deepcopy(bundles["tinybenchmarks-pirt"])

@@ -89,7 +89,8 @@ def validate(data: dict[str, Any], path: object) -> None:
     need(data["lm_eval_tasks"] is None or _strings(data["lm_eval_tasks"]), "lm_eval_tasks",
          "null or a list of task names")
     models = data["reference_models"]
-    need(_strings(models) and len(models) >= 1, "reference_models", "a list of model names")
+    need(_strings(models) and len(models) >= 1 and len(set(models)) == len(models),
+         "reference_models", "a list of distinct model names")
     need(_numbers(data["reference_accuracy"], len(models), _fraction), "reference_accuracy",
          "one accuracy in [0, 1] per reference model")
     answers = data["reference_answers"]
