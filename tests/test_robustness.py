@@ -459,3 +459,26 @@ def test_report_names_the_damaged_file_and_writes_nothing(small_study: Path, dam
     damage(folder)
     assert_user_error(mdad_cli("report", folder, cwd=tmp_path), pattern + ".*another folder")
     assert not (folder / "report.html").exists() and not (folder / "figures").exists()
+
+
+def test_links_to_nothing_and_pipes_are_named_not_read(tmp_path: Path) -> None:
+    """A pipe would block the read; a dangling or looping link is not 'no such file'."""
+    import os
+
+    mb = tmp_path / "mb.json"
+    assert_ok(mdad_cli("select", "gpqa", "--method", "random", "--size", "5", "--out", mb,
+                       cwd=tmp_path))
+    os.mkfifo(tmp_path / "pipe.csv")
+    (tmp_path / "loop1").symlink_to(tmp_path / "loop2")
+    (tmp_path / "loop2").symlink_to(tmp_path / "loop1")
+    (tmp_path / "gone.csv").symlink_to(tmp_path / "nothing.csv")
+    pipe = r"pipe\.csv: not a regular file or folder \(a device, pipe or socket\)"
+    link = r"a symbolic link to nothing \(its target is missing, or links loop\)"
+    for command, pattern in [
+        (("estimate", mb, "pipe.csv"), pipe),
+        (("data", "info", "pipe.csv"), pipe),
+        (("estimate", mb, "loop1"), r"loop1: " + link),
+        (("data", "info", "loop1"), r"loop1: " + link),
+        (("run", "gone.csv", "--out", "o"), r"gone\.csv: " + link),
+    ]:
+        assert_user_error(mdad_cli(*command, cwd=tmp_path), pattern)

@@ -56,3 +56,13 @@ def read_name_list(path: str | Path, *, option: str, what: str = "models"
                             f"line {first[name]}); list each once")
         first[name] = number
     return tuple(name for _, name in numbered)
+
+
+def missing_reason(path: Path) -> str:
+    """Why `path`, which is neither a regular file nor a folder, cannot be read: for
+    an error message after the path."""
+    if path.is_symlink() and not path.exists():
+        return "a symbolic link to nothing (its target is missing, or links loop)"
+    if path.exists():
+        return "not a regular file or folder (a device, pipe or socket)"
+    return "no such file or directory"

@@ -122,7 +122,9 @@ def lm_eval_files(path: str | Path) -> LmEvalFiles:
     if path.is_file():
         return LmEvalFiles({path.resolve().parent.name: [path]})
     if not path.is_dir():
-        raise DataError(f"{path}: no such file or directory")
+        from mdad.data.files import missing_reason
+
+        raise DataError(f"{path}: {missing_reason(path)}")
     own = sorted(path.glob(SAMPLES_GLOB))
     subfolders = sorted(p for p in path.iterdir() if p.is_dir())
     if own:

@@ -19,6 +19,7 @@ from mdad.data.datasets import (
     find_dataset_file,
     locate,
 )
+from mdad.data.files import missing_reason
 from mdad.data.loader import Loader
 from mdad.data.matrix import ResponseMatrix
 from mdad.data.missing import MissingPolicy, MissingReport, resolve_missing
@@ -172,8 +173,13 @@ def _source(name_or_path: str | Path) -> tuple[Path, Loader, DatasetSpec | None,
     path = Path(key).expanduser()
     if not path.exists() and not any(loader.recognises(path) for loader in LOADERS):
         known = ", ".join(sorted(DATASETS))
+        if path.is_symlink():
+            raise DataError(f"{key}: {missing_reason(path)}; it is not a known dataset "
+                            f"({known}) either")
         raise DataError(f"{key!r} is neither a known dataset ({known}) nor an existing "
                         "file or folder")
+    if path.exists() and not (path.is_file() or path.is_dir()):
+        raise DataError(f"{key}: {missing_reason(path)}")
     loader = find_loader(path)
     return path, loader, loader.dataset_spec(path), False
 

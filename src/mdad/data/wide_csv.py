@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from mdad.data.choices import Orientation
-from mdad.data.files import file_sha256, listed
+from mdad.data.files import file_sha256, listed, missing_reason
 from mdad.data.loader import FileLoader
 from mdad.data.matrix import ResponseMatrix
 from mdad.errors import ConfigError, DataError
@@ -23,6 +23,8 @@ def _read_cells(path: Path) -> tuple[list[str], np.ndarray, np.ndarray]:
 
     Every row must have as many fields as the header; blank lines are skipped.
     """
+    if not path.is_file():  # a pipe would block the read
+        raise DataError(f"{path}: {missing_reason(path)}")
     try:
         with open(path, newline="", encoding="utf-8-sig") as handle:
             reader = csv.reader(handle)
