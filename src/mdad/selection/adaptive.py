@@ -13,7 +13,6 @@ answers only on the items it administers.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -42,6 +41,8 @@ class SessionCache:
         self._sessions: dict[bytes, list[AdaptiveSession]] = {}
 
     def run(self, benchmark: AdaptiveBenchmark, answers: np.ndarray) -> AdaptiveSession:
+        import hashlib  # here: `mdad methods` imports this module, and hashlib costs 4 ms
+
         key = hashlib.blake2b(np.ascontiguousarray(answers).tobytes()
                               + repr((answers.shape, answers.dtype.str)).encode()).digest()
         started = self._sessions.setdefault(key, [])
