@@ -130,5 +130,6 @@ def test_another_benchmark_s_micro_benchmark_is_refused(gpqa_data, tmp_path: Pat
                        cwd=tmp_path))
     proc = mdad_cli("data", "answers", "mmlu-pro-29", "--model", "x", "--items", mb, "--out",
                     tmp_path / "a.csv", cwd=tmp_path)
-    assert_user_error(proc, r"dataset mmlu-pro-29 is another benchmark than the "
-                      r"micro-benchmark's \(gpqa\)")
+    assert_user_error(proc, r"--items \S+mb\.json was selected from gpqa, another "
+                      r"benchmark than mmlu-pro-29; write the answers from gpqa, or pass a "
+                      r"micro-benchmark selected from mmlu-pro-29")

@@ -323,7 +323,11 @@ def test_bad_input_is_one_line_and_exit_2(gpqa_data, tmp_path: Path):
     assert_user_error(mdad_cli("estimate", out, duplicated, cwd=tmp_path),
                       rf"dup.csv, line 3: item '{item}' appears twice")
     assert_user_error(mdad_cli("estimate", wrong, wrong, cwd=tmp_path),
-                      r"cannot read the micro-benchmark file")
+                      r"cannot read the micro-benchmark file \(.*\); pass a file written by "
+                      r"`mdad select`")
+    with_bom = tmp_path / "bom.json"  # as some editors save it
+    with_bom.write_bytes(b"\xef\xbb\xbf" + out.read_bytes())
+    assert MicroBenchmarkFile.load(with_bom).items == MicroBenchmarkFile.load(out).items
     # a file from another version of the data: refused, or a warning when allowed
     bundle = json.loads(out.read_text())
     bundle["sha256"] = "f" * 64

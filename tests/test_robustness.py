@@ -17,6 +17,7 @@ import pytest
 from shared import GPQA_CSV, shared_data
 from test_cli import FAST, MDAD, assert_ok, assert_user_error, flat, mdad_cli
 
+from mdad.errors import DataError
 from mdad.practice.bundle import MicroBenchmarkFile
 from mdad.study.checkpoint import LOCK, checkpoint_dir
 
@@ -480,5 +481,39 @@ def test_links_to_nothing_and_pipes_are_named_not_read(tmp_path: Path) -> None:
         (("estimate", mb, "loop1"), r"loop1: " + link),
         (("data", "info", "loop1"), r"loop1: " + link),
         (("run", "gone.csv", "--out", "o"), r"gone\.csv: " + link),
+        # each of these once waited forever for a writer to the pipe
+        (("estimate", "pipe.csv", mb), pipe),
+        (("select", "gpqa", "--method", "random", "--size", "5", "--pool", "pipe.csv",
+          "--out", "p.json"), r"--pool " + pipe),
+        (("plan", "gpqa", "--gap", "0.05", "--target-models", "pipe.csv"),
+         r"--target-models " + pipe),
+        (("data", "answers", "gpqa", "--model", "bigscience__bloom-3b", "--items",
+          "pipe.csv", "--out", "a.csv"), r"--items " + pipe),
+        (("adaptive", "estimate", "pipe.csv"), pipe),
+        (("adaptive", "next", "pipe.csv", mb), pipe),
     ]:
         assert_user_error(mdad_cli(*command, cwd=tmp_path), pattern)
+
+
+def test_adaptive_results_in_a_pipe_are_named_not_read(tmp_path: Path, gpqa_data) -> None:
+    import os
+
+    from mdad.practice.adaptive import start_adaptive_test
+
+    test = start_adaptive_test(gpqa_data, budget=4, batch=2)
+    os.mkfifo(tmp_path / "pipe.csv")
+    with pytest.raises(DataError, match=r"pipe\.csv: not a regular file or folder"):
+        test.apply_results(tmp_path / "pipe.csv")
+    assert test.round == 0 and not test.applied
+
+
+def test_a_pipe_in_place_of_a_study_file_is_named(small_study: Path, tmp_path: Path) -> None:
+    import os
+    import shutil
+
+    folder = tmp_path / "run"
+    shutil.copytree(small_study, folder)
+    (folder / "mdad.csv").unlink()
+    os.mkfifo(folder / "mdad.csv")
+    assert_user_error(mdad_cli("report", folder, cwd=tmp_path),
+                      r"mdad\.csv: not a regular file or folder .*another folder")

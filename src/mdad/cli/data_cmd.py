@@ -103,6 +103,7 @@ def answers(
     from mdad.cli.files import check_new_file, write_text
     from mdad.cli.practice_common import note
     from mdad.data import dataset_options, read_dataset
+    from mdad.data.files import check_regular_file
     from mdad.errors import ConfigError
     from mdad.practice import MicroBenchmarkFile
     from mdad.practice.answers import answers_csv, model_answers
@@ -113,8 +114,15 @@ def answers(
     if items is not None:
         if out.resolve() == items.resolve():
             raise ConfigError(f"--out {out} is the --items file; write the answers elsewhere")
+        check_regular_file(items, option="--items")
         bundle = MicroBenchmarkFile.load(items)
-        check_same_benchmark(bundle, dataset)
+        try:
+            check_same_benchmark(bundle, dataset)
+        except ConfigError:  # its fix names estimate's --dataset
+            raise ConfigError(f"--items {items} was selected from {bundle.dataset}, another "
+                              f"benchmark than {dataset}; write the answers from "
+                              f"{bundle.dataset}, or pass a micro-benchmark selected from "
+                              f"{dataset}") from None
         if metric is not None and metric != bundle.lm_eval_metric:
             raise ConfigError(f"--metric {metric}: the micro-benchmark {items} was built on "
                               f"{bundle.lm_eval_metric}; leave out --metric")

@@ -38,10 +38,9 @@ def read_name_list(path: str | Path, *, option: str, what: str = "models"
     from mdad.errors import DataError
 
     path = Path(path)
+    check_regular_file(path, option=option)
     try:
         lines = path.read_text(encoding="utf-8-sig").splitlines()
-    except FileNotFoundError:
-        raise DataError(f"{option} {path}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise DataError(f"{option} {path}: cannot read it as text ({exc})") from None
     numbered = [(number, s) for number, line in enumerate(lines, start=1)
@@ -56,6 +55,17 @@ def read_name_list(path: str | Path, *, option: str, what: str = "models"
                             f"line {first[name]}); list each once")
         first[name] = number
     return tuple(name for _, name in numbered)
+
+
+def check_regular_file(path: Path, *, option: str = "") -> None:
+    """Refuse, as a DataError naming `path` (after `option`, the flag that gave it),
+    anything but a regular file: reading a pipe would wait forever for a writer."""
+    if Path(path).is_file():
+        return
+    from mdad.errors import DataError
+
+    reason = "a folder, not a file" if Path(path).is_dir() else missing_reason(Path(path))
+    raise DataError(f"{option + ' ' if option else ''}{path}: {reason}")
 
 
 def missing_reason(path: Path) -> str:

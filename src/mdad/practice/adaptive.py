@@ -281,12 +281,15 @@ class AdaptiveTest:
 
     @classmethod
     def load(cls, path: Path) -> AdaptiveTest:
+        from mdad.data.files import check_regular_file
+
         path = Path(path)
+        if not path.exists() and not path.is_symlink():
+            raise DataError(f"{path}: no such file; start a test with `mdad adaptive "
+                            "start`")
+        check_regular_file(path)
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise DataError(f"{path}: no such file; start a test with `mdad adaptive "
-                            "start`") from None
         except (ValueError, UnicodeDecodeError) as exc:
             raise DataError(f"{path}: not an adaptive test state ({exc})") from None
         return cls.from_json(data, str(path))
@@ -294,6 +297,10 @@ class AdaptiveTest:
 
 def _fingerprint(path: Path) -> str:
     """The sha256 of the result files' contents (a folder: every file, by name)."""
+    from mdad.data.files import check_regular_file
+
+    if not path.is_dir():
+        check_regular_file(path)
     digest = hashlib.sha256()
     files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
     if not files:

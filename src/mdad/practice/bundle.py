@@ -108,12 +108,15 @@ class MicroBenchmarkFile:
 
     @classmethod
     def load(cls, path: Path) -> MicroBenchmarkFile:
+        from mdad.data.files import check_regular_file
+
+        check_regular_file(path)
         try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
+            data = json.loads(Path(path).read_text(encoding="utf-8-sig"))
         except (OSError, ValueError, RecursionError) as exc:
             reason = "nested too deeply" if isinstance(exc, RecursionError) else exc
-            raise DataError(f"{path}: cannot read the micro-benchmark file ({reason})"
-                            ) from None
+            raise DataError(f"{path}: cannot read the micro-benchmark file ({reason}); pass "
+                            "a file written by `mdad select`") from None
         found = data.get("format") if isinstance(data, dict) else None
         if isinstance(found, str) and found.startswith("mdad-microbenchmark/") and (
                 found != FORMAT):

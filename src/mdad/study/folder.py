@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from mdad.data.files import missing_reason
 from mdad.errors import ConfigError, DataError
 from mdad.study.design import seen_pool_size
 
@@ -225,6 +226,11 @@ def read_study_folder(path: Path) -> StudyFolder:
     if not path.is_dir():
         raise DataError(f"{path}: not a folder; pass the folder `mdad run` wrote (--out)")
     missing = [name for name in REQUIRED if not (path / name).is_file()]
+    present = [name for name in missing if (path / name).exists() or (path / name).is_symlink()]
+    if present:  # a folder, pipe or broken link in a file's place
+        where = path / present[0]
+        kind = "a folder, not a file" if where.is_dir() else missing_reason(where)
+        raise DataError(f"{where}: {kind}; {FIX}")
     if missing:
         raise DataError(f"{path}: no {', '.join(missing)}; pass a folder written by "
                         "`mdad run`")
