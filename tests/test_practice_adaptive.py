@@ -145,6 +145,15 @@ def test_cli_loop_with_a_csv_and_results_applied_once(tmp_path: Path, gpqa_data)
         answers.write_text("item_id,correct\n" + "".join(
             f"{d},{int(matrix.correctness[2, column[str(d)]])}\n" for d in docs)
             + ("" if round_ == 1 else "99999,1\n"))  # an item outside the batch
+        if round_ == 1:  # a folder where the next batch goes: refused before any change
+            saved = state.read_bytes()
+            state.with_suffix(".samples.json").unlink()
+            state.with_suffix(".samples.json").mkdir()
+            assert_user_error(mdad_cli("adaptive", "next", state, answers, cwd=tmp_path),
+                              r"^mdad: error: the batch file \S+state\.samples\.json is a "
+                              r"folder; remove that folder$")
+            assert state.read_bytes() == saved and not list(tmp_path.glob(".*"))
+            state.with_suffix(".samples.json").rmdir()
         proc = mdad_cli("adaptive", "next", state, answers, cwd=tmp_path)
         assert_ok(proc)
         assert ("round2.csv has 1 items that are not in the batch; they are not recorded"

@@ -32,17 +32,21 @@ def _batch_file(state: Path) -> Path:
     return state.with_suffix(".samples.json")
 
 
+def _batch_file_of(test: AdaptiveTest, state: Path) -> Path:
+    """The file the test's batches go to: an lm-eval samples file, or a list of ids."""
+    return state.with_suffix(".items.txt") if test.lm_eval_items is None else _batch_file(state)
+
+
 def _write_batch(test: AdaptiveTest, state: Path) -> None:
     """Write the pending batch beside the state and say how to run it."""
     console = literal_console()
+    batch = _batch_file_of(test, state)
     if test.lm_eval_items is None:
-        batch = state.with_suffix(".items.txt")
         write_text(batch, "".join(f"{item}\n" for item in test.pending))
         console.print(f"next batch: {len(test.pending)} items in {batch}; give them to the "
                       f"model and pass its answers as a CSV item_id,correct to `mdad "
                       f"adaptive next {state} RESULTS.csv`")
         return
-    batch = _batch_file(state)
     write_text(batch, json.dumps(test.samples_json()) + "\n")
     console.print(f"next batch: {len(test.pending)} items in {batch}")
     console.print(f"run it: lm-eval run --model ... --tasks {','.join(test.tasks())} "
@@ -123,6 +127,10 @@ def next_batch(
         raise ConfigError(f"{state}: the test is finished ({test.estimate().answered} items "
                           f"answered), no batch is pending; its estimate: `mdad adaptive "
                           f"estimate {state}`")
+    # before the state moves on: a batch file that cannot be written would leave it
+    # a round ahead of the batch the user holds
+    check_new_file(_batch_file_of(test, state), option="the batch file", force=True,
+                   example=None)
     recorded = test.apply_results(results, metric=metric)
     finished = test.estimate().finished
     if not finished:

@@ -18,7 +18,8 @@ def check_new_file(path: Path, *, option: str, force: bool = False,
     path = Path(path)
     if path.is_dir():
         fix = (f"give a file name, e.g. {path / example}" if example is not None
-               else "remove that folder, or choose another --out")
+               else "remove that folder"
+               + (", or choose another --out" if option.startswith("--out") else ""))
         raise ConfigError(f"{option} {path} is a folder; {fix}")
     if path.exists() and not force:
         raise ConfigError(f"{option} {path} already exists; choose another name, or pass "
