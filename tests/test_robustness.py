@@ -4,6 +4,7 @@ process; one run owns a folder; nothing the user asked for is ignored silently."
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import shutil
 import signal
@@ -435,6 +436,19 @@ def _cut(path: Path, keep: int) -> None:
     path.write_bytes(path.read_bytes()[:keep])
 
 
+def _repeat_line(path: Path, line: int, old: str, new: str) -> None:
+    """Insert a copy of line `line` (0: the header) after it, with `old` made `new`."""
+    lines = path.read_text().splitlines(keepends=True)
+    lines.insert(line + 1, lines[line].replace(old, new, 1))
+    path.write_text("".join(lines))
+
+
+def _set_threshold(folder: Path, value: object) -> None:
+    config = json.loads((folder / "config.json").read_text())
+    config["study"]["threshold"] = value
+    (folder / "config.json").write_text(json.dumps(config))
+
+
 @pytest.mark.parametrize(("damage", "pattern"), [
     (lambda f: (f / "mdad.csv").write_text((f / "mdad.csv").read_text().replace(
         "\nrandom,", "\nbogus,", 1)),
@@ -450,6 +464,18 @@ def _cut(path: Path, keep: int) -> None:
     (lambda f: _cut(f / "config.json", 100),
      r"config\.json: cannot read it \(.*\); rerun the study"),
     (lambda f: _cut(f / "results.parquet", 200), r"results\.parquet: cannot read it"),
+    # a row twice, with other numbers: which one is the study's would be a guess
+    (lambda f: _repeat_line(f / "mdad.csv", 1, "0.", "0.9"),
+     r"mdad\.csv: row 3 repeats the row of method random, size 10, sources 300, split seen"),
+    (lambda f: _repeat_line(f / "summary.csv", 1, "", ""),
+     r"summary\.csv: 2 rows for random at 10 items and 300 sources"),
+    (lambda f: _repeat_line(f / "summary.csv", 1, "random,10,", "random,50,"),
+     r"summary\.csv: a row for random at 50 items and 300 sources, which mdad\.csv does not "
+     r"have"),
+    (lambda f: _set_threshold(f, "abc"),
+     r"config\.json: the study's threshold 'abc' is not a probability between 0 and 1"),
+    (lambda f: _set_threshold(f, 1.5), r"config\.json: the study's threshold 1\.5 is not"),
+    (lambda f: _set_threshold(f, True), r"config\.json: the study's threshold True is not"),
 ])
 def test_report_names_the_damaged_file_and_writes_nothing(small_study: Path, damage, pattern,
                                                           tmp_path: Path) -> None:

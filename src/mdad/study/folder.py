@@ -16,6 +16,7 @@ import platform
 import re
 import shutil
 import tempfile
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -265,10 +266,17 @@ def _check_tables(path: Path, config: object, mdad: pd.DataFrame) -> None:
     if not isinstance(study, dict) or not {"methods", "threshold"} <= set(study):
         raise DataError(f"{path / 'config.json'}: not a study configuration (no 'study' "
                         f"with its methods and threshold); {fix}")
+    threshold = study["threshold"]
+    if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not (
+            0 < threshold < 1):
+        raise DataError(f"{path / 'config.json'}: the study's threshold {threshold!r} is not "
+                        f"a probability between 0 and 1; {fix}")
     lacking = [c for c in ("method", "size", "sources", "split", "mdad") if c not in mdad]
     if lacking or mdad.empty:
         what = f"no column {', '.join(lacking)}" if lacking else "no rows"
         raise DataError(f"{path / 'mdad.csv'}: {what}; {fix}")
+    _check_unique(path / "mdad.csv", mdad, ["subtask"] * ("subtask" in mdad)
+                  + ["method", "size", "sources", "split"])
     for column in ("size", "sources", "pairs"):  # counts: whole numbers, sizes above 0
         if column in mdad:
             values = pd.to_numeric(mdad[column], errors="coerce").to_numpy(np.float64)
@@ -293,8 +301,9 @@ def _check_tables(path: Path, config: object, mdad: pd.DataFrame) -> None:
 
 
 def _check_summary(path: Path, mdad: pd.DataFrame, summary: pd.DataFrame) -> None:
-    """Refuse a summary.csv without a row for some method, size and source count of
-    mdad.csv (a file cut short, or another study's)."""
+    """Refuse a summary.csv that lacks a row for a method, size and source count of
+    mdad.csv (a file cut short, or another study's), has one mdad.csv does not, or has
+    one twice. No row numbers: a per-subtask study's summary is its pooled rows."""
     keys = ["method", "size", "sources"]
     lacking = [c for c in keys if c not in summary]
     if lacking:
@@ -305,12 +314,31 @@ def _check_summary(path: Path, mdad: pd.DataFrame, summary: pd.DataFrame) -> Non
         counts = [pd.to_numeric(table[c], errors="coerce").tolist() for c in keys[1:]]
         return list(zip(table.method.astype(str), *counts, strict=True))
 
-    have = set(rows(summary))
-    for method, size, sources in rows(mdad):
-        if (method, size, sources) not in have:
-            size, sources = int(size), int(sources)  # mdad.csv's counts are checked
-            raise DataError(f"{path / 'summary.csv'}: no row for {method} at {size} items "
-                            f"and {sources} sources, which mdad.csv has; {FIX}")
+    def described(key: tuple[str, float, float]) -> str:
+        return f"{key[0]} at {key[1]:g} items and {key[2]:g} sources"
+
+    expected, counts = rows(mdad), Counter(rows(summary))
+    known = set(expected)
+    lacking_rows = [key for key in expected if key not in counts]
+    if lacking_rows:
+        raise DataError(f"{path / 'summary.csv'}: no row for {described(lacking_rows[0])}, "
+                        f"which mdad.csv has; {FIX}")
+    for key, count in counts.items():
+        if key not in known:
+            raise DataError(f"{path / 'summary.csv'}: a row for {described(key)}, which "
+                            f"mdad.csv does not have; {FIX}")
+        if count > 1:
+            raise DataError(f"{path / 'summary.csv'}: {count} rows for {described(key)}; {FIX}")
+
+
+def _check_unique(path: Path, table: pd.DataFrame, keys: list[str]) -> None:
+    """Refuse two rows of `table` (read from `path`) with the same `keys`: which of
+    them is the study's would be a guess."""
+    twice = np.flatnonzero(table.duplicated(subset=keys).to_numpy())
+    if len(twice):
+        row = table.iloc[twice[0]]
+        what = ", ".join(f"{key} {row[key]}" for key in keys)
+        raise DataError(f"{path}: row {twice[0] + 2} repeats the row of {what}; {FIX}")
 
 
 def censor_legacy(mdad: pd.DataFrame) -> pd.DataFrame:
