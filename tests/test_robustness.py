@@ -302,18 +302,24 @@ def test_estimate_prints_model_names_literally(tmp_path: Path) -> None:
     assert "[bold]x: estimated accuracy" in flat(proc.stdout)
 
 
-@pytest.mark.slow
-def test_report_where_figures_is_a_file_is_one_line(tmp_path: Path) -> None:
-    shared_data(GPQA_CSV)
+def test_report_force_replaces_a_file_named_figures_and_refuses_a_folder_for_the_page(
+        small_study: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
-    assert_ok(mdad_cli("run", "gpqa", *FAST, "--methods", "random", "--sizes", "10,25",
-                       "--out", out, cwd=tmp_path))
+    shutil.copytree(small_study, out)
     assert_ok(mdad_cli("report", out, cwd=tmp_path))
     assert_user_error(mdad_cli("report", out, cwd=tmp_path),
                       r"already has report.html and figures; pass --force")
     shutil.rmtree(out / "figures")
     (out / "figures").write_text("in the way")
-    assert_user_error(mdad_cli("report", out, "--force", cwd=tmp_path), r"figures")
+    assert_ok(mdad_cli("report", out, "--force", cwd=tmp_path))
+    assert (out / "figures").is_dir() and any((out / "figures").glob("*.png"))
+    (out / "report.html").unlink()
+    (out / "report.html").mkdir()
+    before = sorted(p.name for p in out.iterdir())
+    assert_user_error(mdad_cli("report", out, "--force", cwd=tmp_path),
+                      r"^mdad: error: \S+report\.html is a folder, where the report's page "
+                      r"goes; remove it$")
+    assert sorted(p.name for p in out.iterdir()) == before  # no temporary file left
 
 
 def test_a_full_disk_is_one_line_and_resumable(tmp_path: Path, monkeypatch) -> None:

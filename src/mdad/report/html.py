@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from mdad.display import censored, points
+from mdad.errors import ConfigError
 from mdad.report.figures import FigureSpec, all_figures
 from mdad.report.sentences import findings
 from mdad.report.style import label, method_order
@@ -95,10 +96,22 @@ def write_report(study_dir: Path) -> Path:
 
     The figures folder is replaced as a whole and the page written to a temporary
     file first, so an interrupted report leaves the previous one intact.
+
+    Raises
+    ------
+    DataError
+        When the study folder is damaged (see `read_study_folder`).
+    ConfigError
+        When report.html is a folder.
     """
     study = read_study_folder(study_dir)
     study_dir = Path(study_dir)
+    page = study_dir / "report.html"
+    if page.is_dir():
+        raise ConfigError(f"{page} is a folder, where the report's page goes; remove it")
     staging = Path(tempfile.mkdtemp(prefix=".figures.", dir=study_dir))  # writable? before work
+    handle, temporary = tempfile.mkstemp(prefix=".report.html.", dir=study_dir)
+    os.close(handle)
     try:
         specs = all_figures(study)
         images = {}
@@ -109,17 +122,19 @@ def write_report(study_dir: Path) -> Path:
             spec.figure.savefig(staging / f"{spec.name}.svg", format="svg")
             images[spec.name] = base64.b64encode(buffer.getvalue()).decode("ascii")
         staging.chmod(0o755)
+        Path(temporary).write_text(render_page(study, specs, images), encoding="utf-8")
+        os.chmod(temporary, 0o644)
         figures_dir = study_dir / "figures"
-        if figures_dir.exists():
+        if figures_dir.is_dir() and not figures_dir.is_symlink():
             shutil.rmtree(figures_dir)
+        elif figures_dir.exists() or figures_dir.is_symlink():
+            figures_dir.unlink()
         os.replace(staging, figures_dir)
+        os.replace(temporary, page)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
+        Path(temporary).unlink(missing_ok=True)
         raise
-    page = study_dir / "report.html"
-    temporary = page.with_name(".report.html.tmp")
-    temporary.write_text(render_page(study, specs, images), encoding="utf-8")
-    os.replace(temporary, page)
     return page
 
 
