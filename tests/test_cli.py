@@ -581,7 +581,18 @@ def _duplicate_item(tmp: Path):
     frame.loc[7, "item_id"] = "q3"
     path = tmp / "dup_item.csv"
     frame.to_csv(path, index=False)
-    return [path], rf"{esc(path)}: item id 'q3' appears more than once"
+    return [path], (rf"{esc(path)}: lines 5 and 9 both have item_id 'q3' \(read without "
+                    r"surrounding spaces\); give each item its own id")
+
+
+@bad_input("item ids that differ only by spaces")
+def _spaced_item(tmp: Path):
+    frame = gpqa_frame()
+    frame.insert(0, "item_id", [f"q{i}" for i in range(len(frame))])
+    frame.loc[1, "item_id"] = "q0 "  # kept apart, it made answers `estimate` refuses
+    path = tmp / "spaced_item.csv"
+    frame.to_csv(path, index=False)
+    return [path], rf"{esc(path)}: lines 2 and 3 both have item_id 'q0'"
 
 
 @bad_input("malformed lm-eval jsonl line")

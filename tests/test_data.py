@@ -203,6 +203,21 @@ def test_wide_csv_names_must_be_there_and_distinct(tmp_path, text, message):
         load_wide_csv(path)
 
 
+@pytest.mark.parametrize(("text", "orientation"), [
+    ("item_id,subtask,m0,m1\n q0 ,A ,1,0\nq1, B,0,1\n", "items-as-rows"),
+    ("model,q0 , q1\nsubtask,A , B\nm0,1,0\nm1,0,1\n", "models-as-rows"),
+])
+def test_item_ids_and_subtasks_are_read_without_surrounding_spaces(tmp_path, text,
+                                                                   orientation):
+    """As model names are: a results file that writes `q0` must find the item."""
+    path = tmp_path / "spaced.csv"
+    path.write_text(text)
+    matrix = load_wide_csv(path, orientation=orientation)
+    assert list(matrix.item_ids) == ["q0", "q1"] and list(matrix.model_names) == ["m0", "m1"]
+    assert list(matrix.subtask_names) == ["A", "B"]
+    assert matrix.correctness.tolist() == [[1, 0], [0, 1]]
+
+
 def test_search_path_and_not_found_message(monkeypatch, tmp_path):
     real = shared_data(GPQA_CSV)
     monkeypatch.setenv("MDAD_DATA", str(tmp_path))

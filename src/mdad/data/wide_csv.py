@@ -178,9 +178,12 @@ def load_wide_csv(
                      f"metadata, not models: {listed(left_out)}")
     scores = _check_scores(values[:, is_model], text[:, is_model], cells[:, is_model], path,
                            model_names, lines)
-    item_ids = (body[:, header.index(id_col)].astype(str) if id_col is not None
+    # ids and subtasks are read as names are, without surrounding spaces
+    item_ids = (_distinct_ids(np.char.strip(body[:, header.index(id_col)].astype(str)),
+                              lines, path, id_col) if id_col is not None
                 else np.array([str(i) for i in range(body.shape[0])]))
-    subtasks = body[:, header.index(sub_col)].astype(str) if sub_col is not None else None
+    subtasks = (np.char.strip(body[:, header.index(sub_col)].astype(str))
+                if sub_col is not None else None)
     return ResponseMatrix(scores.T, model_names, item_ids, subtasks,
                           source=str(path), sha256=file_sha256(path), notes=tuple(notes))
 
@@ -199,11 +202,25 @@ def _why_no_scores(header: list[str], cells: np.ndarray) -> tuple[str, tuple[str
     return "is the file models-as-rows? set orientation to models-as-rows", ("orientation",)
 
 
+def _distinct_ids(ids: np.ndarray, lines: np.ndarray, path: Path, column: str) -> np.ndarray:
+    """`ids` (one per data row, on file lines `lines`), or a DataError naming the two
+    lines of the first id given twice."""
+    first: dict[str, int] = {}
+    for item, line in zip(ids.tolist(), lines.tolist(), strict=True):
+        if item in first:
+            raise DataError(f"{path}: lines {first[item]} and {line} both have {column} "
+                            f"{item!r} (read without surrounding spaces); give each item "
+                            "its own id")
+        first[item] = line
+    return ids
+
+
 def _models_as_rows(path: Path, header: list[str], body: np.ndarray,
                     lines: np.ndarray, notes: tuple[str, ...]) -> ResponseMatrix:
     first = np.array([str(v).strip() for v in body[:, 0]])
     is_subtask_row = np.isin(np.char.lower(first.astype(str)), SUBTASK_COLUMNS)
-    subtasks = body[is_subtask_row][0, 1:].astype(str) if is_subtask_row.any() else None
+    subtasks = (np.char.strip(body[is_subtask_row][0, 1:].astype(str))
+                if is_subtask_row.any() else None)
     rows = ~is_subtask_row
     item_ids = header[1:]
     cells = body[rows][:, 1:]
