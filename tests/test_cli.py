@@ -664,6 +664,21 @@ def _sizes_text(tmp: Path):
             r"--sizes takes whole numbers separated by commas; got '10,abc'")
 
 
+@bad_input("an empty entry in sizes")
+def _sizes_gap(tmp: Path):
+    gpqa_path()
+    return (["gpqa", "--sizes", "5,,10"],
+            r"--sizes '5,,10': entry 2 is empty; separate the values by single commas, "
+            r"with none at the ends")
+
+
+@bad_input("a trailing comma in methods")
+def _methods_gap(tmp: Path):
+    gpqa_path()
+    return (["gpqa", "--methods", "random,"],
+            r"--methods 'random,': entry 2 is empty; separate the values by single commas")
+
+
 @bad_input("unknown target model")
 def _unknown_target(tmp: Path):
     gpqa_path()

@@ -100,31 +100,38 @@ def _named(text: str, parameters: tuple[str, ...]) -> str:
     return text
 
 
-def parse_int_list(text: str, option: str) -> tuple[int, ...]:
-    """'10,25,50' -> (10, 25, 50), or a ConfigError naming the option."""
+def split_list(text: str, option: str) -> tuple[str, ...]:
+    """'a, b' -> ('a', 'b'), or a ConfigError naming the option at an empty entry ('a,,b',
+    'a,'), which may be a value lost in typing."""
     from mdad.errors import ConfigError
 
-    try:
-        values = tuple(int(part) for part in text.split(",") if part.strip())
-    except ValueError:
-        raise ConfigError(f"{option} takes whole numbers separated by commas; got {text!r}"
-                          ) from None
-    if not values:
-        raise ConfigError(f"{option} takes whole numbers separated by commas; got {text!r}")
-    return values
+    parts = tuple(part.strip() for part in text.split(","))
+    if "" in parts:
+        raise ConfigError(f"{option} {text!r}: entry {parts.index('') + 1} is empty; "
+                          "separate the values by single commas, with none at the ends")
+    return parts
+
+
+def parse_int_list(text: str, option: str) -> tuple[int, ...]:
+    """'10,25,50' -> (10, 25, 50), or a ConfigError naming the option."""
+    return _parse_list(text, option, int, "whole numbers")
 
 
 def parse_float_list(text: str, option: str) -> tuple[float, ...]:
     """'0.02,0.04' -> (0.02, 0.04), or a ConfigError naming the option."""
+    return _parse_list(text, option, float, "numbers")
+
+
+def _parse_list(text: str, option: str, kind: type, what: str) -> tuple:
     from mdad.errors import ConfigError
 
+    if not text.strip():
+        raise ConfigError(f"{option} takes {what} separated by commas; got {text!r}")
     try:
-        values = tuple(float(part) for part in text.split(",") if part.strip())
+        return tuple(kind(part) for part in split_list(text, option))
     except ValueError:
-        raise ConfigError(f"{option} takes numbers separated by commas; got {text!r}") from None
-    if not values:
-        raise ConfigError(f"{option} takes numbers separated by commas; got {text!r}")
-    return values
+        raise ConfigError(f"{option} takes {what} separated by commas; got {text!r}"
+                          ) from None
 
 
 def available_cores() -> int:

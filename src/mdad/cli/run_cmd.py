@@ -13,7 +13,13 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from mdad.cli.errors import literal, parse_float_list, parse_int_list, user_errors
+from mdad.cli.errors import (
+    literal,
+    parse_float_list,
+    parse_int_list,
+    split_list,
+    user_errors,
+)
 from mdad.data.choices import MissingPolicy, Orientation
 from mdad.defaults import ALL_TARGETS, DEFAULT_SIZES, DEFAULT_THRESHOLD, PAPER_FRACTIONS
 from mdad.errors import ConfigError
@@ -180,7 +186,7 @@ def _request(options: dict) -> StudyRequest:
         load_options["data_seed"] = options["data_seed"]
     given = options["methods"]
     methods = (DEFAULT_METHODS if given is None else
-               expand_methods(tuple(m.strip() for m in given.split(",") if m.strip())))
+               expand_methods(split_list(given, "--methods")))
     if options["targets"] and options["target_models"] is not None:
         raise ConfigError("--targets and --target-models both say which models are targets; "
                           "give one of them")

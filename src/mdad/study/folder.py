@@ -256,9 +256,10 @@ def read_study_folder(path: Path) -> StudyFolder:
 
 def _check_tables(path: Path, config: object, mdad: pd.DataFrame) -> None:
     """Refuse a folder whose files parse but do not hold a study: a config without
-    its study section, an mdad.csv without rows or its key columns, a size, source or
-    pair count that is not a whole number, or a value marked reached that is not an
-    accuracy gap in [0, 1]."""
+    its study section or with a threshold that is not a probability, an mdad.csv
+    without rows or its key columns, a size, source or pair count that is not a whole
+    number, a value marked reached that is not an accuracy gap in [0, 1], or a key
+    (method, size, sources, split) given twice."""
     import pandas as pd
 
     fix = FIX
@@ -275,8 +276,6 @@ def _check_tables(path: Path, config: object, mdad: pd.DataFrame) -> None:
     if lacking or mdad.empty:
         what = f"no column {', '.join(lacking)}" if lacking else "no rows"
         raise DataError(f"{path / 'mdad.csv'}: {what}; {fix}")
-    _check_unique(path / "mdad.csv", mdad, ["subtask"] * ("subtask" in mdad)
-                  + ["method", "size", "sources", "split"])
     for column in ("size", "sources", "pairs"):  # counts: whole numbers, sizes above 0
         if column in mdad:
             values = pd.to_numeric(mdad[column], errors="coerce").to_numpy(np.float64)
@@ -298,6 +297,8 @@ def _check_tables(path: Path, config: object, mdad: pd.DataFrame) -> None:
         if len(bad):
             raise DataError(f"{path / 'mdad.csv'}: row {bad[0] + 2} is marked reached but its "
                             f"mdad is not a number in [0, 1]; {fix}")
+    _check_unique(path / "mdad.csv", mdad, ["subtask"] * ("subtask" in mdad)
+                  + ["method", "size", "sources", "split"])
 
 
 def _check_summary(path: Path, mdad: pd.DataFrame, summary: pd.DataFrame) -> None:
