@@ -672,6 +672,19 @@ def _sizes_gap(tmp: Path):
             r"with none at the ends")
 
 
+@bad_input("an empty sizes")
+def _sizes_empty(tmp: Path):  # once ran the study with the default sizes
+    gpqa_path()
+    return (["gpqa", "--sizes", ""],
+            r"--sizes is empty; give one value or more, separated by commas")
+
+
+@bad_input("an empty targets")
+def _targets_empty(tmp: Path):
+    gpqa_path()
+    return ["gpqa", "--targets", " "], r"--targets takes a whole number or 'all'; got ' '"
+
+
 @bad_input("a trailing comma in methods")
 def _methods_gap(tmp: Path):
     gpqa_path()

@@ -190,8 +190,13 @@ def test_wide_csv_errors_name_line_and_column(tmp_path):
      r"columns 1 and 3 are both named 'item_id'; give each column its own name"),
     ("item_id,m1,m1\nq1,1,0\nq2,0,1\n", r"columns 2 and 3 are both named 'm1'"),
     ("item_id,m1,\nq1,1,0\nq2,0,1\n", r"column 3 has no name in the header; name it"),
-    ("item_id,m1,m2\nq1,1,0\n,0,1\n", r"item 2 of 2 has an empty name; give every item a "
-                                         r"name"),
+    ("item_id,m1,m2\nq1,1,0\n,0,1\n", r"line 3, column 'item_id' is empty; fill it in"),
+    ("item_id,subtask,m1,m2\nq1,a,1,0\nq2, ,0,1\n",
+     r"line 3, column 'subtask' is empty; fill it in"),
+    ("model,q1,q2,q3,q4\nsubtask,a,,c,d\nm1,1,0,1,0\nm2,0,1,0,1\n",
+     r"line 2, column 'q2': the subtask is empty; fill it in"),
+    ("model,q1,q2,q3,q4,q5\nsubtask,a,b,c,d,e\ncategory,c,d,e,f,g\nm1,1,0,1,0,1\n"
+     "m2,0,1,0,1,0\n", r"lines 2 and 3 both label the items' subtasks; keep one of them"),
     ("model,q1,q2,q3\nm1,1,0,1\n ,0,1,1\n", r"model 2 of 2 has an empty name"),
     # numpy's strings drop a trailing NUL: q1 and q1\0 would be one id
     ("item_id,m1,m2\nq1,1,0\nq1\x00,0,1\n", r"line 3 holds a NUL byte"),

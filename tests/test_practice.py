@@ -323,8 +323,13 @@ def test_bad_input_is_one_line_and_exit_2(gpqa_data, tmp_path: Path):
     assert_user_error(mdad_cli("estimate", out, duplicated, cwd=tmp_path),
                       rf"dup.csv, line 3: item '{item}' appears twice")
     assert_user_error(mdad_cli("estimate", wrong, wrong, cwd=tmp_path),
-                      r"cannot read the micro-benchmark file \(.*\); pass a file written by "
-                      r"`mdad select`")
+                      r"cannot read the micro-benchmark file \(.*\); pass a micro-benchmark "
+                      r"file written by `mdad select`$")
+    for absent, reason in ((tmp_path / "nope.json", "no such file or directory"),
+                           (tmp_path, "a folder, not a file")):
+        assert_user_error(mdad_cli("estimate", absent, wrong, cwd=tmp_path),
+                          rf"{re.escape(str(absent))}: {reason}; pass a micro-benchmark file "
+                          r"written by `mdad select`$")
     with_bom = tmp_path / "bom.json"  # as some editors save it
     with_bom.write_bytes(b"\xef\xbb\xbf" + out.read_bytes())
     assert MicroBenchmarkFile.load(with_bom).items == MicroBenchmarkFile.load(out).items

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy.stats import kendalltau
 from test_cli import assert_ok, assert_user_error, flat, mdad_cli
@@ -162,6 +163,7 @@ def test_cli_loop_with_a_csv_and_results_applied_once(tmp_path: Path, gpqa_data)
             assert_user_error(mdad_cli("adaptive", "next", state, answers, cwd=tmp_path),
                               r"round1.csv: these results were applied already \(round 1\)")
     assert "FINAL" in " ".join(proc.stdout.split())
+    assert not list(tmp_path.glob(".*"))  # no temporary file left
     # no batch is left to run: the last one's file would ask for answered items
     assert not state.with_suffix(".samples.json").exists()
     assert f"the test is finished: removed {state.with_suffix('.samples.json')}" in flat(
@@ -220,3 +222,30 @@ def test_start_refuses_a_batch_file_it_would_replace_before_any_work(kind: str,
                       + pattern)
     assert not state.exists()
     assert batch.is_dir() if kind == "folder" else batch.read_text() == "keep\n"
+
+
+def test_next_refuses_a_folder_for_a_list_of_ids_before_the_state_moves_on(
+        tmp_path: Path, gpqa_data):
+    """A CSV's items have no lm-eval names: the batch is a list of ids (.items.txt)."""
+    matrix = gpqa_data.matrix
+    frame = pd.DataFrame(matrix.correctness[:, :60].T.astype(int),
+                         columns=[str(m) for m in matrix.model_names])
+    frame.insert(0, "item_id", [f"q{j}" for j in range(60)])
+    frame.to_csv(tmp_path / "data.csv", index=False)
+    state = tmp_path / "state.json"
+    assert_ok(mdad_cli("adaptive", "start", tmp_path / "data.csv", "--budget", "4", "--batch",
+                       "2", "--out", state, cwd=tmp_path))
+    batch = state.with_suffix(".items.txt")
+    pending = batch.read_text().split()
+    answers = tmp_path / "answers.csv"
+    answers.write_text("item_id,correct\n" + "".join(f"{item},1\n" for item in pending))
+    saved = state.read_bytes()
+    batch.unlink()
+    batch.mkdir()
+    assert_user_error(mdad_cli("adaptive", "next", state, answers, cwd=tmp_path),
+                      r"^mdad: error: the batch file \S+state\.items\.txt is a folder; "
+                      r"remove that folder$")
+    assert state.read_bytes() == saved
+    batch.rmdir()
+    assert_ok(mdad_cli("adaptive", "next", state, answers, cwd=tmp_path))
+    assert len(batch.read_text().split()) == 2 and batch.read_text().split() != pending

@@ -322,6 +322,27 @@ def test_report_force_replaces_a_file_named_figures_and_refuses_a_folder_for_the
     assert sorted(p.name for p in out.iterdir()) == before  # no temporary file left
 
 
+def test_a_report_that_fails_leaves_the_previous_one_and_no_temporary_file(
+        small_study: Path, tmp_path: Path, monkeypatch) -> None:
+    import mdad.report.html as html
+
+    out = tmp_path / "run"
+    shutil.copytree(small_study, out)
+    html.write_report(out)
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    figures = (out / "figures").stat().st_ino
+
+    def failing(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(html, "render_page", failing)
+    with pytest.raises(OSError, match="No space left"):
+        html.write_report(out)
+    after = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert after == before  # the page, figures and study as they were; nothing hidden added
+    assert (out / "figures").stat().st_ino == figures  # not replaced by a page-less report
+
+
 def test_a_full_disk_is_one_line_and_resumable(tmp_path: Path, monkeypatch) -> None:
     """The real `run` command in this process, with saving a run failing as on a full
     disk after the first: one line naming the file and how to go on, and the saved run
@@ -442,10 +463,10 @@ def _cut(path: Path, keep: int) -> None:
     path.write_bytes(path.read_bytes()[:keep])
 
 
-def _repeat_line(path: Path, line: int, old: str, new: str) -> None:
+def _repeat_line(path: Path, line: int, old: str | None = None, new: str = "") -> None:
     """Insert a copy of line `line` (0: the header) after it, with `old` made `new`."""
     lines = path.read_text().splitlines(keepends=True)
-    lines.insert(line + 1, lines[line].replace(old, new, 1))
+    lines.insert(line + 1, lines[line] if old is None else lines[line].replace(old, new, 1))
     path.write_text("".join(lines))
 
 
@@ -472,8 +493,8 @@ def _set_threshold(folder: Path, value: object) -> None:
     (lambda f: _cut(f / "results.parquet", 200), r"results\.parquet: cannot read it"),
     # a row twice, with other numbers: which one is the study's would be a guess
     (lambda f: _repeat_line(f / "mdad.csv", 1, "0.", "0.9"),
-     r"mdad\.csv: row 3 repeats the row of method random, size 10, sources 300, split seen"),
-    (lambda f: _repeat_line(f / "summary.csv", 1, "", ""),
+     r"mdad\.csv: rows 2 and 3 both have method random, size 10, sources 300, split seen"),
+    (lambda f: _repeat_line(f / "summary.csv", 1),
      r"summary\.csv: 2 rows for random at 10 items and 300 sources"),
     (lambda f: _repeat_line(f / "summary.csv", 1, "random,10,", "random,50,"),
      r"summary\.csv: a row for random at 50 items and 300 sources, which mdad\.csv does not "
@@ -482,6 +503,12 @@ def _set_threshold(folder: Path, value: object) -> None:
      r"config\.json: the study's threshold 'abc' is not a probability between 0 and 1"),
     (lambda f: _set_threshold(f, 1.5), r"config\.json: the study's threshold 1\.5 is not"),
     (lambda f: _set_threshold(f, True), r"config\.json: the study's threshold True is not"),
+    (lambda f: _set_threshold(f, 0), r"config\.json: the study's threshold 0 is not"),
+    (lambda f: _set_threshold(f, 1.0), r"config\.json: the study's threshold 1\.0 is not"),
+    (lambda f: _set_threshold(f, float("nan")),
+     r"config\.json: the study's threshold nan is not"),
+    (lambda f: ((f / "summary.csv").unlink(), (f / "summary.csv").mkdir()),
+     r"summary\.csv: a folder, not a file; rerun the study"),
 ])
 def test_report_names_the_damaged_file_and_writes_nothing(small_study: Path, damage, pattern,
                                                           tmp_path: Path) -> None:

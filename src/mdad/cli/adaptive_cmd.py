@@ -28,13 +28,16 @@ app = typer.Typer(help="Test one new model adaptively, batch by batch, with lm-e
                   no_args_is_help=True, rich_markup_mode=None)
 
 
-def _batch_file(state: Path) -> Path:
-    return state.with_suffix(".samples.json")
+def _batch_files(state: Path) -> tuple[Path, Path]:
+    """Where a test's batches go, beside its state: an lm-eval samples file for a test
+    on lm-eval items, a list of item ids otherwise."""
+    return state.with_suffix(".samples.json"), state.with_suffix(".items.txt")
 
 
 def _batch_file_of(test: AdaptiveTest, state: Path) -> Path:
-    """The file the test's batches go to: an lm-eval samples file, or a list of ids."""
-    return state.with_suffix(".items.txt") if test.lm_eval_items is None else _batch_file(state)
+    """The one of `_batch_files` that `test` writes."""
+    samples, ids = _batch_files(state)
+    return ids if test.lm_eval_items is None else samples
 
 
 def _write_batch(test: AdaptiveTest, state: Path) -> None:
@@ -93,8 +96,9 @@ def start(
     from mdad.practice.adaptive import start_adaptive_test
 
     check_new_file(out, option="--out", force=force, example="state.json")
-    for batch_file in (_batch_file(out), out.with_suffix(".items.txt")):  # either is written
-        check_new_file(batch_file, option="--out (its batch file)", force=force, example=None)
+    for batch_file in _batch_files(out):  # either may be written
+        check_new_file(batch_file, option="--out (its batch file)", force=force,
+                       folder_fix="remove that folder, or choose another --out")
     data = load_practice_data(dataset, missing=missing, metric=metric)
     test = start_adaptive_test(data, budget=budget, batch=batch, target_se=target_se,
                                method=method, metric=data_metric(data, metric), seed=seed)
@@ -127,14 +131,15 @@ def next_batch(
         raise ConfigError(f"{state}: the test is finished ({test.estimate().answered} items "
                           f"answered), no batch is pending; its estimate: `mdad adaptive "
                           f"estimate {state}`")
-    # before the state moves on: a batch file that cannot be written would leave it
-    # a round ahead of the batch the user holds
-    check_new_file(_batch_file_of(test, state), option="the batch file", force=True,
-                   example=None)
     recorded = test.apply_results(results, metric=metric)
     finished = test.estimate().finished
+    batch = _batch_file_of(test, state)
     if not finished:
         test.next_items()
+        # before the state moves on: a batch file that cannot be written would leave it
+        # a round ahead of the batch the user holds
+        check_new_file(batch, option="the batch file", force=True,
+                       folder_fix="remove that folder")
     test.save(state)  # the answers and the next batch, at once
     if recorded.extra:
         note(f"{results} has {recorded.extra} items that are not in the batch; they are "
@@ -147,12 +152,11 @@ def next_batch(
         _write_batch(test, state)
         return
     # the last batch's file would send lm-eval to items already answered
-    for batch in (_batch_file(state), state.with_suffix(".items.txt")):
-        if batch.exists():
-            batch.unlink()
-            if not as_json:
-                literal_console().print(f"the test is finished: removed {batch}, the batch "
-                                        "it answered", soft_wrap=True)  # a path stays whole
+    if batch.is_file():
+        batch.unlink()
+        if not as_json:
+            literal_console().print(f"the test is finished: removed {batch}, the batch it "
+                                    "answered", soft_wrap=True)  # a path stays whole
 
 
 @app.command("estimate")

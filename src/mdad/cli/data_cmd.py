@@ -107,22 +107,20 @@ def answers(
     from mdad.errors import ConfigError
     from mdad.practice import MicroBenchmarkFile
     from mdad.practice.answers import answers_csv, model_answers
-    from mdad.practice.bundle import check_same_benchmark
+    from mdad.practice.bundle import PASS_A_FILE, other_benchmark
 
     check_new_file(out, option="--out", force=force, example="answers.csv")
     bundle = None
     if items is not None:
         if out.resolve() == items.resolve():
             raise ConfigError(f"--out {out} is the --items file; write the answers elsewhere")
-        check_regular_file(items, option="--items")
+        check_regular_file(items, option="--items", fix=PASS_A_FILE)
         bundle = MicroBenchmarkFile.load(items)
-        try:
-            check_same_benchmark(bundle, dataset)
-        except ConfigError:  # its fix names estimate's --dataset
+        if other_benchmark(bundle, dataset):
             raise ConfigError(f"--items {items} was selected from {bundle.dataset}, another "
                               f"benchmark than {dataset}; write the answers from "
                               f"{bundle.dataset}, or pass a micro-benchmark selected from "
-                              f"{dataset}") from None
+                              f"{dataset}")
         if metric is not None and metric != bundle.lm_eval_metric:
             raise ConfigError(f"--metric {metric}: the micro-benchmark {items} was built on "
                               f"{bundle.lm_eval_metric}; leave out --metric")

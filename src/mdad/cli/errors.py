@@ -14,6 +14,7 @@ from mdad.errors import MdadError
 
 P = ParamSpec("P")
 R = TypeVar("R")
+T = TypeVar("T")
 
 
 def fail(message: str) -> typer.Exit:
@@ -101,10 +102,12 @@ def _named(text: str, parameters: tuple[str, ...]) -> str:
 
 
 def split_list(text: str, option: str) -> tuple[str, ...]:
-    """'a, b' -> ('a', 'b'), or a ConfigError naming the option at an empty entry ('a,,b',
-    'a,'), which may be a value lost in typing."""
+    """'a, b' -> ('a', 'b'), or a ConfigError naming the option when it is empty or has
+    an empty entry ('a,,b', 'a,'), which may be a value lost in typing."""
     from mdad.errors import ConfigError
 
+    if not text.strip():
+        raise ConfigError(f"{option} is empty; give one value or more, separated by commas")
     parts = tuple(part.strip() for part in text.split(","))
     if "" in parts:
         raise ConfigError(f"{option} {text!r}: entry {parts.index('') + 1} is empty; "
@@ -122,13 +125,15 @@ def parse_float_list(text: str, option: str) -> tuple[float, ...]:
     return _parse_list(text, option, float, "numbers")
 
 
-def _parse_list(text: str, option: str, kind: type, what: str) -> tuple:
+def _parse_list(text: str, option: str, kind: Callable[[str], T], what: str
+                ) -> tuple[T, ...]:
+    """`text` split by `split_list`, each entry read by `kind`; a ConfigError naming the
+    option says it takes `what` when an entry is not one."""
     from mdad.errors import ConfigError
 
-    if not text.strip():
-        raise ConfigError(f"{option} takes {what} separated by commas; got {text!r}")
+    parts = split_list(text, option)
     try:
-        return tuple(kind(part) for part in split_list(text, option))
+        return tuple(kind(part) for part in parts)
     except ValueError:
         raise ConfigError(f"{option} takes {what} separated by commas; got {text!r}"
                           ) from None

@@ -11,15 +11,15 @@ from mdad.errors import ConfigError
 
 
 def check_new_file(path: Path, *, option: str, force: bool = False,
-                   example: str | None = "microbenchmark.json") -> None:
-    """Refuse, before any work, a file that exists (unless `force`), is a folder (the
-    error suggests `example` in it; None: a file named after another, whose name the
-    user does not give), or cannot be written where it is asked for."""
+                   example: str = "microbenchmark.json", folder_fix: str | None = None
+                   ) -> None:
+    """Refuse, before any work, a file that exists (unless `force`), is a folder, or
+    cannot be written where it is asked for. A folder's error suggests `example` in it,
+    or says `folder_fix` for a file named after another, whose name the user does not
+    give."""
     path = Path(path)
     if path.is_dir():
-        fix = (f"give a file name, e.g. {path / example}" if example is not None
-               else "remove that folder"
-               + (", or choose another --out" if option.startswith("--out") else ""))
+        fix = folder_fix or f"give a file name, e.g. {path / example}"
         raise ConfigError(f"{option} {path} is a folder; {fix}")
     if path.exists() and not force:
         raise ConfigError(f"{option} {path} already exists; choose another name, or pass "

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import signal
 import sys
+from collections.abc import Callable
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
@@ -41,13 +42,13 @@ class Backend(StrEnum):
     DASK = "dask"
 
 
-def _parse_targets(text: str) -> int | Literal["all"]:
+def _parse_targets(text: str, option: str = "--targets") -> int | Literal["all"]:
     if text.strip().lower() == ALL_TARGETS:
         return ALL_TARGETS
     try:
         return int(text)
     except ValueError:
-        raise ConfigError(f"--targets takes a whole number or 'all'; got {text!r}") from None
+        raise ConfigError(f"{option} takes a whole number or 'all'; got {text!r}") from None
 
 
 @user_errors
@@ -190,22 +191,27 @@ def _request(options: dict) -> StudyRequest:
     if options["targets"] and options["target_models"] is not None:
         raise ConfigError("--targets and --target-models both say which models are targets; "
                           "give one of them")
+    def parsed(name: str, parse: Callable[..., Any]) -> Any:
+        """The option's value read by `parse`, or None when not given (an empty
+        value is given, and refused: it would silently mean the default)."""
+        value = options[name]
+        return None if value is None else parse(value, f"--{name}")
+
     config = StudyConfig(
         methods=fast_methods(methods) if options["fast"] else methods,
-        sizes=parse_int_list(options["sizes"], "--sizes") if options["sizes"] else None,
+        sizes=parsed("sizes", parse_int_list),
         n_runs=options["runs"],
-        n_targets=_parse_targets(options["targets"]) if options["targets"] else None,
-        sources=parse_int_list(options["sources"], "--sources") if options["sources"] else None,
+        n_targets=parsed("targets", _parse_targets),
+        sources=parsed("sources", parse_int_list),
         target_models=(read_name_list(Path(options["target_models"]), option="--target-models")
                        if options["target_models"] is not None else None),
         threshold=options["threshold"],
         seed=options["seed"],
         n_resamples=options["resamples"],
     )
-    fractions = options["fractions"]
     return StudyRequest(
         options["dataset"], config, load_options, per_subtask=options["per_subtask"],
-        fractions=parse_float_list(fractions, "--fractions") if fractions else None)
+        fractions=parsed("fractions", parse_float_list))
 
 
 def _load_notices(dataset: Dataset) -> list[str]:

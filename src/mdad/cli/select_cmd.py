@@ -84,7 +84,7 @@ def select(
     samples_path = out.with_suffix(".samples.json")
     if output_format == "lm-eval":
         check_new_file(samples_path, option="--out (its samples file)", force=force,
-                       example=None)
+                       folder_fix="remove that folder, or choose another --out")
     data = load_practice_data(dataset, missing=missing, metric=metric)
     pool_ids = (read_name_list(pool, option="--pool", what="item ids") if pool is not None
                 else None)

@@ -38,7 +38,7 @@ def read_name_list(path: str | Path, *, option: str, what: str = "models"
     from mdad.errors import DataError
 
     path = Path(path)
-    check_regular_file(path, option=option)
+    check_regular_file(path, option=option, fix=f"pass a text file of {what}, one per line")
     try:
         lines = path.read_text(encoding="utf-8-sig").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
@@ -57,15 +57,16 @@ def read_name_list(path: str | Path, *, option: str, what: str = "models"
     return tuple(name for _, name in numbered)
 
 
-def check_regular_file(path: Path, *, option: str = "") -> None:
-    """Refuse, as a DataError naming `path` (after `option`, the flag that gave it),
-    anything but a regular file: reading a pipe would wait forever for a writer."""
+def check_regular_file(path: Path, *, option: str = "", fix: str = "pass a file") -> None:
+    """Refuse, as a DataError naming `path` (after `option`, the flag that gave it) and
+    ending with `fix`, anything but a regular file: reading a pipe would wait forever
+    for a writer."""
     if Path(path).is_file():
         return
     from mdad.errors import DataError
 
     reason = "a folder, not a file" if Path(path).is_dir() else missing_reason(Path(path))
-    raise DataError(f"{option + ' ' if option else ''}{path}: {reason}")
+    raise DataError(f"{option + ' ' if option else ''}{path}: {reason}; {fix}")
 
 
 def missing_reason(path: Path) -> str:

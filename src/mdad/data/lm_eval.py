@@ -124,7 +124,8 @@ def lm_eval_files(path: str | Path) -> LmEvalFiles:
     if not path.is_dir():
         from mdad.data.files import missing_reason
 
-        raise DataError(f"{path}: {missing_reason(path)}")
+        raise DataError(f"{path}: {missing_reason(path)}; pass an lm-eval --output_path "
+                        "folder or one of its samples_*.jsonl files")
     own = sorted(path.glob(SAMPLES_GLOB))
     subfolders = sorted(p for p in path.iterdir() if p.is_dir())
     if own:

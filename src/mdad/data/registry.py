@@ -179,7 +179,7 @@ def _source(name_or_path: str | Path) -> tuple[Path, Loader, DatasetSpec | None,
         raise DataError(f"{key!r} is neither a known dataset ({known}) nor an existing "
                         "file or folder")
     if path.exists() and not (path.is_file() or path.is_dir()):
-        raise DataError(f"{key}: {missing_reason(path)}")
+        raise DataError(f"{key}: {missing_reason(path)}; pass a results file or folder")
     loader = find_loader(path)
     return path, loader, loader.dataset_spec(path), False
 

@@ -24,7 +24,7 @@ def _read_cells(path: Path) -> tuple[list[str], np.ndarray, np.ndarray]:
     Every row must have as many fields as the header; blank lines are skipped.
     """
     if not path.is_file():  # a pipe would block the read
-        raise DataError(f"{path}: {missing_reason(path)}")
+        raise DataError(f"{path}: {missing_reason(path)}; pass a CSV file")
     try:
         with open(path, newline="", encoding="utf-8-sig") as handle:
             reader = csv.reader(handle)
@@ -178,11 +178,9 @@ def load_wide_csv(
                      f"metadata, not models: {listed(left_out)}")
     scores = _check_scores(values[:, is_model], text[:, is_model], cells[:, is_model], path,
                            model_names, lines)
-    # ids and subtasks are read as names are, without surrounding spaces
-    item_ids = (_distinct_ids(np.char.strip(body[:, header.index(id_col)].astype(str)),
-                              lines, path, id_col) if id_col is not None
-                else np.array([str(i) for i in range(body.shape[0])]))
-    subtasks = (np.char.strip(body[:, header.index(sub_col)].astype(str))
+    item_ids = (_labels(body[:, header.index(id_col)], lines, path, id_col, distinct=True)
+                if id_col is not None else np.array([str(i) for i in range(body.shape[0])]))
+    subtasks = (_labels(body[:, header.index(sub_col)], lines, path, sub_col)
                 if sub_col is not None else None)
     return ResponseMatrix(scores.T, model_names, item_ids, subtasks,
                           source=str(path), sha256=file_sha256(path), notes=tuple(notes))
@@ -202,25 +200,38 @@ def _why_no_scores(header: list[str], cells: np.ndarray) -> tuple[str, tuple[str
     return "is the file models-as-rows? set orientation to models-as-rows", ("orientation",)
 
 
-def _distinct_ids(ids: np.ndarray, lines: np.ndarray, path: Path, column: str) -> np.ndarray:
-    """`ids` (one per data row, on file lines `lines`), or a DataError naming the two
-    lines of the first id given twice."""
+def _labels(cells: np.ndarray, lines: np.ndarray, path: Path, column: str, *,
+            distinct: bool = False) -> np.ndarray:
+    """The item ids or subtasks in `cells` (one per data row, on file lines `lines`),
+    read as names are, without surrounding spaces; a DataError names the line of the
+    first empty one and, when they must be `distinct`, the two lines of a repeated one."""
+    labels = np.char.strip(cells.astype(str))
     first: dict[str, int] = {}
-    for item, line in zip(ids.tolist(), lines.tolist(), strict=True):
-        if item in first:
-            raise DataError(f"{path}: lines {first[item]} and {line} both have {column} "
-                            f"{item!r} (read without surrounding spaces); give each item "
+    for label, line in zip(labels.tolist(), lines.tolist(), strict=True):
+        if not label:
+            raise DataError(f"{path}: line {line}, column {column!r} is empty; fill it in")
+        if distinct and label in first:
+            raise DataError(f"{path}: lines {first[label]} and {line} both have {column} "
+                            f"{label!r} (read without surrounding spaces); give each item "
                             "its own id")
-        first[item] = line
-    return ids
+        first[label] = line
+    return labels
 
 
 def _models_as_rows(path: Path, header: list[str], body: np.ndarray,
                     lines: np.ndarray, notes: tuple[str, ...]) -> ResponseMatrix:
     first = np.array([str(v).strip() for v in body[:, 0]])
     is_subtask_row = np.isin(np.char.lower(first.astype(str)), SUBTASK_COLUMNS)
-    subtasks = (np.char.strip(body[is_subtask_row][0, 1:].astype(str))
-                if is_subtask_row.any() else None)
+    subtasks = None
+    if is_subtask_row.any():
+        labelled = np.flatnonzero(is_subtask_row)
+        if len(labelled) > 1:  # which one labels the items would be a guess
+            raise DataError(f"{path}: lines {lines[labelled[0]]} and {lines[labelled[1]]} "
+                            "both label the items' subtasks; keep one of them")
+        subtasks = np.char.strip(body[labelled[0], 1:].astype(str))
+        if (blank := np.flatnonzero(subtasks == "")).size:
+            raise DataError(f"{path}: line {lines[labelled[0]]}, column "
+                            f"{header[blank[0] + 1]!r}: the subtask is empty; fill it in")
     rows = ~is_subtask_row
     item_ids = header[1:]
     cells = body[rows][:, 1:]

@@ -284,10 +284,8 @@ class AdaptiveTest:
         from mdad.data.files import check_regular_file
 
         path = Path(path)
-        if not path.exists() and not path.is_symlink():
-            raise DataError(f"{path}: no such file; start a test with `mdad adaptive "
-                            "start`")
-        check_regular_file(path)
+        check_regular_file(path, fix="pass the state file of `mdad adaptive start`, or start "
+                           "a test with it")
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (ValueError, UnicodeDecodeError) as exc:
@@ -300,7 +298,8 @@ def _fingerprint(path: Path) -> str:
     from mdad.data.files import check_regular_file
 
     if not path.is_dir():
-        check_regular_file(path)
+        check_regular_file(path, fix="pass the model's results: an lm-eval --log_samples "
+                           "folder or file, or a CSV item_id,correct")
     digest = hashlib.sha256()
     files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
     if not files:

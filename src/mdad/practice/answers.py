@@ -21,7 +21,7 @@ def read_answers_csv(path: Path) -> dict[str, float]:
     """``item_id,correct`` rows as item -> score; a UTF-8 byte-order mark (as Excel
     writes) and blank lines are allowed, any other column is refused."""
     if not path.is_file():  # a pipe would block the read
-        raise DataError(f"{path}: {missing_reason(path)}")
+        raise DataError(f"{path}: {missing_reason(path)}; pass a CSV file item_id,correct")
     try:  # utf-8-sig: the byte-order mark is not part of the first column's name
         with path.open(newline="", encoding="utf-8-sig") as handle:
             rows = list(csv.reader(handle))

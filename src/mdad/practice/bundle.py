@@ -24,6 +24,7 @@ from mdad.selection.threads import one_thread
 
 FORMAT = "mdad-microbenchmark/2"
 CV_FOLDS = 5
+PASS_A_FILE = "pass a micro-benchmark file written by `mdad select`"  # the fix, in errors
 # progress(done, total, step): steps of `select_microbenchmark` as they start.
 SelectProgress = Callable[[int, int, str], None]
 
@@ -110,13 +111,13 @@ class MicroBenchmarkFile:
     def load(cls, path: Path) -> MicroBenchmarkFile:
         from mdad.data.files import check_regular_file
 
-        check_regular_file(path)
+        check_regular_file(path, fix=PASS_A_FILE)
         try:
             data = json.loads(Path(path).read_text(encoding="utf-8-sig"))
         except (OSError, ValueError, RecursionError) as exc:
             reason = "nested too deeply" if isinstance(exc, RecursionError) else exc
-            raise DataError(f"{path}: cannot read the micro-benchmark file ({reason}); pass "
-                            "a file written by `mdad select`") from None
+            raise DataError(f"{path}: cannot read the micro-benchmark file ({reason}); "
+                            f"{PASS_A_FILE}") from None
         found = data.get("format") if isinstance(data, dict) else None
         if isinstance(found, str) and found.startswith("mdad-microbenchmark/") and (
                 found != FORMAT):
@@ -282,6 +283,14 @@ def lm_eval_tasks(lm_eval_items: list[str] | None) -> list[str] | None:
     return sorted({item.rsplit("/", 1)[0] for item in lm_eval_items})
 
 
+def other_benchmark(bundle: MicroBenchmarkFile, name: str) -> bool:
+    """Whether `name` and the bundle's dataset are two different named datasets (a
+    file's data may be another version of the same benchmark: not decided here)."""
+    from mdad.data.registry import DATASETS
+
+    return {bundle.dataset, name} <= set(DATASETS) and bundle.dataset != name
+
+
 def check_same_benchmark(bundle: MicroBenchmarkFile, name: str) -> None:
     """Refuse a named dataset that is another benchmark than the bundle's: another
     version of the same data may be allowed, another benchmark never.
@@ -291,9 +300,7 @@ def check_same_benchmark(bundle: MicroBenchmarkFile, name: str) -> None:
     ConfigError
         When both are named datasets and the names differ.
     """
-    from mdad.data.registry import DATASETS
-
-    if {bundle.dataset, name} <= set(DATASETS) and bundle.dataset != name:
+    if other_benchmark(bundle, name):
         raise ConfigError(f"dataset {name} is another benchmark than the "
                           f"micro-benchmark's ({bundle.dataset}); compare with "
                           f"dataset {bundle.dataset}, or select from {name}",

@@ -110,8 +110,7 @@ def write_report(study_dir: Path) -> Path:
     if page.is_dir():
         raise ConfigError(f"{page} is a folder, where the report's page goes; remove it")
     staging = Path(tempfile.mkdtemp(prefix=".figures.", dir=study_dir))  # writable? before work
-    handle, temporary = tempfile.mkstemp(prefix=".report.html.", dir=study_dir)
-    os.close(handle)
+    temporary = page.with_name(f".report.html.{staging.name.rsplit('.', 1)[-1]}")
     try:
         specs = all_figures(study)
         images = {}
@@ -122,8 +121,8 @@ def write_report(study_dir: Path) -> Path:
             spec.figure.savefig(staging / f"{spec.name}.svg", format="svg")
             images[spec.name] = base64.b64encode(buffer.getvalue()).decode("ascii")
         staging.chmod(0o755)
-        Path(temporary).write_text(render_page(study, specs, images), encoding="utf-8")
-        os.chmod(temporary, 0o644)
+        with temporary.open("x", encoding="utf-8") as out:  # unique, and as umask allows
+            out.write(render_page(study, specs, images))
         figures_dir = study_dir / "figures"
         if figures_dir.is_dir() and not figures_dir.is_symlink():
             shutil.rmtree(figures_dir)
@@ -133,7 +132,7 @@ def write_report(study_dir: Path) -> Path:
         os.replace(temporary, page)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
-        Path(temporary).unlink(missing_ok=True)
+        temporary.unlink(missing_ok=True)
         raise
     return page
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from mdad.data.files import missing_reason
+from mdad.data.files import check_regular_file
 from mdad.errors import ConfigError, DataError
 from mdad.study.design import seen_pool_size
 
@@ -227,11 +227,9 @@ def read_study_folder(path: Path) -> StudyFolder:
     if not path.is_dir():
         raise DataError(f"{path}: not a folder; pass the folder `mdad run` wrote (--out)")
     missing = [name for name in REQUIRED if not (path / name).is_file()]
-    present = [name for name in missing if (path / name).exists() or (path / name).is_symlink()]
-    if present:  # a folder, pipe or broken link in a file's place
-        where = path / present[0]
-        kind = "a folder, not a file" if where.is_dir() else missing_reason(where)
-        raise DataError(f"{where}: {kind}; {FIX}")
+    for name in missing:  # a folder, pipe or broken link in a file's place
+        if (path / name).exists() or (path / name).is_symlink():
+            check_regular_file(path / name, fix=FIX)
     if missing:
         raise DataError(f"{path}: no {', '.join(missing)}; pass a folder written by "
                         "`mdad run`")
@@ -338,8 +336,10 @@ def _check_unique(path: Path, table: pd.DataFrame, keys: list[str]) -> None:
     twice = np.flatnonzero(table.duplicated(subset=keys).to_numpy())
     if len(twice):
         row = table.iloc[twice[0]]
+        same = (table[keys] == row[keys]).all(axis=1).to_numpy()
         what = ", ".join(f"{key} {row[key]}" for key in keys)
-        raise DataError(f"{path}: row {twice[0] + 2} repeats the row of {what}; {FIX}")
+        raise DataError(f"{path}: rows {np.flatnonzero(same)[0] + 2} and {twice[0] + 2} both "
+                        f"have {what}; {FIX}")
 
 
 def censor_legacy(mdad: pd.DataFrame) -> pd.DataFrame:
