@@ -249,3 +249,41 @@ def test_next_refuses_a_folder_for_a_list_of_ids_before_the_state_moves_on(
     batch.rmdir()
     assert_ok(mdad_cli("adaptive", "next", state, answers, cwd=tmp_path))
     assert len(batch.read_text().split()) == 2 and batch.read_text().split() != pending
+
+
+@pytest.mark.parametrize("failing", ["batch", "state"])
+def test_next_that_cannot_write_leaves_a_state_the_same_next_goes_on_from(
+        failing: str, tmp_path: Path, gpqa_data, monkeypatch):
+    """The batch is written before the state: a batch that cannot be written (a file
+    made immutable) leaves the state as it was; a state that cannot be saved still
+    waits for the answers just applied, so the same `next` again goes on."""
+    import errno
+
+    from typer.testing import CliRunner
+
+    import mdad.cli.adaptive_cmd as adaptive_cmd
+    from mdad.cli.app import app
+
+    state = tmp_path / "s.json"
+    assert_ok(mdad_cli("adaptive", "start", "gpqa", "--budget", "6", "--batch", "2", "--out",
+                       state, cwd=tmp_path))
+    docs = json.loads(state.with_suffix(".samples.json").read_text())["leaderboard_gpqa_main"]
+    answers = tmp_path / "answers.csv"
+    answers.write_text("item_id,correct\n" + "".join(f"{d},1\n" for d in docs))
+    saved = state.read_bytes()
+
+    def refuse(*args, **kwargs):
+        raise OSError(errno.EPERM, "Operation not permitted", str(args[0]))
+
+    if failing == "batch":
+        monkeypatch.setattr(adaptive_cmd, "write_text", refuse)
+    else:
+        monkeypatch.setattr(AdaptiveTest, "save", refuse)
+    result = CliRunner().invoke(app, ["adaptive", "next", str(state), str(answers)])
+    assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+    assert "Operation not permitted" in flat(result.output)
+    assert state.read_bytes() == saved
+    monkeypatch.undo()
+    proc = mdad_cli("adaptive", "next", state, answers, cwd=tmp_path)
+    assert_ok(proc)
+    assert json.loads(state.read_text())["round"] == 1

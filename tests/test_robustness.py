@@ -550,8 +550,26 @@ def test_links_to_nothing_and_pipes_are_named_not_read(tmp_path: Path) -> None:
           "pipe.csv", "--out", "a.csv"), r"--items " + pipe),
         (("adaptive", "estimate", "pipe.csv"), pipe),
         (("adaptive", "next", "pipe.csv", mb), pipe),
+        # --force once put a regular file in place of the pipe (or of /dev/null)
+        (("select", "gpqa", "--method", "random", "--size", "5", "--out", "pipe.csv",
+          "--force"), r"--out " + pipe + "; choose a file name"),
+        (("data", "answers", "gpqa", "--model", "bigscience__bloom-3b", "--out", "gone.csv",
+          "--force"), r"--out gone\.csv: " + link),
     ]:
         assert_user_error(mdad_cli(*command, cwd=tmp_path), pattern)
+
+
+def test_a_pipe_named_like_lm_eval_samples_is_named_not_read(tmp_path: Path) -> None:
+    import os
+
+    model = tmp_path / "results" / "org__model"
+    model.mkdir(parents=True)
+    os.mkfifo(model / "samples_leaderboard_gpqa_main_2024-06-01T12-00-00.000000.jsonl")
+    for command in (("data", "info", "results"), ("run", "results", "--out", "o")):
+        assert_user_error(mdad_cli(*command, cwd=tmp_path),
+                          r"samples_leaderboard_gpqa_main_\S+\.jsonl: not a regular file or "
+                          r"folder \(a device, pipe or socket\), named like an lm-eval samples "
+                          r"file; remove it or rename it$")
 
 
 def test_adaptive_results_in_a_pipe_are_named_not_read(tmp_path: Path, gpqa_data) -> None:

@@ -41,16 +41,22 @@ def _batch_file_of(test: AdaptiveTest, state: Path) -> Path:
 
 
 def _write_batch(test: AdaptiveTest, state: Path) -> None:
-    """Write the pending batch beside the state and say how to run it."""
-    console = literal_console()
+    """Write the pending batch beside the state."""
     batch = _batch_file_of(test, state)
     if test.lm_eval_items is None:
         write_text(batch, "".join(f"{item}\n" for item in test.pending))
+    else:
+        write_text(batch, json.dumps(test.samples_json()) + "\n")
+
+
+def _say_how_to_run_the_batch(test: AdaptiveTest, state: Path) -> None:
+    console = literal_console()
+    batch = _batch_file_of(test, state)
+    if test.lm_eval_items is None:
         console.print(f"next batch: {len(test.pending)} items in {batch}; give them to the "
                       f"model and pass its answers as a CSV item_id,correct to `mdad "
                       f"adaptive next {state} RESULTS.csv`")
         return
-    write_text(batch, json.dumps(test.samples_json()) + "\n")
     console.print(f"next batch: {len(test.pending)} items in {batch}")
     console.print(f"run it: lm-eval run --model ... --tasks {','.join(test.tasks())} "
                   f"--samples {batch} --log_samples --output_path RESULTS")
@@ -109,6 +115,7 @@ def start(
         f"{data.matrix.n_models} models; cross-validated error {points(test.cv_error[0])} "
         f"points before any answer, {points(test.cv_error[-1])} after {budget}")
     _write_batch(test, out)
+    _say_how_to_run_the_batch(test, out)
 
 
 @app.command("next")
@@ -136,10 +143,11 @@ def next_batch(
     batch = _batch_file_of(test, state)
     if not finished:
         test.next_items()
-        # before the state moves on: a batch file that cannot be written would leave it
-        # a round ahead of the batch the user holds
         check_new_file(batch, option="the batch file", force=True,
                        folder_fix="remove that folder")
+        # the batch first: should the state then fail to save, it still waits for the
+        # answers just applied, and the same `next` again goes on from there
+        _write_batch(test, state)
     test.save(state)  # the answers and the next batch, at once
     if recorded.extra:
         note(f"{results} has {recorded.extra} items that are not in the batch; they are "
@@ -149,7 +157,7 @@ def next_batch(
                                 f"{test.round})")
     _print_estimate(test, as_json)
     if not finished:
-        _write_batch(test, state)
+        _say_how_to_run_the_batch(test, state)
         return
     # the last batch's file would send lm-eval to items already answered
     if batch.is_file():

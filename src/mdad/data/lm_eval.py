@@ -131,7 +131,7 @@ def lm_eval_files(path: str | Path) -> LmEvalFiles:
     if own:
         nested = [sub.name for sub in subfolders
                   if not sub.name.startswith(".") and _holds_samples_below(sub)]
-        return LmEvalFiles({path.resolve().name: _merge_order(own)}, nested=nested)
+        return LmEvalFiles({path.resolve().name: _merge_order(_regular(own))}, nested=nested)
     models: dict[str, list[Path]] = {}
     hidden: list[str] = []
     nested: list[str] = []
@@ -141,7 +141,7 @@ def lm_eval_files(path: str | Path) -> LmEvalFiles:
         if files and sub.name.startswith("."):
             hidden.append(sub.name)
         elif files:
-            models[sub.name] = _merge_order(files)
+            models[sub.name] = _merge_order(_regular(files))
         elif not sub.name.startswith("."):
             (nested if _holds_samples_below(sub) else empty).append(sub.name)
     found = LmEvalFiles(models, hidden, nested, empty)
@@ -154,6 +154,19 @@ def lm_eval_files(path: str | Path) -> LmEvalFiles:
             "subdirectory per model)"
         )
     return found
+
+
+def _regular(files: list[Path]) -> list[Path]:
+    """`files`, or a DataError naming the first that is no regular file: a pipe named
+    like a samples file would block the read, a link to /dev/zero never end it."""
+    from mdad.data.files import missing_reason
+
+    for file in files:
+        if not file.is_file():
+            reason = "a folder" if file.is_dir() else missing_reason(file)
+            raise DataError(f"{file}: {reason}, named like an lm-eval samples file; remove "
+                            "it or rename it")
+    return files
 
 
 def _holds_samples_below(folder: Path) -> bool:

@@ -109,6 +109,9 @@ def write_report(study_dir: Path) -> Path:
     page = study_dir / "report.html"
     if page.is_dir():
         raise ConfigError(f"{page} is a folder, where the report's page goes; remove it")
+    if page.exists() and not page.is_file():
+        raise ConfigError(f"{page} is not a regular file (a device, pipe or socket), where "
+                          "the report's page goes; remove it")
     staging = Path(tempfile.mkdtemp(prefix=".figures.", dir=study_dir))  # writable? before work
     temporary = page.with_name(f".report.html.{staging.name.rsplit('.', 1)[-1]}")
     try:
