@@ -555,6 +555,11 @@ def test_links_to_nothing_and_pipes_are_named_not_read(tmp_path: Path) -> None:
           "--force"), r"--out " + pipe + "; choose a file name"),
         (("data", "answers", "gpqa", "--model", "bigscience__bloom-3b", "--out", "gone.csv",
           "--force"), r"--out gone\.csv: " + link),
+        # a link loop once raised RuntimeError in Path.resolve
+        (("data", "answers", "gpqa", "--model", "bigscience__bloom-3b", "--items", "loop1",
+          "--out", "a.csv"), r"--items loop1: " + link),
+        (("run", "gpqa", "--methods", "random", "--out", "loop1"),
+         r"--out loop1: " + link + "; choose another folder"),
     ]:
         assert_user_error(mdad_cli(*command, cwd=tmp_path), pattern)
 

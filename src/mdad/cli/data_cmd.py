@@ -112,9 +112,9 @@ def answers(
     check_new_file(out, option="--out", force=force, example="answers.csv")
     bundle = None
     if items is not None:
+        check_regular_file(items, option="--items", fix=PASS_A_FILE)  # a link loop too
         if out.resolve() == items.resolve():
             raise ConfigError(f"--out {out} is the --items file; write the answers elsewhere")
-        check_regular_file(items, option="--items", fix=PASS_A_FILE)
         bundle = MicroBenchmarkFile.load(items)
         if other_benchmark(bundle, dataset):
             raise ConfigError(f"--items {items} was selected from {bundle.dataset}, another "

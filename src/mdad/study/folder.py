@@ -46,6 +46,10 @@ def check_out_dir(out_dir: Path) -> Path:
     cannot be written (a read-only or virtual parent, a name too long). Returns the
     folder to write: a symbolic link to an empty folder stands for that folder."""
     out_dir = Path(out_dir)
+    if out_dir.is_symlink() and not out_dir.exists():  # resolve() would raise on a loop
+        raise ConfigError(f"out_dir {out_dir}: a symbolic link to nothing (its target is "
+                          "missing, or links loop); choose another folder",
+                          parameters=("out_dir",))
     if out_dir.is_symlink():
         out_dir = out_dir.resolve()
     try:
