@@ -45,6 +45,13 @@ def test_a_request_round_trips_through_json(tmp_path: Path) -> None:
         StudyRequest.from_json({**saved, "format": "mdad-study-request/0"})
     with pytest.raises(ConfigError, match="StudyConfig has no parameter n_items"):
         StudyRequest.from_json({**saved, "config": {**saved["config"], "n_items": 3}})
+    for field, value, kind in (("threshold", "x", "float"), ("methods", 5, "tuple of str"),
+                               ("sizes", [10, "25"], "tuple of int or None"),
+                               ("seed", True, "int"), ("n_targets", "some", "int, 'all'")):
+        # a hand-edited request: once a TypeError traceback on --resume
+        with pytest.raises(ConfigError, match=rf"the saved study request is damaged .*"
+                           rf"StudyConfig {field} is .*, not {kind}.*; start a new study"):
+            StudyRequest.from_json({**saved, "config": {**saved["config"], field: value}})
     with pytest.raises(ConfigError, match=r"^fractions applies only with per_subtask"):
         StudyRequest("gpqa", fractions=(0.1,))
 

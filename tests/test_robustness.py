@@ -402,30 +402,36 @@ def test_a_negative_seed_is_one_line(command: tuple[str, ...], tmp_path: Path) -
 @pytest.mark.parametrize(("config", "mdad_csv", "pattern"), [
     ("[]", "method,size,sources,split,mdad\nrandom,10,5,seen,4.5\n",
      r"config\.json: not a study configuration"),
-    ('{"study": {"methods": ["random"], "threshold": 0.8}}',
+    ("study",
      "method,size,sources,split,mdad\n", r"mdad\.csv: no rows; rerun the study"),
-    ('{"study": {"methods": ["random"], "threshold": 0.8}}',
+    ("study",
      "method,size,sources,split,mdad\nrandom,10,5,seen,4.5\n", r"mdad\.csv: no column"),
-    ('{"study": {"methods": ["random"], "threshold": 0.8}}',
+    ("study",
      "method,size,sources,split,mdad,reached\nrandom,10,5,seen,,True\n",
      r"mdad\.csv: row 2 is marked reached but its mdad is not a number in \[0, 1\]"),
-    ('{"study": {"methods": ["random"], "threshold": 0.8}}',
+    ("study",
      "method,size,sources,split,mdad,reached\nrandom,10,5,seen,4.5,True\n",
      r"mdad\.csv: row 2 is marked reached but its mdad is not a number in \[0, 1\]"),
-    ('{"study": {"methods": ["random"], "threshold": 0.8}}',
+    ("study",
      "method,size,sources,split,mdad,reached,pairs\nrandom,10,5,seen,0.04,True,10\n"
      "random,10,5,seen,0.04,True,-3\n", r"mdad\.csv: row 3, column pairs: -3 is not a count"),
-    ('{"study": {"methods": ["random"], "threshold": 0.8}}',
+    ("study",
      "method,size,sources,split,mdad,reached,pairs\nrandom,10,5,seen,0.04,True,2.5\n",
      r"mdad\.csv: row 2, column pairs: 2\.5 is not a count"),
-    ('{"study": {"methods": ["random"], "threshold": 0.8}}',
+    ("study",
      "method,size,sources,split,mdad,reached,pairs\nrandom,0,5,seen,0.04,True,2\n",
      r"mdad\.csv: row 2, column size: 0 is not a count"),
 ])
 def test_report_refuses_a_folder_that_holds_no_study(config: str, mdad_csv: str,
-                                                     pattern: str, tmp_path: Path) -> None:
+                                                     pattern: str, tmp_path: Path,
+                                                     small_study: Path) -> None:
+    """"study": a real study's config.json, of the method random."""
     folder = tmp_path / "run"
     folder.mkdir()
+    if config == "study":
+        study = json.loads((small_study / "config.json").read_text())
+        study["study"]["methods"] = ["random"]
+        config = json.dumps(study)
     (folder / "config.json").write_text(config)
     columns = mdad_csv.splitlines()[0]
     if "no column" in pattern:  # drop the split column
@@ -470,6 +476,19 @@ def _repeat_line(path: Path, line: int, old: str | None = None, new: str = "") -
     path.write_text("".join(lines))
 
 
+def _edit_config(folder: Path, edit) -> None:
+    config = json.loads((folder / "config.json").read_text())
+    edit(config)
+    (folder / "config.json").write_text(json.dumps(config))
+
+
+def _replace(path: Path, old: str, new: str) -> None:
+    """`old` made `new`, once; the test's damage must have happened."""
+    text = path.read_text()
+    assert old in text, (path, old)
+    path.write_text(text.replace(old, new, 1))
+
+
 def _set_threshold(folder: Path, value: object) -> None:
     config = json.loads((folder / "config.json").read_text())
     config["study"]["threshold"] = value
@@ -503,6 +522,24 @@ def _set_threshold(folder: Path, value: object) -> None:
      r"config\.json: the study's threshold 'abc' is not a probability between 0 and 1"),
     (lambda f: _set_threshold(f, 1.5), r"config\.json: the study's threshold 1\.5 is not"),
     (lambda f: _set_threshold(f, True), r"config\.json: the study's threshold True is not"),
+    (lambda f: _edit_config(f, lambda c: c["dataset"].pop("sha256")),
+     r"config\.json: field dataset\.sha256 is missing, not text"),
+    (lambda f: _edit_config(f, lambda c: c["study"].update(methods=5)),
+     r"config\.json: field study\.methods is 5, not a list"),
+    (lambda f: _edit_config(f, lambda c: c["study"].update(target_models=5)),
+     r"config\.json: field study\.target_models is 5, not a list or null"),
+    (lambda f: _edit_config(f, lambda c: c.update(dataset="gpqa")),
+     r"config\.json: field dataset\.name is missing, not text"),
+    (lambda f: _replace(f / "mdad.csv", ",True,", ",no,"),
+     r"mdad\.csv: row 2, column reached: 'no' is not True or False"),
+    (lambda f: _replace(f / "mdad.csv", ",seen,", ",Seen,"),
+     r"mdad\.csv: row 2, column split: 'Seen' is not a split \(seen, unseen\)"),
+    (lambda f: _replace(f / "mdad.csv", ",0.8,", ",0.5,"),
+     r"mdad\.csv: row 2, column threshold: 0\.5 is not the study's threshold 0\.8"),
+    (lambda f: _replace(f / "mdad.csv", ",0.8,", ",abc,"),
+     r"mdad\.csv: row 2, column threshold: 'abc' is not a number"),
+    (lambda f: _replace(f / "summary.csv", "\nrandom,10,300,0.", "\nrandom,10,300,x"),
+     r"summary\.csv: row 2, column mae_seen: 'x\d+' is not a number"),
     (lambda f: _set_threshold(f, 0), r"config\.json: the study's threshold 0 is not"),
     (lambda f: _set_threshold(f, 1.0), r"config\.json: the study's threshold 1\.0 is not"),
     (lambda f: _set_threshold(f, float("nan")),

@@ -37,6 +37,28 @@ def expand_methods(names: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(expanded)
 
 
+# What each field of a saved config may hold: a tuple of one type, a type, or "all".
+_JSON_TYPES = {"methods": "tuple of str", "sizes": "tuple of int or None", "n_runs": "int",
+               "n_targets": "int, 'all' or None", "sources": "tuple of int or None",
+               "target_models": "tuple of str or None", "threshold": "float",
+               "seed": "int", "n_resamples": "int"}
+
+
+def _of_type(value: object, kind: str) -> bool:
+    """Whether a value read from JSON is of `kind` (a value of `_JSON_TYPES`)."""
+    if value is None:
+        return kind.endswith("or None")
+    if kind.startswith("tuple of "):
+        item = int if kind.startswith("tuple of int") else str
+        return isinstance(value, tuple) and all(
+            isinstance(v, item) and not isinstance(v, bool) for v in value)
+    if isinstance(value, bool):
+        return False
+    if kind == "float":
+        return isinstance(value, int | float)
+    return isinstance(value, int) or (kind.startswith("int, 'all'") and value == "all")
+
+
 @dataclass(frozen=True)
 class StudyConfig:
     """Everything that defines a study; with the data's sha256 it reruns it exactly.
@@ -87,6 +109,9 @@ class StudyConfig:
         for name in ("methods", "sizes", "sources", "target_models"):
             if isinstance(known.get(name), list):
                 known[name] = tuple(known[name])
+        for name, value in known.items():
+            if not _of_type(value, _JSON_TYPES[name]):
+                raise TypeError(f"StudyConfig {name} is {value!r}, not {_JSON_TYPES[name]}")
         return cls(**known)
 
     def with_defaults(self, *, n_targets: int | None = None,

@@ -16,7 +16,6 @@ import platform
 import re
 import shutil
 import tempfile
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,6 +25,12 @@ import numpy as np
 from mdad.data.files import check_regular_file
 from mdad.errors import ConfigError, DataError
 from mdad.study.design import seen_pool_size
+from mdad.study.folder_checks import (
+    FIX,
+    check_config,
+    check_mdad_table,
+    check_summary_table,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -38,7 +43,6 @@ STAGING = "mdad-staging-"  # marks the folders mdad writes a study into before r
 POOLED = "(pooled)"  # the subtask name of a per-subtask study's pooled rows
 LEGACY_NOT_REACHED = 0.5  # mdad 0.1's stand-in for "never reached"
 REQUIRED = ("config.json", "mdad.csv", "summary.csv", "results.parquet")
-FIX = "rerun the study (`mdad run ... --out`) or pass another folder"
 
 
 def check_out_dir(out_dir: Path) -> Path:
@@ -223,7 +227,8 @@ def read_study_folder(path: Path) -> StudyFolder:
     Raises
     ------
     DataError
-        When a file is missing or unreadable, naming it.
+        When a file is missing, unreadable or does not hold a study (see
+        `mdad.study.folder_checks`), naming it.
     """
     import pandas as pd
 
@@ -248,102 +253,16 @@ def read_study_folder(path: Path) -> StudyFolder:
             reason = " ".join(str(exc).split())[:160]
             raise DataError(f"{path / name}: cannot read it ({reason}); {FIX}") from None
     config, mdad, summary = tables["config.json"], tables["mdad.csv"], tables["summary.csv"]
-    _check_tables(path, config, mdad)
+    check_config(path / "config.json", config)
+    check_mdad_table(path / "mdad.csv", mdad, config)
     if "subtask" in mdad.columns:
+        if "subtask" not in summary.columns:
+            raise DataError(f"{path / 'summary.csv'}: no column subtask, which a per-subtask "
+                            f"study's mdad.csv has; {FIX}")
         mdad = mdad[mdad.subtask == POOLED].reset_index(drop=True)
         summary = summary[summary.subtask == POOLED].reset_index(drop=True)
-    _check_summary(path, mdad, summary)
+    check_summary_table(path / "summary.csv", mdad, summary)
     return StudyFolder(path, config, censor_legacy(mdad), summary, tables["results.parquet"])
-
-
-def _check_tables(path: Path, config: object, mdad: pd.DataFrame) -> None:
-    """Refuse a folder whose files parse but do not hold a study: a config without
-    its study section or with a threshold that is not a probability, an mdad.csv
-    without rows or its key columns, a size, source or pair count that is not a whole
-    number, a value marked reached that is not an accuracy gap in [0, 1], or a key
-    (method, size, sources, split) given twice."""
-    import pandas as pd
-
-    fix = FIX
-    study = config.get("study") if isinstance(config, dict) else None
-    if not isinstance(study, dict) or not {"methods", "threshold"} <= set(study):
-        raise DataError(f"{path / 'config.json'}: not a study configuration (no 'study' "
-                        f"with its methods and threshold); {fix}")
-    threshold = study["threshold"]
-    if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not (
-            0 < threshold < 1):
-        raise DataError(f"{path / 'config.json'}: the study's threshold {threshold!r} is not "
-                        f"a probability between 0 and 1; {fix}")
-    lacking = [c for c in ("method", "size", "sources", "split", "mdad") if c not in mdad]
-    if lacking or mdad.empty:
-        what = f"no column {', '.join(lacking)}" if lacking else "no rows"
-        raise DataError(f"{path / 'mdad.csv'}: {what}; {fix}")
-    for column in ("size", "sources", "pairs"):  # counts: whole numbers, sizes above 0
-        if column in mdad:
-            values = pd.to_numeric(mdad[column], errors="coerce").to_numpy(np.float64)
-            bad = np.flatnonzero(~np.isfinite(values) | (values != np.round(values))
-                                 | (values < (column != "pairs")))
-            if len(bad):
-                raise DataError(f"{path / 'mdad.csv'}: row {bad[0] + 2}, column {column}: "
-                                f"{mdad[column].iloc[bad[0]]} is not a count; {fix}")
-    unknown = np.flatnonzero(~mdad.method.astype(str).isin([str(m) for m in
-                                                            study["methods"]]).to_numpy())
-    if len(unknown):
-        raise DataError(f"{path / 'mdad.csv'}: row {unknown[0] + 2}, column method: "
-                        f"{str(mdad.method.iloc[unknown[0]])!r} is not one of the study's "
-                        f"methods in config.json; {fix}")
-    if "reached" in mdad:
-        values = pd.to_numeric(mdad.mdad, errors="coerce").to_numpy(np.float64)
-        bad = np.flatnonzero(mdad.reached.astype(bool).to_numpy()
-                             & ~((values >= 0) & (values <= 1)))
-        if len(bad):
-            raise DataError(f"{path / 'mdad.csv'}: row {bad[0] + 2} is marked reached but its "
-                            f"mdad is not a number in [0, 1]; {fix}")
-    _check_unique(path / "mdad.csv", mdad, ["subtask"] * ("subtask" in mdad)
-                  + ["method", "size", "sources", "split"])
-
-
-def _check_summary(path: Path, mdad: pd.DataFrame, summary: pd.DataFrame) -> None:
-    """Refuse a summary.csv that lacks a row for a method, size and source count of
-    mdad.csv (a file cut short, or another study's), has one mdad.csv does not, or has
-    one twice. No row numbers: a per-subtask study's summary is its pooled rows."""
-    keys = ["method", "size", "sources"]
-    lacking = [c for c in keys if c not in summary]
-    if lacking:
-        raise DataError(f"{path / 'summary.csv'}: no column {', '.join(lacking)}; {FIX}")
-    import pandas as pd
-
-    def rows(table: pd.DataFrame) -> list[tuple[str, float, float]]:
-        counts = [pd.to_numeric(table[c], errors="coerce").tolist() for c in keys[1:]]
-        return list(zip(table.method.astype(str), *counts, strict=True))
-
-    def described(key: tuple[str, float, float]) -> str:
-        return f"{key[0]} at {key[1]:g} items and {key[2]:g} sources"
-
-    expected, counts = rows(mdad), Counter(rows(summary))
-    known = set(expected)
-    lacking_rows = [key for key in expected if key not in counts]
-    if lacking_rows:
-        raise DataError(f"{path / 'summary.csv'}: no row for {described(lacking_rows[0])}, "
-                        f"which mdad.csv has; {FIX}")
-    for key, count in counts.items():
-        if key not in known:
-            raise DataError(f"{path / 'summary.csv'}: a row for {described(key)}, which "
-                            f"mdad.csv does not have; {FIX}")
-        if count > 1:
-            raise DataError(f"{path / 'summary.csv'}: {count} rows for {described(key)}; {FIX}")
-
-
-def _check_unique(path: Path, table: pd.DataFrame, keys: list[str]) -> None:
-    """Refuse two rows of `table` (read from `path`) with the same `keys`: which of
-    them is the study's would be a guess."""
-    twice = np.flatnonzero(table.duplicated(subset=keys).to_numpy())
-    if len(twice):
-        row = table.iloc[twice[0]]
-        same = (table[keys] == row[keys]).all(axis=1).to_numpy()
-        what = ", ".join(f"{key} {row[key]}" for key in keys)
-        raise DataError(f"{path}: rows {np.flatnonzero(same)[0] + 2} and {twice[0] + 2} both "
-                        f"have {what}; {FIX}")
 
 
 def censor_legacy(mdad: pd.DataFrame) -> pd.DataFrame:
