@@ -132,3 +132,22 @@ def test_library_errors_name_python_parameters(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"^resume: no interrupted study found"):
         conduct_study(None, tmp_path / "none", resume=True)
     assert not any(tmp_path.iterdir())
+
+
+def test_a_pipe_or_folder_in_a_checkpoint_file_s_place_is_named(tmp_path: Path) -> None:
+    """A pipe as the lock once gave 'Invalid argument' naming no file; a folder as the
+    saved request was called missing."""
+    import os
+
+    from mdad.study.checkpoint import LOCK, REQUEST, StudyCheckpoint
+
+    checkpoint = StudyCheckpoint(tmp_path / "progress")
+    checkpoint.folder.mkdir()
+    os.mkfifo(checkpoint.folder / LOCK)
+    with pytest.raises(ConfigError, match=rf"{LOCK}: not a regular file or folder \(a device, "
+                       r"pipe or socket\), where the study's lock file goes; remove it$"):
+        checkpoint.lock()
+    (checkpoint.folder / REQUEST).mkdir()
+    with pytest.raises(ConfigError, match=rf"^resume: \S+{REQUEST}: a folder, not a file, "
+                       r"where the saved request goes; remove \S+ and start a new study$"):
+        checkpoint.request()

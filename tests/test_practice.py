@@ -321,7 +321,7 @@ def test_bad_input_is_one_line_and_exit_2(gpqa_data, tmp_path: Path):
     item = MicroBenchmarkFile.load(out).items[0]
     duplicated.write_text(f"item_id,correct\n{item},1\n{item},0\n")
     assert_user_error(mdad_cli("estimate", out, duplicated, cwd=tmp_path),
-                      rf"dup.csv, line 3: item '{item}' appears twice")
+                      rf"dup.csv, line 3: item '{item}' appears twice; keep one row per item$")
     assert_user_error(mdad_cli("estimate", wrong, wrong, cwd=tmp_path),
                       r"cannot read the micro-benchmark file \(.*\); pass a micro-benchmark "
                       r"file written by `mdad select`$")
@@ -521,7 +521,7 @@ def test_a_results_csv_as_spreadsheets_write_it_is_read(tmp_path: Path):
                                        r"\(it has 'item_id', 'correct', 'note'; remove"),
     (b"id,score\na,1\n", r"the first line must be the header item_id,correct$"),
     (b"item_id,correct\na,1,extra\n", r"line 2: expected item_id,correct, got 3 cell"),
-    (b"item_id,correct\n,1\n", r"line 2: expected item_id,correct, got 2 cell"),
+    (b"item_id,correct\n,1\n", r"line 2, column item_id: the id is empty; fill it in"),
     (b"item_id,correct\na,nan\n", r"line 2, column correct: nan is not in \[0, 1\]"),
     (b"item_id,correct\na,\xff\n", r"byte 18 is not UTF-8; save the file as UTF-8"),
 ])

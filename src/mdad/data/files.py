@@ -65,8 +65,12 @@ def check_regular_file(path: Path, *, option: str = "", fix: str = "pass a file"
         return
     from mdad.errors import DataError
 
-    reason = "a folder, not a file" if Path(path).is_dir() else missing_reason(Path(path))
-    raise DataError(f"{option + ' ' if option else ''}{path}: {reason}; {fix}")
+    raise DataError(f"{option + ' ' if option else ''}{path}: {not_a_file(Path(path))}; {fix}")
+
+
+def not_a_file(path: Path) -> str:
+    """What `path`, which is no regular file, is instead: for an error message."""
+    return "a folder, not a file" if path.is_dir() else missing_reason(path)
 
 
 def missing_reason(path: Path) -> str:

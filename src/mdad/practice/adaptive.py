@@ -303,7 +303,8 @@ def _fingerprint(path: Path) -> str:
     digest = hashlib.sha256()
     files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
     if not files:
-        raise DataError(f"{path}: no result files found")
+        raise DataError(f"{path}: no result files found; pass the model's results: an lm-eval "
+                        "--log_samples folder or file, or a CSV item_id,correct")
     for file in files:
         digest.update(str(file.relative_to(path) if path.is_dir() else file.name).encode())
         digest.update(file.read_bytes())

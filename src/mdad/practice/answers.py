@@ -39,9 +39,12 @@ def read_answers_csv(path: Path) -> dict[str, float]:
     for line, row in enumerate(rows[1:], start=2):
         if not any(cell.strip() for cell in row):
             continue
-        if len(row) != 2 or not row[0].strip():
+        if len(row) != 2:
             raise DataError(f"{path}, line {line}: expected item_id,correct, got "
                             f"{len(row)} cell(s) {','.join(row)!r}")
+        if not row[0].strip():
+            raise DataError(f"{path}, line {line}, column item_id: the id is empty; fill it "
+                            "in")
         item = row[0].strip()
         try:
             value = float(row[1])
@@ -51,7 +54,8 @@ def read_answers_csv(path: Path) -> dict[str, float]:
         if not 0.0 <= value <= 1.0:
             raise DataError(f"{path}, line {line}, column correct: {value} is not in [0, 1]")
         if item in values:
-            raise DataError(f"{path}, line {line}: item {item!r} appears twice")
+            raise DataError(f"{path}, line {line}: item {item!r} appears twice; keep one "
+                            "row per item")
         values[item] = value
     return values
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from mdad.data.files import not_a_file
 from mdad.display import censored, points
 from mdad.errors import ConfigError
 from mdad.report.figures import FigureSpec, all_figures
@@ -107,11 +108,9 @@ def write_report(study_dir: Path) -> Path:
     study = read_study_folder(study_dir)
     study_dir = Path(study_dir)
     page = study_dir / "report.html"
-    if page.is_dir():
-        raise ConfigError(f"{page} is a folder, where the report's page goes; remove it")
     if page.exists() and not page.is_file():
-        raise ConfigError(f"{page} is not a regular file (a device, pipe or socket), where "
-                          "the report's page goes; remove it")
+        raise ConfigError(f"{page}: {not_a_file(page)}, where the report's page goes; "
+                          "remove it")
     staging = Path(tempfile.mkdtemp(prefix=".figures.", dir=study_dir))  # writable? before work
     temporary = page.with_name(f".report.html.{staging.name.rsplit('.', 1)[-1]}")
     try:

@@ -76,7 +76,13 @@ class StudyCheckpoint:
         """Make this process the folder's only writer until it exits: a second study
         on the same folder stops at once, naming this one's process id."""
         self.folder.mkdir(parents=True, exist_ok=True)
-        descriptor = os.open(self.folder / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        path = self.folder / LOCK
+        if path.exists() and not path.is_file():  # a pipe cannot be locked
+            from mdad.data.files import not_a_file
+
+            raise ConfigError(f"{path}: {not_a_file(path)}, where the study's lock file goes; "
+                              "remove it")
+        descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -114,6 +120,12 @@ class StudyCheckpoint:
             When there is none, or it cannot be read.
         """
         path = self.folder / REQUEST
+        if path.exists() and not path.is_file():
+            from mdad.data.files import not_a_file
+
+            raise ConfigError(f"resume: {path}: {not_a_file(path)}, where the saved request "
+                              f"goes; remove {self.folder} and start a new study",
+                              parameters=("resume",))
         if not path.is_file():
             raise ConfigError(f"resume: no interrupted study found ({path} is missing); "
                               "pass the folder of a study that was interrupted",
