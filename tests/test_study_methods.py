@@ -132,6 +132,16 @@ def test_fraction_sizes_and_their_errors():
         fraction_sizes(0, (0.1,), "lonely")
 
 
+def test_a_fraction_that_rounds_to_no_item_says_it_holds_one():
+    matrix = synthetic(subtask_sizes=(40, 40))  # 20 seen items each: 0.01 -> 0.2 items
+    config = StudyConfig(methods=("random",), n_runs=2, n_targets=8, sources=(30,))
+    for study in plan_per_subtask(matrix, config, (0.01, 0.5)):
+        assert study.plan.sizes == (1, 10)
+        assert ("fraction 0.01 of its 20 seen items rounds to no item; its micro-benchmarks "
+                "at that fraction hold 1 item") in study.plan.notices
+    assert not any(s.plan.notices for s in plan_per_subtask(matrix, config, (0.05, 0.5)))
+
+
 def test_a_fallback_is_reported_with_how_often_it_happened():
     # 22 seen items: the 1% tails leave fewer than 22, so the DPP uses all items.
     matrix = synthetic(subtask_sizes=(44,))

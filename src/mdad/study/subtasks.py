@@ -75,8 +75,14 @@ def plan_per_subtask(matrix: ResponseMatrix, config: StudyConfig,
     for code, name in enumerate(matrix.subtask_names):
         items = np.flatnonzero(matrix.subtask_codes == code)
         sub = matrix.take(items=items)
-        sizes = fraction_sizes(seen_pool_size(sub.subtask_codes), fractions, str(name))
+        pool = seen_pool_size(sub.subtask_codes)
+        sizes = fraction_sizes(pool, fractions, str(name))
         plan = plan_study(sub, replace(config, sizes=sizes))
+        raised = [f for f in fractions if round(f * pool) < 1]
+        if raised:  # a size the fraction does not give: say so
+            plan = replace(plan, notices=(*plan.notices, (
+                f"fraction {raised[0]:g} of its {pool} seen items rounds to no item; its "
+                "micro-benchmarks at that fraction hold 1 item")))
         studies.append(SubtaskStudy(str(name), matrix,
                                     replace(plan, items=items, stream=str(name))))
     return studies
