@@ -533,6 +533,11 @@ def _set_threshold(folder: Path, value: object) -> None:
      r"config\.json: field study\.target_models is 5, not a list or null"),
     (lambda f: _edit_config(f, lambda c: c.update(dataset="gpqa")),
      r"config\.json: field dataset\.name is missing, not text"),
+    (lambda f: _repeat_line(f / "agreement.csv", 1),  # its pairs would count twice
+     r"agreement\.csv: rows 2 and 3 both have method random, size 10, sources 300, split "
+     r"seen, gap 0\.0"),
+    (lambda f: ((f / "agreement.csv").unlink(), (f / "agreement.csv").mkdir()),
+     r"agreement\.csv: a folder, not a file; rerun the study"),
     (lambda f: _replace(f / "mdad.csv", ",True,", ",no,"),
      r"mdad\.csv: row 2, column reached: 'no' is not True or False"),
     (lambda f: _replace(f / "mdad.csv", ",seen,", ",Seen,"),

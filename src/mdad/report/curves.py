@@ -8,9 +8,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from mdad.data.files import check_regular_file
 from mdad.errors import DataError
 from mdad.metrics.pairs import bin_edges, pair_counts
 from mdad.study.folder import FIX, POOLED, StudyFolder
+from mdad.study.folder_checks import check_unique
 
 
 @dataclass(frozen=True, eq=False)
@@ -69,8 +71,9 @@ def agreement_curves(study: StudyFolder, sources: int
 
 def _saved_curves(path: Path, sources: int
                   ) -> dict[tuple[str, int, str], AgreementCurve] | None:
-    if not path.is_file():
-        return None
+    if not path.exists() and not path.is_symlink():
+        return None  # an older folder without it: the curves are recomputed
+    check_regular_file(path, fix=FIX)
     try:
         table = pd.read_csv(path)
     except (OSError, ValueError) as exc:
@@ -89,6 +92,8 @@ def _saved_curves(path: Path, sources: int
         raise DataError(f"{path}: row {bad[0] + 2} is not a bin of an agreement curve (whole "
                         "pairs >= 1, agreeing pairs from 0 to pairs, a gap in [0, 1]); "
                         f"{FIX}")
+    check_unique(path, table, ["subtask"] * ("subtask" in table)
+                 + ["method", "size", "sources", "split", "gap"])
     if "subtask" in table.columns:
         table = table[table.subtask == POOLED]
     table = table[table.sources == sources]

@@ -150,7 +150,7 @@ def check_mdad_table(path: Path, mdad: pd.DataFrame, config: dict) -> None:
         if len(bad):
             raise DataError(f"{path}: row {bad[0] + 2} is marked reached but its mdad is not "
                             f"a number in [0, 1]; {FIX}")
-    _check_unique(path, mdad, ["subtask"] * ("subtask" in mdad)
+    check_unique(path, mdad, ["subtask"] * ("subtask" in mdad)
                   + ["method", "size", "sources", "split"])
 
 
@@ -209,7 +209,7 @@ def _check_member(path: Path, table: pd.DataFrame, column: str, allowed: list[st
                         f"{str(table[column].iloc[bad[0]])!r} is not {what}; {FIX}")
 
 
-def _check_unique(path: Path, table: pd.DataFrame, keys: list[str]) -> None:
+def check_unique(path: Path, table: pd.DataFrame, keys: list[str]) -> None:
     """Refuse two rows of `table` (read from `path`) with the same `keys`: which of
     them is the study's would be a guess."""
     twice = np.flatnonzero(table.duplicated(subset=keys).to_numpy())
