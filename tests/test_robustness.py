@@ -538,6 +538,10 @@ def _set_threshold(folder: Path, value: object) -> None:
      r"seen, gap 0\.0"),
     (lambda f: ((f / "agreement.csv").unlink(), (f / "agreement.csv").mkdir()),
      r"agreement\.csv: a folder, not a file; rerun the study"),
+    (lambda f: (f / "mdad.csv").write_text("".join(
+        line for line in (f / "mdad.csv").read_text().splitlines(keepends=True)
+        if ",unseen," not in line)),
+     r"mdad\.csv: method random, size 10, sources 300 has a row for one split only"),
     (lambda f: _replace(f / "mdad.csv", ",True,", ",no,"),
      r"mdad\.csv: row 2, column reached: 'no' is not True or False"),
     (lambda f: _replace(f / "mdad.csv", ",seen,", ",Seen,"),

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from mdad.errors import DataError
+from mdad.study.evaluate import SPLITS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -52,7 +53,6 @@ _MDAD_NUMBERS = ("mdad", "mdad_low", "mdad_high", "threshold", "max_gap", "cross
                  "tied_pairs", "mdad_smooth", "mdad_smooth_low", "mdad_smooth_high",
                  "fraction")
 _MDAD_FLAGS = ("reached", "smooth_reached")
-_SPLITS = ("seen", "unseen")
 _SUMMARY_TEXT = ("method", "subtask")
 
 
@@ -130,7 +130,7 @@ def check_mdad_table(path: Path, mdad: pd.DataFrame, config: dict) -> None:
         if len(bad):
             raise DataError(f"{path}: row {bad[0] + 2}, column {column}: "
                             f"{mdad[column].iloc[bad[0]]!r} is not True or False; {FIX}")
-    _check_member(path, mdad, "split", _SPLITS, "a split (seen, unseen)")
+    _check_member(path, mdad, "split", SPLITS, "a split (seen, unseen)")
     _check_member(path, mdad, "method", [str(m) for m in config["study"]["methods"]],
                   "one of the study's methods in config.json")
     if "threshold" in mdad:
@@ -150,8 +150,14 @@ def check_mdad_table(path: Path, mdad: pd.DataFrame, config: dict) -> None:
         if len(bad):
             raise DataError(f"{path}: row {bad[0] + 2} is marked reached but its mdad is not "
                             f"a number in [0, 1]; {FIX}")
-    check_unique(path, mdad, ["subtask"] * ("subtask" in mdad)
-                  + ["method", "size", "sources", "split"])
+    keys = ["subtask"] * ("subtask" in mdad) + ["method", "size", "sources"]
+    check_unique(path, mdad, [*keys, "split"])
+    counts = mdad.groupby(keys, sort=False).split.count()
+    if (counts < len(SPLITS)).any():  # every study evaluates both splits
+        key = counts.index[np.flatnonzero(counts.to_numpy() < len(SPLITS))[0]]
+        what = ", ".join(f"{k} {v}" for k, v in zip(keys, key, strict=True))
+        raise DataError(f"{path}: {what} has a row for one split only (seen and unseen "
+                        f"both belong to it); {FIX}")
 
 
 def check_summary_table(path: Path, mdad: pd.DataFrame, summary: pd.DataFrame) -> None:
