@@ -442,7 +442,10 @@ def test_report_refuses_a_folder_that_holds_no_study(config: str, mdad_csv: str,
     (folder / "mdad.csv").write_text(mdad_csv)
     (folder / "summary.csv").write_text(columns.replace(",split", "") + "\n")
     pd.DataFrame({"method": ["random"]}).to_parquet(folder / "results.parquet")
-    assert_user_error(mdad_cli("report", folder, cwd=tmp_path), pattern)
+    from mdad.report.html import write_report
+
+    with pytest.raises(DataError, match=pattern):  # the command's line: checked above
+        write_report(folder)
 
 
 @pytest.mark.parametrize(("command", "pattern"), [
@@ -542,6 +545,10 @@ def _set_threshold(folder: Path, value: object) -> None:
         line for line in (f / "mdad.csv").read_text().splitlines(keepends=True)
         if ",unseen," not in line)),
      r"mdad\.csv: method random, size 10, sources 300 has a row for one split only"),
+    (lambda f: pd.read_parquet(f / "results.parquet").drop(columns="estimate").to_parquet(
+        f / "results.parquet"), r"results\.parquet: no column estimate"),
+    (lambda f: pd.read_parquet(f / "results.parquet").astype({"estimate": str}).to_parquet(
+        f / "results.parquet"), r"results\.parquet: column estimate holds \S+, not numbers"),
     (lambda f: _replace(f / "mdad.csv", ",True,", ",no,"),
      r"mdad\.csv: row 2, column reached: 'no' is not True or False"),
     (lambda f: _replace(f / "mdad.csv", ",seen,", ",Seen,"),
@@ -561,13 +568,27 @@ def _set_threshold(folder: Path, value: object) -> None:
 ])
 def test_report_names_the_damaged_file_and_writes_nothing(small_study: Path, damage, pattern,
                                                           tmp_path: Path) -> None:
-    import shutil
+    """In this process (the command's one-line error is checked below, once): the
+    report reads the folder as `plan --run` and `select --run` do."""
+    from mdad.report.html import write_report
 
     folder = tmp_path / "run"
     shutil.copytree(small_study, folder)
     damage(folder)
-    assert_user_error(mdad_cli("report", folder, cwd=tmp_path), pattern + ".*another folder")
-    assert not (folder / "report.html").exists() and not (folder / "figures").exists()
+    before = sorted(p.name for p in folder.iterdir())
+    with pytest.raises(DataError, match=pattern + ".*another folder$"):
+        write_report(folder)
+    assert sorted(p.name for p in folder.iterdir()) == before  # nothing written
+
+
+def test_the_command_names_a_damaged_study_file_in_one_line(small_study: Path,
+                                                            tmp_path: Path) -> None:
+    folder = tmp_path / "run"
+    shutil.copytree(small_study, folder)
+    _repeat_line(folder / "mdad.csv", 1)
+    for command in (("report", folder), ("plan", "gpqa", "--size", "10", "--run", folder)):
+        assert_user_error(mdad_cli(*command, cwd=tmp_path),
+                          r"mdad\.csv: rows 2 and 3 both have .*another folder$")
 
 
 def test_links_to_nothing_and_pipes_are_named_not_read(tmp_path: Path) -> None:

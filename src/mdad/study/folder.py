@@ -29,6 +29,7 @@ from mdad.study.folder_checks import (
     FIX,
     check_config,
     check_mdad_table,
+    check_results_table,
     check_summary_table,
 )
 
@@ -262,6 +263,7 @@ def read_study_folder(path: Path) -> StudyFolder:
         mdad = mdad[mdad.subtask == POOLED].reset_index(drop=True)
         summary = summary[summary.subtask == POOLED].reset_index(drop=True)
     check_summary_table(path / "summary.csv", mdad, summary)
+    check_results_table(path / "results.parquet", tables["results.parquet"])
     return StudyFolder(path, config, censor_legacy(mdad), summary, tables["results.parquet"])
 
 

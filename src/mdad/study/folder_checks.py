@@ -225,3 +225,23 @@ def check_unique(path: Path, table: pd.DataFrame, keys: list[str]) -> None:
         what = ", ".join(f"{key} {row[key]}" for key in keys)
         raise DataError(f"{path}: rows {np.flatnonzero(same)[0] + 2} and {twice[0] + 2} both "
                         f"have {what}; {FIX}")
+
+
+# results.parquet: one row per estimate
+RESULT_COLUMNS = ("run", "method", "size", "n_sources", "model", "estimate", "seen_accuracy",
+                  "unseen_accuracy", "full_accuracy")
+
+
+def check_results_table(path: Path, results: pd.DataFrame) -> None:
+    """Refuse a results.parquet (read from `path`) that lacks a column of
+    `RESULT_COLUMNS` or whose counts and accuracies are not numbers."""
+    import pandas as pd
+
+    lacking = [c for c in RESULT_COLUMNS if c not in results]
+    if lacking:
+        raise DataError(f"{path}: no column {', '.join(lacking)}; {FIX}")
+    numeric = [c for c in RESULT_COLUMNS if c not in ("method", "model")]
+    wrong = [c for c in numeric if not pd.api.types.is_numeric_dtype(results[c])]
+    if wrong:
+        raise DataError(f"{path}: column {wrong[0]} holds {results[wrong[0]].dtype}, not "
+                        f"numbers; {FIX}")
