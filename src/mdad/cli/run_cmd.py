@@ -191,6 +191,7 @@ def _request(options: dict) -> StudyRequest:
     if options["targets"] and options["target_models"] is not None:
         raise ConfigError("--targets and --target-models both say which models are targets; "
                           "give one of them")
+
     def parsed(name: str, parse: Callable[..., Any]) -> Any:
         """The option's value read by `parse`, or None when not given (an empty
         value is given, and refused: it would silently mean the default)."""

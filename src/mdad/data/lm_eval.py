@@ -159,13 +159,12 @@ def lm_eval_files(path: str | Path) -> LmEvalFiles:
 def _regular(files: list[Path]) -> list[Path]:
     """`files`, or a DataError naming the first that is no regular file: a pipe named
     like a samples file would block the read, a link to /dev/zero never end it."""
-    from mdad.data.files import missing_reason
+    from mdad.data.files import not_a_file
 
     for file in files:
         if not file.is_file():
-            reason = "a folder" if file.is_dir() else missing_reason(file)
-            raise DataError(f"{file}: {reason}, named like an lm-eval samples file; remove "
-                            "it or rename it")
+            raise DataError(f"{file}: {not_a_file(file)}, named like an lm-eval samples "
+                            "file; remove it or rename it")
     return files
 
 
