@@ -19,6 +19,7 @@ from matplotlib.image import imread
 from shared import GPQA_CSV, shared_data
 from test_cli import assert_ok, assert_user_error, mdad_cli
 
+from mdad.errors import DataError
 from mdad.report import write_report
 from mdad.report.curves import agreement_curves
 from mdad.report.sentences import findings
@@ -199,6 +200,18 @@ def test_report_of_a_per_subtask_run(tmp_path: Path) -> None:
     curves = agreement_curves(read_study_folder(out), 300)
     assert set(curves) == {(m, s, split) for m in ("random", "anchor-points")
                            for s in (9, 90) for split in ("seen", "unseen")}
+    # a subtask's block is checked as the pooled one is
+    lines = (out / "summary.csv").read_text().splitlines(keepends=True)
+    subtask_row = next(k for k, line in enumerate(lines) if line.startswith("gpqa_main,"))
+    for damaged, message in (
+            (lines[:subtask_row] + lines[subtask_row + 1:],
+             r"summary\.csv: no row for \S+ at \d+ items and 300 sources \(subtask gpqa_main\)"),
+            ([*lines, lines[subtask_row]],
+             r"summary\.csv: 2 rows for \S+ at \d+ items and 300 sources \(subtask "
+             r"gpqa_main\)")):
+        (out / "summary.csv").write_text("".join(damaged))
+        with pytest.raises(DataError, match=message):
+            read_study_folder(out)
 
 
 def test_report_of_a_folder_that_is_not_a_run(tmp_path: Path) -> None:

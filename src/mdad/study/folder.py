@@ -260,9 +260,16 @@ def read_study_folder(path: Path) -> StudyFolder:
         if "subtask" not in summary.columns:
             raise DataError(f"{path / 'summary.csv'}: no column subtask, which a per-subtask "
                             f"study's mdad.csv has; {FIX}")
+        for subtask in dict.fromkeys([*mdad.subtask, *summary.subtask]):  # each block
+            check_summary_table(path / "summary.csv", mdad[mdad.subtask == subtask],
+                                summary[summary.subtask == subtask], where=f"subtask {subtask}")
+        if not (mdad.subtask == POOLED).any():
+            raise DataError(f"{path / 'mdad.csv'}: no {POOLED} rows, which close a per-subtask "
+                            f"study's tables; {FIX}")
         mdad = mdad[mdad.subtask == POOLED].reset_index(drop=True)
         summary = summary[summary.subtask == POOLED].reset_index(drop=True)
-    check_summary_table(path / "summary.csv", mdad, summary)
+    else:
+        check_summary_table(path / "summary.csv", mdad, summary)
     check_results_table(path / "results.parquet", tables["results.parquet"])
     return StudyFolder(path, config, censor_legacy(mdad), summary, tables["results.parquet"])
 

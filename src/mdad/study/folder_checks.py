@@ -160,11 +160,13 @@ def check_mdad_table(path: Path, mdad: pd.DataFrame, config: dict) -> None:
                         f"both belong to it); {FIX}")
 
 
-def check_summary_table(path: Path, mdad: pd.DataFrame, summary: pd.DataFrame) -> None:
+def check_summary_table(path: Path, mdad: pd.DataFrame, summary: pd.DataFrame, *,
+                        where: str = "") -> None:
     """Refuse a summary.csv (read from `path`) with a number column holding text, or
     that lacks a row for a method, size and source count of mdad.csv (a file cut
-    short, or another study's), has one mdad.csv does not, or has one twice. No row
-    numbers for the rows: a per-subtask study's summary is its pooled rows."""
+    short, or another study's), has one mdad.csv does not, or has one twice. `where`
+    names the block checked (a subtask of a per-subtask study), whose rows are not
+    numbered as in the file."""
     keys = ["method", "size", "sources"]
     lacking = [c for c in keys if c not in summary]
     if lacking:
@@ -178,7 +180,8 @@ def check_summary_table(path: Path, mdad: pd.DataFrame, summary: pd.DataFrame) -
         return list(zip(table.method.astype(str), *counts, strict=True))
 
     def described(key: tuple[str, float, float]) -> str:
-        return f"{key[0]} at {key[1]:g} items and {key[2]:g} sources"
+        return f"{key[0]} at {key[1]:g} items and {key[2]:g} sources" + (
+            f" ({where})" if where else "")
 
     expected, counts = rows(mdad), Counter(rows(summary))
     known = set(expected)
