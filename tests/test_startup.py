@@ -67,3 +67,14 @@ def test_command_modules_load_no_heavy_library(module: str):
 def test_the_probe_sees_a_heavy_library():
     """The check above would notice: a module that does load pandas is reported."""
     assert "pandas" in heavy_modules_loaded("import pandas")
+
+
+def test_reading_study_folders_leaves_the_exported_evaluate_function_alone():
+    """A submodule imported before its package's export of the same name is asked for
+    binds the module to that name: `from mdad.study import evaluate` then gave the
+    module once `mdad.study.folder` had been imported."""
+    statement = ("import mdad.study.folder; from mdad.study import evaluate; "
+                 "print(callable(evaluate))")
+    shown = subprocess.run([sys.executable, "-c", statement], capture_output=True, text=True,
+                           check=True).stdout
+    assert shown.strip() == "True"
