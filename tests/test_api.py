@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import pkgutil
 import subprocess
 import sys
 
@@ -77,15 +78,31 @@ def test_subpackage_names_resolve(package):
             importlib.import_module(package._EXPORTS[name]), name)
 
 
-def test_practice_plan_stays_the_function_after_its_submodule_loads():
-    """`mdad.practice.plan` is both a submodule and a function; loading the submodule
-    first (as `select` does) must not leave the package's `plan` a module. Fresh
-    interpreter: the order of imports is the point."""
-    probe = ("import mdad.practice.plan, mdad.practice.bundle\n"
+def _packages() -> list[str]:
+    return ["mdad", *(module.name for module in pkgutil.walk_packages(mdad.__path__, "mdad.")
+                      if module.ispkg)]
+
+
+@pytest.mark.parametrize("package", _packages())
+def test_no_public_name_is_also_a_submodule(package: str):
+    """Loading a submodule sets the package attribute of its name to the module, so an
+    export of the same name (a function `plan` beside a module `plan`) would turn into
+    the module once anything imports it (`from mdad.study import evaluate` did)."""
+    module = importlib.import_module(package)
+    submodules = {info.name for info in pkgutil.iter_modules(module.__path__)}
+    assert not submodules & set(getattr(module, "__all__", ())), package
+
+
+def test_exports_survive_their_modules_loading_first():
+    """Fresh interpreter, every submodule loaded before the names are looked up: the
+    order of imports is the point."""
+    probe = ("import importlib, pkgutil, mdad\n"
+             "for info in pkgutil.walk_packages(mdad.__path__, 'mdad.'):\n"
+             "    importlib.import_module(info.name)\n"
+             "from mdad.study import evaluate\n"
              "from mdad.practice import plan\n"
-             "import mdad\n"
-             "print(callable(plan), plan is mdad.plan, plan.__module__)")
+             "print(evaluate.__module__, plan.__module__, plan is mdad.plan)")
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           check=False, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split() == ["True", "True", "mdad.practice.plan"]
+    assert proc.stdout.split() == ["mdad.study.evaluation", "mdad.practice.sizing", "True"]

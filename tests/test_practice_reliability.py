@@ -31,7 +31,7 @@ from mdad.practice import (
     size_for_gap,
 )
 from mdad.practice.estimate import _estimates
-from mdad.practice.plan import StudyPoint, _study_point, interpolate, study_mdad_curve
+from mdad.practice.sizing import StudyPoint, _study_point, interpolate, study_mdad_curve
 from mdad.study.folder import censor_legacy
 
 INTEL, LLAMA = "Intel__neural-chat-7b-v3-3", "meta-llama__Llama-2-13b-chat-hf"

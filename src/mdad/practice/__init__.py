@@ -7,8 +7,6 @@ pandas, the selection methods).
 
 from __future__ import annotations
 
-import sys
-import types
 from typing import TYPE_CHECKING
 
 from mdad._lazy import lazy_exports
@@ -31,7 +29,7 @@ _EXPORTS = {
     "compare_models": "mdad.practice.estimate",
     "estimate_score": "mdad.practice.estimate",
     "read_model_scores": "mdad.practice.estimate",
-    "plan": "mdad.practice.plan",
+    "plan": "mdad.practice.sizing",
     "AnalyticMdad": "mdad.practice.planner",
     "Plan": "mdad.practice.planner",
     "analytic_mdad": "mdad.practice.planner",
@@ -83,7 +81,6 @@ if TYPE_CHECKING:
         estimate_score,
         read_model_scores,
     )
-    from mdad.practice.plan import plan
     from mdad.practice.planner import (
         AnalyticMdad,
         Plan,
@@ -91,24 +88,8 @@ if TYPE_CHECKING:
         pair_structure,
         size_for_gap,
     )
+    from mdad.practice.sizing import plan
 
 
 __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)
 
-
-class _PracticePackage(types.ModuleType):
-    """This package, keeping `mdad.practice.plan` the function `plan`.
-
-    Loading the submodule of the same name (`mdad.practice.plan`) makes the import
-    system set the package's attribute `plan` to that module; an eager
-    ``from mdad.practice.plan import plan`` used to set it back. Loaded lazily, the
-    function would be hidden for good, so the module is not stored over it.
-    """
-
-    def __setattr__(self, name: str, value: object) -> None:
-        if name == "plan" and isinstance(value, types.ModuleType):
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _PracticePackage

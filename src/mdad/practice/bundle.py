@@ -250,7 +250,7 @@ def _mdad_curve(dataset: Dataset, matrix: ResponseMatrix, cls: type[MethodDefaul
     """(mdad, max_gap, pairs, how, curve sizes, curve values) of the file: the
     analytic curve over 1..size, or the study's seen curve up to `size`."""
     if study_dir is not None:
-        from mdad.practice.plan import interpolate, study_curve, study_mdad_curve
+        from mdad.practice.sizing import interpolate, study_curve, study_mdad_curve
 
         points = study_curve(Path(study_dir), cls.name, threshold,
                              None if allow_other_version else dataset.matrix.sha256)

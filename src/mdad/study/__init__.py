@@ -16,7 +16,7 @@ _MODULES = {
     "mdad.study.config": ("ALL_TARGETS", "DEFAULT_METHODS", "DEFAULT_SIZES", "PAPER_METHODS",
                           "StudyConfig", "StudyPlan", "expand_methods", "plan_study"),
     "mdad.study.design": ("RunDesign", "draw_run", "seen_pool_size", "split_seen_unseen"),
-    "mdad.study.evaluate": ("MDAD_COLUMNS", "StudyTables", "evaluate"),
+    "mdad.study.evaluation": ("MDAD_COLUMNS", "StudyTables", "evaluate"),
     "mdad.study.folder": ("StudyFolder", "read_study_folder"),
     "mdad.study.pipeline": ("PreparedStudy", "StudyInterrupted", "StudyOutcome",
                             "StudyProgress", "conduct_study", "prepare_study",
@@ -71,7 +71,7 @@ if TYPE_CHECKING:
         plan_study,
     )
     from mdad.study.design import RunDesign, draw_run, seen_pool_size, split_seen_unseen
-    from mdad.study.evaluate import MDAD_COLUMNS, StudyTables, evaluate
+    from mdad.study.evaluation import MDAD_COLUMNS, StudyTables, evaluate
     from mdad.study.folder import StudyFolder, read_study_folder
     from mdad.study.pipeline import (
         PreparedStudy,

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
     from mdad.data.registry import Dataset
     from mdad.study.config import StudyPlan
-    from mdad.study.evaluate import StudyTables
+    from mdad.study.evaluation import StudyTables
 
 STAGING = "mdad-staging-"  # marks the folders mdad writes a study into before renaming
 POOLED = "(pooled)"  # the subtask name of a per-subtask study's pooled rows

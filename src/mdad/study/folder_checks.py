@@ -12,14 +12,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from mdad.errors import DataError
+from mdad.study.evaluation import SPLITS
 
 if TYPE_CHECKING:
     import pandas as pd
 
 FIX = "rerun the study (`mdad run ... --out`) or pass another folder"
-# mdad.study.evaluate's splits; importing that module here would bind it as the package
-# attribute `mdad.study.evaluate`, hiding the function of that name from later imports
-SPLITS = ("seen", "unseen")
 
 # config.json: the fields the readers use, and their types (None: may be null)
 _WHOLE = (int,)

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
     from mdad.data.registry import Dataset
     from mdad.study.backends import Backend
-    from mdad.study.evaluate import StudyTables
+    from mdad.study.evaluation import StudyTables
     from mdad.study.subtasks import SubtaskStudy
 
 
@@ -302,7 +302,7 @@ def _evaluate(prepared: PreparedStudy, results: list
               ) -> tuple[StudyTables, pd.DataFrame, tuple[str, ...], np.ndarray]:
     """Tables, rows of results.parquet, the methods' notices and CPU seconds per method."""
     if prepared.subtasks is None:
-        from mdad.study.evaluate import evaluate
+        from mdad.study.evaluation import evaluate
 
         (result,) = results
         return evaluate(result), result.to_frame(), result.notices, result.method_seconds

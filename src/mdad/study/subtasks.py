@@ -21,7 +21,7 @@ from mdad.defaults import PAPER_FRACTIONS
 from mdad.errors import ConfigError
 from mdad.study.config import StudyConfig, StudyPlan, plan_study
 from mdad.study.design import seen_pool_size
-from mdad.study.evaluate import StudyTables, evaluate
+from mdad.study.evaluation import StudyTables, evaluate
 from mdad.study.folder import POOLED
 from mdad.study.records import StudyResult
 
