@@ -28,6 +28,16 @@ ARGS = ("run", "gpqa", "--methods", "random,tinybenchmarks-map", "--runs", "10",
         "--resamples", "50")
 
 
+def freeze(process: subprocess.Popen) -> bool:
+    """SIGSTOP `process` and wait until it has stopped; False if it has ended."""
+    process.send_signal(signal.SIGSTOP)
+    while True:
+        state = Path(f"/proc/{process.pid}/stat").read_text().rsplit(") ", 1)[1][0]
+        if state not in ("R", "S", "D"):  # running, sleeping or in a system call
+            return state == "T"
+        time.sleep(0.001)
+
+
 @pytest.mark.slow
 def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path: Path) -> None:
     shared_data(GPQA_CSV)
@@ -35,9 +45,19 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path: Path) -> None
     progress = checkpoint_dir(out)
     process = subprocess.Popen([str(MDAD), *ARGS, "--out", str(out)], cwd=tmp_path,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def mid_run() -> bool:  # three runs saved, and cells of the next one
+        return (len(list(progress.glob("*-run*.npz"))) >= 3
+                and bool(list(progress.glob("*.cells"))))
+
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and (len(list(progress.glob("*-run*.npz"))) < 3
-                                           or not list(progress.glob("*.cells"))):
+    while time.monotonic() < deadline:
+        # checked again once the process is frozen (one process: --workers 1), so a
+        # run that finished meanwhile is not taken for an interrupted one
+        if mid_run():
+            if freeze(process) and mid_run():
+                break
+            process.send_signal(signal.SIGCONT)
         time.sleep(0.02)
     process.send_signal(signal.SIGKILL)
     process.wait()
