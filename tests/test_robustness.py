@@ -323,6 +323,24 @@ def test_report_force_replaces_a_file_named_figures_and_refuses_a_folder_for_the
     assert sorted(p.name for p in out.iterdir()) == before  # no temporary file left
 
 
+def test_report_force_never_deletes_a_users_file_in_figures(small_study: Path,
+                                                             tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    shutil.copytree(small_study, out)
+    assert_ok(mdad_cli("report", out, cwd=tmp_path))
+    figures = sorted(p.name for p in (out / "figures").iterdir())
+    for name, make in (("notes.txt", lambda p: p.write_text("mine")),
+                       ("drafts", lambda p: p.mkdir())):
+        make(out / "figures" / name)
+        assert_user_error(mdad_cli("report", out, "--force", cwd=tmp_path),
+                          rf"^mdad: error: \S+figures holds {name}, which is not a figure; "
+                          r"the report replaces that folder whole, so move it out first$")
+        assert (out / "figures" / name).exists()
+        (out / "figures" / name).rename(tmp_path / name)
+    assert_ok(mdad_cli("report", out, "--force", cwd=tmp_path))
+    assert sorted(p.name for p in (out / "figures").iterdir()) == figures
+
+
 def test_a_report_that_fails_leaves_the_previous_one_and_no_temporary_file(
         small_study: Path, tmp_path: Path, monkeypatch) -> None:
     import mdad.report.html as html

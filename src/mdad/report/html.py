@@ -92,6 +92,17 @@ window.addEventListener("load", function () {
 """
 
 
+def _not_written_by_a_report(figures_dir: Path) -> str | None:
+    """The name of the first entry of an existing `figures_dir` folder that is not a
+    *.png or *.svg file (a report's figures), or None."""
+    if not figures_dir.is_dir() or figures_dir.is_symlink():
+        return None
+    for entry in sorted(figures_dir.iterdir()):
+        if entry.suffix not in (".png", ".svg") or entry.is_symlink() or not entry.is_file():
+            return entry.name
+    return None
+
+
 def write_report(study_dir: Path) -> Path:
     """Write `study_dir`/report.html and `study_dir`/figures/*.png, *.svg; returns the page.
 
@@ -103,7 +114,8 @@ def write_report(study_dir: Path) -> Path:
     DataError
         When the study folder is damaged (see `read_study_folder`).
     ConfigError
-        When report.html is a folder.
+        When report.html is not a file, or figures/ holds anything but *.png and *.svg
+        files (a user's own file there is not deleted).
     """
     study = read_study_folder(study_dir)
     study_dir = Path(study_dir)
@@ -111,6 +123,11 @@ def write_report(study_dir: Path) -> Path:
     if page.exists() and not page.is_file():
         raise ConfigError(f"{page}: {not_a_file(page)}, where the report's page goes; "
                           "remove it")
+    figures_dir = study_dir / "figures"
+    foreign = _not_written_by_a_report(figures_dir)
+    if foreign:
+        raise ConfigError(f"{figures_dir} holds {foreign}, which is not a figure; the report "
+                          "replaces that folder whole, so move it out first")
     staging = Path(tempfile.mkdtemp(prefix=".figures.", dir=study_dir))  # writable? before work
     temporary = page.with_name(f".report.html.{staging.name.rsplit('.', 1)[-1]}")
     try:
@@ -125,7 +142,6 @@ def write_report(study_dir: Path) -> Path:
         staging.chmod(0o755)
         with temporary.open("x", encoding="utf-8") as out:  # unique, and as umask allows
             out.write(render_page(study, specs, images))
-        figures_dir = study_dir / "figures"
         if figures_dir.is_dir() and not figures_dir.is_symlink():
             shutil.rmtree(figures_dir)
         elif figures_dir.exists() or figures_dir.is_symlink():
