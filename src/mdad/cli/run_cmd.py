@@ -237,7 +237,8 @@ def _conduct(prepared: PreparedStudy, out_dir: Path, err: Console, **options) ->
 
     name = prepared.dataset.name
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                   TextColumn("{task.fields[timing]}"), console=err, transient=True)
+                   TextColumn("{task.fields[timing]}"), console=err, transient=True,
+                   disable=not err.is_terminal)  # off one, it only ends with a blank line
     task = bar.add_task(f"{name}: cells", total=prepared.n_cells, timing="")
 
     def progress(state: StudyProgress) -> None:
