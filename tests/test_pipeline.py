@@ -151,3 +151,23 @@ def test_a_pipe_or_folder_in_a_checkpoint_file_s_place_is_named(tmp_path: Path) 
     with pytest.raises(ConfigError, match=rf"^resume: \S+{REQUEST}: a folder, not a file, "
                        r"where the saved request goes; remove \S+ and start a new study$"):
         checkpoint.request()
+
+
+def test_a_folder_or_dead_link_in_a_saved_run_s_place_is_named(tmp_path: Path) -> None:
+    """A folder as a finished run's file once failed the resumed study after it had
+    recomputed the run, naming its temporary file; one as a run's cells, a traceback."""
+    from mdad.study.checkpoint import StudyCheckpoint
+
+    checkpoint = StudyCheckpoint(tmp_path / "progress")
+    checkpoint.start({})
+    assert checkpoint.load(0, 0) is None and checkpoint.load_cells(0, 0) == {}
+    (checkpoint.folder / "study000-run00000.npz").mkdir()
+    (checkpoint.folder / "study000-run00001.cells").symlink_to(tmp_path / "gone")
+    assert checkpoint.finished() == (0, 0)  # neither counts as saved work
+    with pytest.raises(ConfigError, match=r"^resume: \S+study000-run00000\.npz: a folder, "
+                       r"not a file, where a finished run is saved; remove it, and its work "
+                       r"is recomputed$"):
+        checkpoint.load(0, 0)
+    with pytest.raises(ConfigError, match=r"^resume: \S+study000-run00001\.cells: .*link.*, "
+                       r"where an unfinished run's cells are saved; remove it"):
+        checkpoint.load_cells(0, 1)

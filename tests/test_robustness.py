@@ -392,7 +392,7 @@ def test_a_full_disk_is_one_line_and_resumable(tmp_path: Path, monkeypatch) -> N
     assert result.exit_code == 2, result.output
     assert "Traceback" not in result.output
     line = flat(result.output)
-    assert "No space left on device; 1 finished runs" in line
+    assert "No space left on device; 1 finished run and" in line
     assert "continue with --resume run" in line
     monkeypatch.setattr(StudyCheckpoint, "save", original)
     assert_ok(mdad_cli("run", "--resume", "run", cwd=tmp_path))

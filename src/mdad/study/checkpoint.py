@@ -72,6 +72,12 @@ class StudyCheckpoint:
                            f"copied or renamed into {self.folder}); remove it, and its work "
                            "is recomputed", parameters=("resume",))
 
+    def _refuse_not_a_file(self, path: Path, where: str) -> ConfigError:
+        from mdad.data.files import not_a_file
+
+        return ConfigError(f"resume: {path}: {not_a_file(path)}, {where}; "
+                           "remove it, and its work is recomputed", parameters=("resume",))
+
     def lock(self) -> None:
         """Make this process the folder's only writer until it exits: a second study
         on the same folder stops at once, naming this one's process id."""
@@ -165,10 +171,11 @@ class StudyCheckpoint:
         kill during its write) or damaged ends the log: it and what follows are dropped
         from the file, and those cells are recomputed."""
         path = self._log_path(study, run)
-        try:
-            content = path.read_bytes()
-        except FileNotFoundError:
+        if not path.exists() and not path.is_symlink():
             return {}
+        if not path.is_file():
+            raise self._refuse_not_a_file(path, "where an unfinished run's cells are saved")
+        content = path.read_bytes()
         cells, end, owners = _read_records(content, run)
         if owners - {None, self.owner(study, run)}:
             raise self._refuse_foreign(path)
@@ -197,8 +204,10 @@ class StudyCheckpoint:
     def load(self, study: int, run: int) -> RunOutput | None:
         """A finished run, or None."""
         path = self._path(study, run)
-        if not path.is_file():
+        if not path.exists() and not path.is_symlink():
             return None
+        if not path.is_file():
+            raise self._refuse_not_a_file(path, "where a finished run is saved")
         try:
             with np.load(path) as data:
                 owner = data["owner"].tobytes() if "owner" in data else None
@@ -218,9 +227,9 @@ class StudyCheckpoint:
     def finished(self) -> tuple[int, int]:
         """(finished runs, finished cells of unfinished runs) saved in the folder."""
         runs = sum(1 for path in self.folder.glob("study*-run*.npz")
-                   if not path.name.endswith(".tmp.npz"))
+                   if not path.name.endswith(".tmp.npz") and path.is_file())
         cells = sum(len(_read_records(path.read_bytes(), 0)[0])
-                    for path in self.folder.glob("study*-run*.cells"))
+                    for path in self.folder.glob("study*-run*.cells") if path.is_file())
         return runs, cells
 
 

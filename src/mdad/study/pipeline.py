@@ -107,8 +107,8 @@ class StudyInterrupted(BaseException):
 
     def __init__(self, out_dir: Path, checkpoint: Path, runs_saved: int, cells_saved: int,
                  cause: BaseException) -> None:
-        super().__init__(f"{runs_saved} finished runs and {cells_saved} cells saved in "
-                         f"{checkpoint}")
+        super().__init__(f"{runs_saved} finished run{'s' * (runs_saved != 1)} and "
+                         f"{cells_saved} cell{'s' * (cells_saved != 1)} saved in {checkpoint}")
         self.out_dir, self.checkpoint = out_dir, checkpoint
         self.runs_saved, self.cells_saved, self.cause = runs_saved, cells_saved, cause
 
