@@ -5,6 +5,7 @@ and the page opened in headless Chromium."""
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import re
 import shutil
@@ -211,6 +212,20 @@ def test_report_of_a_per_subtask_run(tmp_path: Path) -> None:
              r"gpqa_main\)")):
         (out / "summary.csv").write_text("".join(damaged))
         with pytest.raises(DataError, match=message):
+            read_study_folder(out)
+    (out / "summary.csv").write_text("".join(lines))
+    # the report sums config.json's per-subtask sizes (a missing one was a KeyError there)
+    config = json.loads((out / "config.json").read_text())
+    for edit, message in (
+            ({"fractions": [0.04, 2]}, r"field per_subtask\.fractions is \[0\.04, 2\], not a list "
+                                       r"of fractions in \(0, 1\]"),
+            ({"sizes": {"gpqa_main": [9]}}, r"field per_subtask\.sizes is not, for each subtask, a "
+                                            r"list of 2 whole sizes \(one per fraction\)"),
+            ({"sizes": {"other": [9, 90]}}, r"per_subtask\.sizes has no size 9 for subtask "
+                                            r"gpqa_main, which row 2 of mdad\.csv has")):
+        damaged_config = {**config, "per_subtask": {**config["per_subtask"], **edit}}
+        (out / "config.json").write_text(json.dumps(damaged_config))
+        with pytest.raises(DataError, match=r"config\.json: " + message):
             read_study_folder(out)
 
 

@@ -30,6 +30,7 @@ from mdad.study.folder_checks import (
     check_config,
     check_mdad_table,
     check_results_table,
+    check_subtask_sizes,
     check_summary_table,
 )
 
@@ -266,11 +267,16 @@ def read_study_folder(path: Path) -> StudyFolder:
         if not (mdad.subtask == POOLED).any():
             raise DataError(f"{path / 'mdad.csv'}: no {POOLED} rows, which close a per-subtask "
                             f"study's tables; {FIX}")
+        results = tables["results.parquet"]
+        check_results_table(path / "results.parquet", results)
+        check_subtask_sizes(path / "config.json", config,
+                            {"mdad.csv": mdad[mdad.subtask != POOLED],
+                             "results.parquet": results})
         mdad = mdad[mdad.subtask == POOLED].reset_index(drop=True)
         summary = summary[summary.subtask == POOLED].reset_index(drop=True)
     else:
         check_summary_table(path / "summary.csv", mdad, summary)
-    check_results_table(path / "results.parquet", tables["results.parquet"])
+        check_results_table(path / "results.parquet", tables["results.parquet"])
     return StudyFolder(path, config, censor_legacy(mdad), summary, tables["results.parquet"])
 
 

@@ -248,3 +248,34 @@ def check_results_table(path: Path, results: pd.DataFrame) -> None:
     if wrong:
         raise DataError(f"{path}: column {wrong[0]} holds {results[wrong[0]].dtype}, not "
                         f"numbers; {FIX}")
+
+
+def check_subtask_sizes(path: Path, config: dict[str, Any],
+                        rows: dict[str, pd.DataFrame]) -> None:
+    """Refuse config.json's per_subtask (read from `path`) unless it lists fractions in
+    (0, 1] and, for each subtask, one whole size per fraction, covering the subtask and
+    size of every row in `rows` (file name -> its per-subtask rows): the report sums
+    those sizes into the pooled micro-benchmark's."""
+    block = config["per_subtask"]
+    fractions, sizes = block.get("fractions"), block.get("sizes")
+    if not (isinstance(fractions, list) and fractions
+            and all(_is(f, (int, float)) and 0 < f <= 1 for f in fractions)):
+        raise DataError(f"{path}: field per_subtask.fractions is {fractions!r:.40}, not a list "
+                        f"of fractions in (0, 1]; {FIX}")
+    if not (isinstance(sizes, dict) and sizes and all(
+            isinstance(per, list) and len(per) == len(fractions)
+            and all(_is(size, _WHOLE) and size >= 0 for size in per)
+            for per in sizes.values())):
+        raise DataError(f"{path}: field per_subtask.sizes is not, for each subtask, a list of "
+                        f"{len(fractions)} whole sizes (one per fraction); {FIX}")
+    known = {(str(name), size) for name, per in sizes.items() for size in per}
+    for name, frame in rows.items():
+        if "subtask" not in frame.columns:
+            raise DataError(f"{path.with_name(name)}: no column subtask, which a per-subtask "
+                            f"study's files have; {FIX}")
+        pairs = zip(frame.index, frame.subtask.astype(str), frame["size"], strict=True)
+        for row, subtask, size in pairs:
+            if (subtask, size) not in known:
+                where = f"row {row + 2} of {name}" if name.endswith(".csv") else name
+                raise DataError(f"{path}: per_subtask.sizes has no size {size} for subtask "
+                                f"{subtask}, which {where} has; {FIX}")
