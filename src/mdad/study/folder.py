@@ -257,6 +257,7 @@ def read_study_folder(path: Path) -> StudyFolder:
     config, mdad, summary = tables["config.json"], tables["mdad.csv"], tables["summary.csv"]
     check_config(path / "config.json", config)
     check_mdad_table(path / "mdad.csv", mdad, config)
+    check_results_table(path / "results.parquet", tables["results.parquet"])
     if "subtask" in mdad.columns:
         if "subtask" not in summary.columns:
             raise DataError(f"{path / 'summary.csv'}: no column subtask, which a per-subtask "
@@ -267,16 +268,13 @@ def read_study_folder(path: Path) -> StudyFolder:
         if not (mdad.subtask == POOLED).any():
             raise DataError(f"{path / 'mdad.csv'}: no {POOLED} rows, which close a per-subtask "
                             f"study's tables; {FIX}")
-        results = tables["results.parquet"]
-        check_results_table(path / "results.parquet", results)
         check_subtask_sizes(path / "config.json", config,
                             {"mdad.csv": mdad[mdad.subtask != POOLED],
-                             "results.parquet": results})
+                             "results.parquet": tables["results.parquet"]})
         mdad = mdad[mdad.subtask == POOLED].reset_index(drop=True)
         summary = summary[summary.subtask == POOLED].reset_index(drop=True)
     else:
         check_summary_table(path / "summary.csv", mdad, summary)
-        check_results_table(path / "results.parquet", tables["results.parquet"])
     return StudyFolder(path, config, censor_legacy(mdad), summary, tables["results.parquet"])
 
 
