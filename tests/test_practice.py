@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from scipy.stats import binomtest
 from shared import shared_data
 from test_cli import assert_ok, assert_user_error, flat, mdad_cli
@@ -27,6 +29,7 @@ from mdad.practice import (
     read_model_scores,
     select_microbenchmark,
 )
+from mdad.practice.estimate import mcnemar_p
 from mdad.practice.planner import (
     PairStructure,
     agreement_probability,
@@ -549,3 +552,48 @@ def test_an_edited_dataset_item_count_is_refused(gpqa_data, value, tmp_path: Pat
     with pytest.raises(DataError, match=r"field 'dataset_items' must be null or a whole "
                                         r"number above `pool_size`"):
         MicroBenchmarkFile.load(path)
+
+
+@given(st.lists(st.tuples(st.booleans(), st.booleans()), min_size=0, max_size=40))
+def test_mcnemar_p_is_the_exact_binomial_test_of_the_discordant_items(pairs):
+    first = np.array([a for a, _ in pairs], dtype=float)
+    second = np.array([b for _, b in pairs], dtype=float)
+    only_first = int(np.sum((first == 1) & (second == 0)))
+    discordant = only_first + int(np.sum((second == 1) & (first == 0)))
+    expected = binomtest(only_first, discordant, 0.5).pvalue if discordant else 1.0
+    assert float(mcnemar_p(first, second)) == pytest.approx(expected, rel=1e-12)
+    both = np.vstack([second, 1 - first])  # rows broadcast against one model
+    assert mcnemar_p(first, both)[0] == pytest.approx(expected, rel=1e-12)
+
+
+def test_a_few_items_that_only_one_model_got_right_give_no_verdict(gpqa_data,
+                                                                    tmp_path: Path):
+    """3 of 10 items right against none: the normal interval (1.9 to 58.1 points)
+    excluded 0, yet the exact McNemar test gives p = 0.25; 6 of 10 give p = 0.031."""
+    out = tmp_path / "mb.json"
+    assert_ok(mdad_cli("select", "gpqa", "--method", "random", "--size", "10", "--seed", "1",
+                       "--out", out, cwd=tmp_path))
+    items = MicroBenchmarkFile.load(out).items
+    answers = {}
+    for name, right in (("none", 0), ("three", 3), ("six", 6)):
+        answers[name] = tmp_path / f"{name}.csv"
+        answers[name].write_text("item_id,correct\n" + "".join(
+            f"{item},{int(k < right)}\n" for k, item in enumerate(items)))
+    for name, p_value, winner in (("three", 0.25, None), ("six", 0.03125, "six")):
+        proc = mdad_cli("compare", out, answers[name], answers["none"], "--json", cwd=tmp_path)
+        assert_ok(proc)
+        answer = json.loads(proc.stdout)
+        assert answer["p_value"] == pytest.approx(p_value) and answer["winner"] == winner
+        assert answer["low"] > 0  # the interval alone would have called it
+        if winner is None:
+            assert answer["reason"].startswith("the exact McNemar test gives p = 0.25")
+    # estimate's verdicts run the same rule: "three" is above none of the models
+    proc = mdad_cli("estimate", out, answers["three"], "--json", cwd=tmp_path)
+    assert_ok(proc)
+    three = json.loads(proc.stdout)
+    scores = MicroBenchmarkFile.load(out).reference_scores()
+    right = np.array([1.0] * 3 + [0.0] * 7)
+    p_values = mcnemar_p(right, scores)
+    assert not set(three["above"]) & {
+        name for name, p in zip(MicroBenchmarkFile.load(out).reference_models, p_values,
+                                strict=True) if p >= 0.05}

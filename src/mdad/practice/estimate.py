@@ -4,8 +4,11 @@ models it is reliably above or below, and whether two models' gap is real.
 One rule decides "reliably above / below" for both `estimate` and `compare` (`RULE`):
 model A is reliably above model B when, on the items both answered, the estimated
 difference d = estimate(A) - estimate(B) (the micro-benchmark's own estimator applied
-to each model's answers) is at least the MDAD for that many items and its paired 95%
-interval excludes 0. `estimate` applies it to the new model's answers and each
+to each model's answers) is at least the MDAD for that many items, its paired 95%
+interval excludes 0, and the exact two-sided McNemar test of the items only one of them
+got right (a score above 0.5 counts as right) gives p < 0.05: the interval is a normal
+approximation, which claims too much from a few such items (3 of 3 give p = 0.25).
+`estimate` applies it to the new model's answers and each
 reference model's answers on the same items (stored in the file), through the very
 function `compare` uses, so every model it lists as above or below is the winner
 `compare` names for the same two answer files. An MDAD not reached makes no one
@@ -35,8 +38,9 @@ if TYPE_CHECKING:
 Z95 = 1.959963984540054
 CONFIDENCE = 0.95
 RULE = ("A is reliably above B when, on the items both answered, estimate(A) - "
-        "estimate(B) is at least the MDAD for that many items and its paired 95% "
-        "interval excludes 0")
+        "estimate(B) is at least the MDAD for that many items, its paired 95% "
+        "interval excludes 0, and the exact McNemar test of the items only one of "
+        "them got right gives p < 0.05")
 _TOLERANCE = 1e-9  # float noise around the MDAD's bin edges
 
 
@@ -275,17 +279,35 @@ def verdicts_against(bundle: MicroBenchmarkFile, scores: np.ndarray, others: np.
     half = np.empty(others.shape[0])
     for k, other in enumerate(others):
         difference[k], half[k] = paired_difference(bundle, scores, other, observed)
-    return Verdicts(difference, half, is_reliable(difference, half, mdad))
+    p_value = mcnemar_p(scores[observed], others[:, observed])
+    return Verdicts(difference, half, is_reliable(difference, half, mdad, p_value))
 
 
-def is_reliable(difference: np.ndarray, half: np.ndarray, mdad: float | None) -> np.ndarray:
-    """`RULE`: |difference| >= mdad and the interval difference +- half excludes 0;
-    never when the MDAD is not reached (None). Shapes broadcast."""
-    difference, half = np.asarray(difference), np.asarray(half)
+def mcnemar_p(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """The exact two-sided McNemar p-value of `first` against `second`, scores of the
+    same items on the last axis (shapes broadcast; a score above 0.5 is right): the
+    binomial test at 1/2 of the items only one got right, 1 when there are none.
+    Returns an array of the broadcast shape without the last axis."""
+    from scipy.stats import binom
+
+    first_right, second_right = np.asarray(first) > 0.5, np.asarray(second) > 0.5
+    only_first = np.sum(first_right & ~second_right, axis=-1)
+    only_second = np.sum(second_right & ~first_right, axis=-1)
+    fewer = np.minimum(only_first, only_second)
+    return np.minimum(1.0, 2.0 * binom.cdf(fewer, only_first + only_second, 0.5))
+
+
+def is_reliable(difference: np.ndarray, half: np.ndarray, mdad: float | None,
+                p_value: np.ndarray) -> np.ndarray:
+    """`RULE`: |difference| >= mdad, the interval difference +- half excludes 0, and
+    the McNemar `p_value` is below 1 - CONFIDENCE; never when the MDAD is not reached
+    (None). Shapes broadcast."""
+    difference, half, p_value = np.asarray(difference), np.asarray(half), np.asarray(p_value)
     if mdad is None:
-        return np.zeros(np.broadcast(difference, half).shape, dtype=bool)
+        return np.zeros(np.broadcast(difference, half, p_value).shape, dtype=bool)
     size = np.abs(difference)
-    return (size >= mdad - _TOLERANCE) & (size - half > _TOLERANCE)
+    return ((size >= mdad - _TOLERANCE) & (size - half > _TOLERANCE)
+            & (p_value < 1 - CONFIDENCE))
 
 
 def paired_difference(bundle: MicroBenchmarkFile, first: np.ndarray, second: np.ndarray,
@@ -490,8 +512,6 @@ def compare_models(bundle: MicroBenchmarkFile, first: ItemScores, second: ItemSc
         When the two share fewer items than the micro-benchmark holds and
         `allow_partial` is False, or share none.
     """
-    from scipy.stats import binomtest
-
     both = ~np.isnan(first.scores) & ~np.isnan(second.scores)
     require_items(bundle, both, allow_partial=allow_partial,
                   who=f"{first.model} and {second.model}")
@@ -500,21 +520,19 @@ def compare_models(bundle: MicroBenchmarkFile, first: ItemScores, second: ItemSc
     only_first = int(np.sum((a > 0.5) & (b <= 0.5)))
     only_second = int(np.sum((b > 0.5) & (a <= 0.5)))
     n = int(both.sum())
-    discordant = only_first + only_second
-    p_value = 1.0 if discordant == 0 else float(
-        binomtest(only_first, discordant, 0.5).pvalue)
+    p_value = float(mcnemar_p(a, b))
     _, mdad = bundle.mdad_at(n)
-    reliable = bool(is_reliable(difference, half, mdad))
+    reliable = bool(is_reliable(difference, half, mdad, p_value))
     winner = (first.model if difference > 0 else second.model) if reliable else None
     return Comparison(first.model, second.model, difference, difference - half,
                       difference + half, CONFIDENCE, n, bundle.size, n < bundle.size,
                       only_first, only_second, p_value, mdad, mdad is not None,
                       bundle.max_gap, bundle.mdad_pairs, bundle.mdad_how,
                       "reliable" if reliable else "too close to call",
-                      winner, _reason(difference, half, mdad), RULE)
+                      winner, _reason(difference, half, mdad, p_value), RULE)
 
 
-def _reason(difference: float, half: float, mdad: float | None) -> str:
+def _reason(difference: float, half: float, mdad: float | None, p_value: float) -> str:
     """Why a difference is too close to call ('' when it is reliable)."""
     if mdad is None:
         return "the MDAD is not reached at this size, so no gap is reliable"
@@ -522,4 +540,7 @@ def _reason(difference: float, half: float, mdad: float | None) -> str:
         return "the difference is below the MDAD"
     if abs(difference) - half <= _TOLERANCE:
         return "the paired 95% interval includes 0"
+    if p_value >= 1 - CONFIDENCE:
+        return (f"the exact McNemar test gives p = {p_value:.2g}, not below "
+                f"{1 - CONFIDENCE:.2g}: too few items that only one of them got right")
     return ""
