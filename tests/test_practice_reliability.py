@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from shared import GPQA_CSV, shared_data
 from test_cli import assert_ok, assert_user_error, flat, mdad_cli
 
 from mdad.cli.errors import as_options
@@ -220,6 +221,39 @@ def test_study_rows_old_and_new_and_no_interpolation_through_unreached():
     assert interpolate(curve, gap=0.01, size=None)[0] is None
     known = study_mdad_curve(curve, 40)
     assert list(known) == list(range(10, 41)) and known[15] is None and known[40] is not None
+
+
+def test_a_point_between_a_flagged_row_and_another_is_flagged():
+    curve = [StudyPoint(10, 0.2, 0.3, 100, thin=True), StudyPoint(25, 0.08, 0.3, 5000),
+             StudyPoint(50, 0.05, 0.3, 5000)]
+    assert interpolate(curve, gap=None, size=20)[1].thin
+    assert not interpolate(curve, gap=None, size=30)[1].thin
+    assert interpolate(curve, gap=0.1, size=None)[1].thin  # between 10 and 25 items
+    assert not interpolate(curve, gap=0.06, size=None)[1].thin
+
+
+def test_plan_from_a_thin_study_says_so(tmp_path: Path):
+    """Three targets make 3 pairs: the study notes that no MDAD can be measured, and a
+    plan interpolated from it once printed a confident size with no word of that."""
+    shared_data(GPQA_CSV)
+    study = tmp_path / "t3"
+    assert_ok(mdad_cli("run", "gpqa", "--methods", "subtask-proportional", "--runs", "1",
+                       "--targets", "3", "--sources", "10", "--sizes", "10,50", "--out", study,
+                       cwd=tmp_path))
+    for option in ("--size", "30"), ("--gap", "0.04"):
+        proc = mdad_cli("plan", "gpqa", "--method", "subtask-proportional", *option,
+                        "--run", study, cwd=tmp_path)
+        assert_ok(proc)
+        assert "note: the study flagged the rows this answer is interpolated from" in flat(
+            proc.stderr)
+        assert "from 3 model pairs" in flat(proc.stdout)
+    # 3.6 points is the spread of the targets, not of the dataset's models (24.6)
+    assert "no two of the study's target models are 4.0 points apart (the largest gap is " \
+        "3.6)" in flat(proc.stdout)
+    answer = json.loads(mdad_cli("plan", "gpqa", "--method", "subtask-proportional",
+                                 "--size", "30", "--run", study, "--json",
+                                 cwd=tmp_path).stdout)
+    assert answer["thin"] is True
 
 
 # --- the file -----------------------------------------------------------------------

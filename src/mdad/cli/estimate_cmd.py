@@ -81,8 +81,9 @@ def estimate(
                   f"({answer.confidence:.0%} interval {points(answer.low)} to "
                   f"{points(answer.high)}, {answer.interval_how}) on {bundle.scope()}, from "
                   f"{answer.items_used} items{partial}")
+    mdad = mdad_text(answer.mdad, answer.max_gap, answer.mdad_how)
     console.print(f"against the dataset's {len(bundle.reference_models)} models, with MDAD "
-                  f"{mdad_text(answer.mdad, answer.max_gap)} at {answer.items_used} items "
+                  f"{mdad} at {answer.items_used} items "
                   f"({mdad_source(answer.mdad_how, answer.mdad_pairs)}): reliably above "
                   f"{len(answer.above)} of them, reliably below {len(answer.below)}, too close "
                   f"to call against {len(answer.too_close)}")
@@ -143,6 +144,6 @@ def compare(
     verdict = (f"{answer.winner} is reliably better" if answer.winner is not None
                else f"too close to call: {answer.reason}")
     console.print(f"verdict: {verdict} (MDAD at {answer.items_used} items "
-                  f"{mdad_text(answer.mdad, answer.max_gap)}, "
+                  f"{mdad_text(answer.mdad, answer.max_gap, answer.mdad_how)}, "
                   f"{mdad_source(answer.mdad_how, answer.mdad_pairs)}; rule at "
                   f"{answer.confidence:.0%} confidence: {answer.rule})")

@@ -78,6 +78,11 @@ def plan(
 
 def _degenerate_notes(answer) -> None:
     """Say plainly when no pair of models differs, or few do."""
+    if answer.thin:
+        note("the study flagged the rows this answer is interpolated from: their MDAD "
+             "rests on few pairs, or almost no target pair differs (see its notes); the "
+             "value can move by several points with the seed: rerun the study with more "
+             "runs or targets")
     if answer.differing_pairs is None:
         return
     if answer.pairs == 0:
@@ -91,7 +96,7 @@ def _degenerate_notes(answer) -> None:
 
 
 def _answer_text(answer, method: str) -> str:
-    mdad = mdad_text(answer.mdad, answer.max_gap)
+    mdad = mdad_text(answer.mdad, answer.max_gap, answer.how)
     pairs = f", from {answer.pairs} model pairs" if answer.pairs is not None else ""
     if answer.gap is not None and answer.size is None:
         largest = "the whole benchmark" if answer.how == "analytic" else "the study's sizes"
@@ -99,7 +104,8 @@ def _answer_text(answer, method: str) -> str:
                 f"with {method}: its MDAD at the largest is {mdad}{pairs}.")
     if answer.gap is not None and answer.max_gap is not None and answer.gap > answer.max_gap:
         # No pair is that far apart: the claim could not be checked on any pair.
-        return (f"{method}: no two models are {points(answer.gap)} points apart (the largest "
+        whose = "models" if answer.how == "analytic" else "of the study's target models"
+        return (f"{method}: no two {whose} are {points(answer.gap)} points apart (the largest "
                 f"gap is {points(answer.max_gap)}); {answer.size} items is the smallest size "
                 f"whose MDAD is reached at all (MDAD {mdad}{pairs}).")
     if answer.gap is not None:

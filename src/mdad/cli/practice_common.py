@@ -65,12 +65,13 @@ def data_metric(data: Dataset, metric: str | None) -> str:
     return metric or (data.spec.lm_eval_metric if data.spec else "acc")
 
 
-def mdad_text(value: float | None, max_gap: float | None) -> str:
+def mdad_text(value: float | None, max_gap: float | None, how: str = "analytic") -> str:
     """'5.0 points', or the censored 'not reached within the observed gaps (> 13.5
-    points, ...)'."""
+    points, ...)'; `how` the MDAD was found says whose gaps those are."""
     if value is not None:
         return f"{points(value)} points"
-    bound = f" (> {points(max_gap)} points, the largest gap between the dataset's models)" \
+    whose = "the dataset's models" if how == "analytic" else "the study's target models"
+    bound = f" (> {points(max_gap)} points, the largest gap between {whose})" \
         if max_gap is not None else ""
     return f"not reached within the observed gaps{bound}"
 

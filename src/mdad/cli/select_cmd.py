@@ -100,7 +100,7 @@ def select(
                else f"the pool's {bundle.pool_size} items")
     console.print(f"wrote {out}: {size} items by {method} (seed {seed}) from "
                   f"{bundle.pool_size} items of {data.name} ({bundle.lm_eval_metric}); MDAD "
-                  f"{mdad_text(bundle.mdad, bundle.max_gap)} "
+                  f"{mdad_text(bundle.mdad, bundle.max_gap, bundle.mdad_how)} "
                   f"({mdad_source(bundle.mdad_how, bundle.mdad_pairs)}, "
                   f"against {against})")
     if bundle.dataset_items is not None:

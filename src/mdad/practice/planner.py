@@ -251,6 +251,8 @@ class Plan:
     differing_pairs : pairs with a nonzero gap (analytic only): 0 means MDAD cannot be
         measured on this data.
     split : the study split read ("seen" or "unseen") when interpolated, else None.
+    thin : interpolated from a study row that the study itself flags: its MDAD rests on
+        few pairs, or almost no target pair differs (`mdad.study.trust`).
     """
 
     method: str
@@ -267,6 +269,7 @@ class Plan:
     target_pairs: int | None = None
     differing_pairs: int | None = None
     split: str | None = None
+    thin: bool = False
 
 
 def size_for_gap(structure: PairStructure, gap: float, *, threshold: float = DEFAULT_THRESHOLD,

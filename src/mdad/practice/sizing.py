@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,6 +22,9 @@ from mdad.practice.planner import size_for_gap as analytic_size_for_gap
 from mdad.selection import largest_size as method_largest_size
 from mdad.selection import method_class
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 # The split of a study that stands for each reference (see `plan`).
 STUDY_SPLIT = {"full": "seen", "universe": "unseen"}
 # An mdad.csv written before censoring existed wrote this for "not reached".
@@ -36,12 +40,15 @@ class StudyPoint:
     value : MDAD fraction, or None when not reached.
     max_gap, pairs : the largest |gap| and the pair count of its group, None when the
         study's mdad.csv predates those columns.
+    thin : the study flags the row (or a row it is interpolated from): its MDAD rests
+        on few pairs, or almost no target pair differs (`mdad.study.trust`).
     """
 
     size: int
     value: float | None
     max_gap: float | None
     pairs: int | None
+    thin: bool = False
 
 
 def plan(dataset: Dataset, *, gap: float | None = None, size: int | str | None = None,
@@ -95,7 +102,8 @@ def plan(dataset: Dataset, *, gap: float | None = None, size: int | str | None =
                             None if allow_other_version else matrix.sha256, split=split)
         found, point = interpolate(curve, gap=gap, size=size)
         answer = Plan(method, found, point.value, point.value is not None, point.max_gap,
-                      point.pairs, gap, threshold, "interpolated", against, split=split)
+                      point.pairs, gap, threshold, "interpolated", against, split=split,
+                      thin=point.thin)
     if target_models is not None:
         index = matrix.model_index(target_models, what="target_models: model",
                                    parameter="target_models")
@@ -175,10 +183,22 @@ def study_curve(study_dir: Path, method: str, threshold: float, sha256: str | No
     if table.empty:
         raise DataError(f"study_dir {study_dir} has no {split}-split results for method "
                         f"{method}; it ran {', '.join(run.methods)}", parameters=("study_dir",))
-    return [_study_point(row) for row in table.to_dict("records")]
+    flagged = _flagged(table)
+    return [_study_point(row, bool(thin)) for row, thin in
+            zip(table.to_dict("records"), flagged, strict=True)]
 
 
-def _study_point(row: dict) -> StudyPoint:
+def _flagged(table: pd.DataFrame) -> np.ndarray:
+    """Rows of mdad.csv that its study flags as thin or flat (none in a table from
+    before the pair columns)."""
+    from mdad.study.trust import flat_mask, thin_mask
+
+    if not {"pairs", "crossing_pairs", "tied_pairs"} <= set(table.columns):
+        return np.zeros(len(table), dtype=bool)
+    return (thin_mask(table) | flat_mask(table)).to_numpy(dtype=bool)
+
+
+def _study_point(row: dict, thin: bool = False) -> StudyPoint:
     import pandas as pd
 
     value = pd.to_numeric(pd.Series([row.get("mdad")]), errors="coerce").iloc[0]
@@ -192,7 +212,7 @@ def _study_point(row: dict) -> StudyPoint:
 
     pairs = optional("pairs")
     return StudyPoint(int(row["size"]), float(value) if reached else None,
-                      optional("max_gap"), None if pairs is None else int(pairs))
+                      optional("max_gap"), None if pairs is None else int(pairs), thin)
 
 
 def interpolate(curve: list[StudyPoint], *, gap: float | None,
@@ -222,7 +242,7 @@ def interpolate(curve: list[StudyPoint], *, gap: float | None,
         share = (before.value - gap) / (before.value - point.value)
         needed = int(np.ceil(np.exp(low + share * (high - low)) - 1e-9))
         return needed, StudyPoint(needed, float(gap), _least(before.max_gap, point.max_gap),
-                                  _least(before.pairs, point.pairs))
+                                  _least(before.pairs, point.pairs), before.thin or point.thin)
     return None, curve[-1]
 
 
@@ -240,11 +260,12 @@ def _point_at(curve: list[StudyPoint], size: int) -> StudyPoint:
     before, after = curve[k - 1], curve[k]
     if before.value is None or after.value is None:
         censored = after if after.value is None else before
-        return StudyPoint(size, None, censored.max_gap, _least(before.pairs, after.pairs))
+        return StudyPoint(size, None, censored.max_gap, _least(before.pairs, after.pairs),
+                          before.thin or after.thin)
     value = float(np.interp(np.log(size), np.log([before.size, after.size]),
                             [before.value, after.value]))
     return StudyPoint(size, value, _least(before.max_gap, after.max_gap),
-                      _least(before.pairs, after.pairs))
+                      _least(before.pairs, after.pairs), before.thin or after.thin)
 
 
 def study_mdad_curve(curve: list[StudyPoint], top: int) -> dict[int, float | None]:
