@@ -5,6 +5,7 @@ they did not see, and both follow one rule for "reliably above / below"."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -254,6 +255,23 @@ def test_plan_from_a_thin_study_says_so(tmp_path: Path):
                                  "--size", "30", "--run", study, "--json",
                                  cwd=tmp_path).stdout)
     assert answer["thin"] is True
+    # a micro-benchmark that takes its MDAD from that study carries its 3 pairs on
+    few = r"note: the MDAD rests on only 3 model pairs \(fewer than 1,000\)"
+    mb = tmp_path / "mb.json"
+    proc = mdad_cli("select", "gpqa", "--method", "subtask-proportional", "--size", "30",
+                    "--run", study, "--out", mb, cwd=tmp_path)
+    assert_ok(proc)
+    assert re.search(few, flat(proc.stderr))
+    answers = tmp_path / "a.csv"
+    assert_ok(mdad_cli("data", "answers", "gpqa", "--model", "bigscience__bloom-3b",
+                       "--items", mb, "--out", answers, cwd=tmp_path))
+    for command in (("estimate", mb, answers), ("compare", mb, answers, answers)):
+        proc = mdad_cli(*command, cwd=tmp_path)
+        assert_ok(proc)
+        assert re.search(few, flat(proc.stderr)), command
+    proc = mdad_cli("plan", "gpqa", "--size", "10", cwd=tmp_path)  # 87,990 pairs
+    assert_ok(proc)
+    assert "rests on only" not in proc.stderr
 
 
 # --- the file -----------------------------------------------------------------------

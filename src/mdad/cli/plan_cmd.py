@@ -11,6 +11,7 @@ from mdad.cli.errors import literal_console, user_errors
 from mdad.cli.practice_common import (
     JsonOption,
     OtherVersion,
+    few_pairs_note,
     load_practice_data,
     mdad_text,
     note,
@@ -83,6 +84,8 @@ def _degenerate_notes(answer) -> None:
              "rests on few pairs, or almost no target pair differs (see its notes); the "
              "value can move by several points with the seed: rerun the study with more "
              "runs or targets")
+    if not answer.thin:
+        few_pairs_note(answer.pairs)
     if answer.differing_pairs is None:
         return
     if answer.pairs == 0:

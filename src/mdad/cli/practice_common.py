@@ -76,6 +76,17 @@ def mdad_text(value: float | None, max_gap: float | None, how: str = "analytic")
     return f"not reached within the observed gaps{bound}"
 
 
+def few_pairs_note(pairs: int | None) -> None:
+    """Say so when an MDAD rests on fewer model pairs than a study's row needs to be
+    trusted without a warning (`MIN_GROUP_PAIRS`, as `mdad run`'s notes)."""
+    from mdad.metrics.mdad import MIN_GROUP_PAIRS
+
+    if pairs is not None and pairs < MIN_GROUP_PAIRS:
+        note(f"the MDAD rests on only {pairs} model pair{'s' * (pairs != 1)} (fewer than "
+             f"{MIN_GROUP_PAIRS:,}): another set of models or another study could move it by "
+             "several points, so take its verdicts as tentative")
+
+
 def mdad_source(how: str, pairs: int | None) -> str:
     """Where an MDAD comes from and the model pairs behind it: 'analytic, 87990 model
     pairs'."""

@@ -16,6 +16,7 @@ from mdad.cli.files import check_new_file, write_text
 from mdad.cli.practice_common import (
     OtherVersion,
     data_metric,
+    few_pairs_note,
     load_practice_data,
     mdad_source,
     mdad_text,
@@ -110,6 +111,7 @@ def select(
     if bundle.mdad_how == "random-analytic":
         note(f"{method} has no MDAD without --run; this is uniform random sampling's at the "
              "same size")
+    few_pairs_note(bundle.mdad_pairs)
     if not bundle.mdad_reached:
         note("with the MDAD not reached, estimate and compare will call no model reliably "
              "above or below another")
