@@ -103,7 +103,8 @@ def test_sentences_match_mdad_csv(run_dir: Path) -> None:
     best = smallest.iloc[0]
     assert texts[0].startswith(f"With {sizes[0]} items, {display_name(best.method)} ranks a pair")
     assert (f"at least {100 * best.mdad:.1f} accuracy points (interval "
-            f"{100 * best.mdad_low:.1f} to {100 * best.mdad_high:.1f})") in texts[0]
+            f"{100 * best.mdad_low:.1f} to {100 * best.mdad_high:.1f}; from "
+            f"{best.pairs:,} target pairs)") in texts[0]
     uniform = smallest[smallest.method == "random"].iloc[0]
     if best.method != "random":
         assert f"needs a gap of {100 * uniform.mdad:.1f} points" in texts[0]
@@ -227,6 +228,19 @@ def test_report_of_a_per_subtask_run(tmp_path: Path) -> None:
         (out / "config.json").write_text(json.dumps(damaged_config))
         with pytest.raises(DataError, match=r"config\.json: " + message):
             read_study_folder(out)
+
+
+def test_sentences_flag_a_thin_study(tmp_path: Path) -> None:
+    """3 targets, 1 run: the notices say no MDAD can be measured; the opening sentence
+    once gave '3.5 accuracy points (interval 1.5 to 3.5)' as if it could."""
+    shared_data(GPQA_CSV)
+    out = tmp_path / "t1"
+    assert_ok(mdad_cli("run", "gpqa", "--methods", "random", "--runs", "1", "--targets",
+                       "3", "--sources", "10", "--sizes", "10,50", "--out", out,
+                       cwd=tmp_path))
+    first = findings(read_study_folder(out))[0].text
+    assert re.search(r"\(interval \S+ to \S+; from 3 target pairs, too few to trust: see "
+                     r"the notices below\)\.$", first), first
 
 
 def test_report_of_a_folder_that_is_not_a_run(tmp_path: Path) -> None:

@@ -21,7 +21,21 @@ def _upper(row: pd.Series) -> str:
 
 
 def _interval(row: pd.Series) -> str:
-    return f"interval {points(row.mdad_low)} to {_upper(row)}"
+    """'interval 10.0 to 11.5; from 87,990 pairs', and a warning when the study flags
+    the row (few pairs behind it, or almost none that differ)."""
+    support = ("" if pd.isna(row.get("pairs", np.nan))
+               else f"; from {int(row.pairs):,} target pairs")
+    thin = ", too few to trust: see the notices below" if row.get("_thin", False) else ""
+    return f"interval {points(row.mdad_low)} to {_upper(row)}{support}{thin}"
+
+
+def _flagged(table: pd.DataFrame) -> pd.DataFrame:
+    """`table` with a column `_thin`: the rows the study's notices flag."""
+    from mdad.study.trust import flat_mask, thin_mask
+
+    if not {"pairs", "crossing_pairs", "tied_pairs"} <= set(table.columns):
+        return table.assign(_thin=False)
+    return table.assign(_thin=thin_mask(table) | flat_mask(table))
 
 
 def _gap_clause(row: pd.Series) -> str:
@@ -52,7 +66,7 @@ def _seen(study: StudyFolder) -> pd.DataFrame:
 def findings(study: StudyFolder) -> list[Finding]:
     """Sentences answering "how far apart must two models be for a micro-benchmark of
     each size to rank them reliably?", for the seen split at the largest source count."""
-    table = _seen(study)
+    table = _flagged(_seen(study))
     sizes = study.sizes
     threshold = f"{study.threshold:.0%}"
     out: list[Finding] = []
@@ -80,6 +94,8 @@ def findings(study: StudyFolder) -> list[Finding]:
     if low.mdad == high.mdad or not (low.reached or high.reached):
         what = (f"{points(low.mdad)} points" if low.reached else NOT_REACHED)
         text = f"With {sizes[-1]} items, the largest size run, every method's MDAD is {what}."
+        if low.reached and largest._thin.any():
+            text = text[:-1] + " (with few pairs behind it: see the notices below)."
     else:
         text = (f"With {sizes[-1]} items, the largest size run, MDAD ranges from "
                 f"{points(low.mdad)} points for {display_name(low.method)} to "
