@@ -213,6 +213,9 @@ def test_smooth_mdad_interval_resamples_runs():
     res = smooth_mdad(run_pairs, run_agree, rng=np.random.default_rng(0))
     assert res.low < res.mdad < res.high
     assert res.mdad == pytest.approx(0.12, abs=0.01)  # 0.5 + g/0.4 = 0.8 at g = 0.12
+    # one run: every resample is that run, so its spread says nothing; once [m, m]
+    one = smooth_mdad(run_pairs[:1], run_agree[:1], rng=np.random.default_rng(0))
+    assert one.reached and one.low == 0.0 and np.isnan(one.high)
 
 
 def test_tied_models_never_set_an_mdad_of_zero():

@@ -218,7 +218,9 @@ def smooth_mdad(
     max_gap, tied_pairs : as in `first_crossing_mdad`.
 
     A resample whose fit never reaches the threshold counts as an infinite MDAD, so
-    an interval bound that falls on such resamples is NaN (unbounded).
+    an interval bound that falls on such resamples is NaN (unbounded). One run cannot
+    show how runs vary (every resample is that run): its interval is [0, unbounded],
+    not the zero-width one its resamples would give.
     """
     n_runs = run_pairs.shape[0]
     total_pairs = run_pairs.sum(axis=0)
@@ -240,6 +242,8 @@ def smooth_mdad(
         low, high = np.quantile(np.where(np.isnan(crossings), UNREACHED, crossings),
                                 QUANTILES)
         low, high = (np.inf if end > 1.0 else end for end in (low, high))
+        if n_runs < 2:
+            low, high = 0.0, np.inf
     return MdadResult(
         mdad=point,
         low=float(low) if np.isfinite(low) else float("nan"),
