@@ -241,6 +241,13 @@ def test_sentences_flag_a_thin_study(tmp_path: Path) -> None:
     first = findings(read_study_folder(out))[0].text
     assert re.search(r"\(interval \S+ to \S+; from 3 target pairs, too few to trust: see "
                      r"the notices below\)\.$", first), first
+    # the table marks what `mdad run`'s does: every flagged row's MDAD cell has a dagger
+    from mdad.study.trust import flat_mask, thin_mask
+
+    study = read_study_folder(out)
+    page = write_report(out).read_text(encoding="utf-8")
+    flagged = int((thin_mask(study.mdad) | flat_mask(study.mdad)).sum())
+    assert flagged > 0 and page.count(" \u2020</td>") == flagged
 
 
 def test_report_of_a_folder_that_is_not_a_run(tmp_path: Path) -> None:

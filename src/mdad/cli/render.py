@@ -16,17 +16,6 @@ if TYPE_CHECKING:
     from mdad.data.info import DataInfo
 
 
-def disagree(row) -> bool:
-    """Whether the first-crossing and smooth MDAD differ widely: one reached and not
-    the other, or apart by more than 1 point and a quarter of the larger."""
-    import pandas as pd
-
-    if pd.isna(row.mdad) or pd.isna(row.mdad_smooth):
-        return pd.isna(row.mdad) != pd.isna(row.mdad_smooth)
-    gap = abs(row.mdad - row.mdad_smooth)
-    return bool(gap > max(0.01, 0.25 * max(row.mdad, row.mdad_smooth)))
-
-
 def study_table(mdad: pd.DataFrame, summary: pd.DataFrame, title: str,
                 split: str | None = None) -> Table:
     """Per method, size and source count: MDAD with its 95% interval and the smooth
@@ -36,7 +25,7 @@ def study_table(mdad: pd.DataFrame, summary: pd.DataFrame, title: str,
 
     Marks: † the MDAD rests on few pairs (see the notice); ‡ the two estimators
     differ widely. The pair count is in the title when every row has the same."""
-    from mdad.study.trust import flat_mask, thin_mask
+    from mdad.study.trust import estimates_disagree, flat_mask, thin_mask
 
     pair_counts = sorted(set(mdad.pairs)) if "pairs" in mdad else []
     if len(pair_counts) == 1:
@@ -71,7 +60,8 @@ def study_table(mdad: pd.DataFrame, summary: pd.DataFrame, title: str,
             m = keyed.loc[(*key, name)]
             cells.append(interval(m.mdad, m.mdad_low, m.mdad_high, m.max_gap)
                          + (" †" if m.thin else ""))
-            cells.append(censored(m.mdad_smooth, m.max_gap) + (" ‡" if disagree(m) else ""))
+            cells.append(censored(m.mdad_smooth, m.max_gap)
+                         + (" ‡" if estimates_disagree(m) else ""))
         if len(pair_counts) > 1:
             cells.append(f"{int(keyed.loc[(*key, splits[0])].pairs):,}")
         cells.append(points(row.mae_seen if split != "unseen" else row.mae_unseen))

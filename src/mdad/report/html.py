@@ -19,7 +19,7 @@ from mdad.report.figures import FigureSpec, all_figures
 from mdad.report.sentences import findings
 from mdad.report.style import label, method_order
 from mdad.study.folder import StudyFolder, read_study_folder
-from mdad.study.trust import thin_data_notices
+from mdad.study.trust import estimates_disagree, flat_mask, thin_data_notices, thin_mask
 
 CSS = """
 :root { --ink: #1d2327; --muted: #5f6b73; --rule: #dde3e8; --accent: #0072B2; }
@@ -178,7 +178,9 @@ def render_page(study: StudyFolder, specs: list[FigureSpec], images: dict[str, s
         f"(seen) pool with probability at least {study.threshold:.0%}. Numbers are accuracy "
         "points; intervals are 95% bootstrap intervals. A value written \u201c&gt; x\u201d "
         "was not reached within the largest gap observed, x; an interval end of \u221e was "
-        "not reached either.</p>",
+        "not reached either. In the table, \u2020 marks a value with few pairs behind it "
+        "(see the notices) and \u2021 a first-crossing and smooth MDAD that differ "
+        "widely.</p>",
     ]
     if study.per_subtask:
         parts.append('<p class="note">Per-subtask study: figures and tables show the pooled '
@@ -198,7 +200,12 @@ def render_page(study: StudyFolder, specs: list[FigureSpec], images: dict[str, s
 
 
 def _results_table(study: StudyFolder) -> str:
-    mdad = study.mdad.set_index(["method", "size", "sources", "split"])
+    """The study's rows, marked as `mdad run`'s table marks them: † few pairs behind
+    the value, ‡ the first-crossing and smooth MDAD differ widely."""
+    flagged = (thin_mask(study.mdad) | flat_mask(study.mdad)
+               if {"pairs", "crossing_pairs", "tied_pairs"} <= set(study.mdad.columns)
+               else pd.Series(False, index=study.mdad.index))
+    mdad = study.mdad.assign(_thin=flagged).set_index(["method", "size", "sources", "split"])
     smooth = "mdad_smooth" in study.mdad.columns
     headers = ["method", "size", "sources"]
     for split in ("seen", "unseen"):
@@ -216,10 +223,13 @@ def _results_table(study: StudyFolder) -> str:
                  (str(row.size), row.size), (str(row.sources), row.sources)]
         for split in ("seen", "unseen"):
             m = mdad.loc[(row.method, row.size, row.sources, split)]
-            cells += [(censored(m.mdad, m.max_gap), _sort_key(m.mdad)),
+            cells += [(censored(m.mdad, m.max_gap) + (" †" if m["_thin"] else ""),
+                       _sort_key(m.mdad)),
                       (_bounds(m.mdad_low, m.mdad_high), _sort_key(m.mdad_low))]
             if smooth:
-                cells.append((censored(m.mdad_smooth, m.max_gap), _sort_key(m.mdad_smooth)))
+                cells.append((censored(m.mdad_smooth, m.max_gap)
+                              + (" ‡" if estimates_disagree(m) else ""),
+                              _sort_key(m.mdad_smooth)))
         if "pairs" in study.mdad.columns:
             pairs = int(mdad.loc[(row.method, row.size, row.sources, "seen")].pairs)
             cells.append((f"{pairs:,}", pairs))

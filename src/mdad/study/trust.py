@@ -34,6 +34,15 @@ def thin_mask(mdad: pd.DataFrame) -> pd.Series:
         mdad.reached.astype(bool) & (mdad.crossing_pairs < MIN_CROSSING_PAIRS)))
 
 
+def estimates_disagree(row) -> bool:
+    """Whether the first-crossing and smooth MDAD differ widely: one reached and not
+    the other, or apart by more than 1 point and a quarter of the larger."""
+    if pd.isna(row.mdad) or pd.isna(row.mdad_smooth):
+        return pd.isna(row.mdad) != pd.isna(row.mdad_smooth)
+    gap = abs(row.mdad - row.mdad_smooth)
+    return bool(gap > max(0.01, 0.25 * max(row.mdad, row.mdad_smooth)))
+
+
 def flat_mask(mdad: pd.DataFrame) -> pd.Series:
     """Rows where fewer than `MIN_CROSSING_PAIRS` target pairs differ at all."""
     return differing_pairs(mdad) < MIN_CROSSING_PAIRS
