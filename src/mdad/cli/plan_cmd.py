@@ -84,7 +84,7 @@ def _degenerate_notes(answer) -> None:
              "rests on few pairs, or almost no target pair differs (see its notes); the "
              "value can move by several points with the seed: rerun the study with more "
              "runs or targets")
-    if not answer.thin:
+    else:
         few_pairs_note(answer.pairs)
     if answer.differing_pairs is None:
         return

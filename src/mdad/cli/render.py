@@ -25,7 +25,7 @@ def study_table(mdad: pd.DataFrame, summary: pd.DataFrame, title: str,
 
     Marks: † the MDAD rests on few pairs (see the notice); ‡ the two estimators
     differ widely. The pair count is in the title when every row has the same."""
-    from mdad.study.trust import estimates_disagree, flat_mask, thin_mask
+    from mdad.study.trust import estimates_disagree, flagged_mask
 
     pair_counts = sorted(set(mdad.pairs)) if "pairs" in mdad else []
     if len(pair_counts) == 1:
@@ -51,7 +51,7 @@ def study_table(mdad: pd.DataFrame, summary: pd.DataFrame, title: str,
     table.add_column("error seen" if split is None else "error", justify="right")
     for name in splits:
         table.add_column(f"tau {name}" if split is None else "tau", justify="right")
-    keyed = mdad.assign(thin=thin_mask(mdad) | flat_mask(mdad)).set_index(
+    keyed = mdad.assign(thin=flagged_mask(mdad)).set_index(
         ["method", "size", "sources", "split"])
     for row in summary.itertuples(index=False):
         key = (row.method, row.size, row.sources)

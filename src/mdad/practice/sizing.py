@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -22,12 +21,8 @@ from mdad.practice.planner import size_for_gap as analytic_size_for_gap
 from mdad.selection import largest_size as method_largest_size
 from mdad.selection import method_class
 
-if TYPE_CHECKING:
-    import pandas as pd
-
 # The split of a study that stands for each reference (see `plan`).
 STUDY_SPLIT = {"full": "seen", "universe": "unseen"}
-# An mdad.csv written before censoring existed wrote this for "not reached".
 
 
 @dataclass(frozen=True)
@@ -183,19 +178,11 @@ def study_curve(study_dir: Path, method: str, threshold: float, sha256: str | No
     if table.empty:
         raise DataError(f"study_dir {study_dir} has no {split}-split results for method "
                         f"{method}; it ran {', '.join(run.methods)}", parameters=("study_dir",))
-    flagged = _flagged(table)
+    from mdad.study.trust import flagged_mask
+
+    flagged = flagged_mask(table).to_numpy(dtype=bool)
     return [_study_point(row, bool(thin)) for row, thin in
             zip(table.to_dict("records"), flagged, strict=True)]
-
-
-def _flagged(table: pd.DataFrame) -> np.ndarray:
-    """Rows of mdad.csv that its study flags as thin or flat (none in a table from
-    before the pair columns)."""
-    from mdad.study.trust import flat_mask, thin_mask
-
-    if not {"pairs", "crossing_pairs", "tied_pairs"} <= set(table.columns):
-        return np.zeros(len(table), dtype=bool)
-    return (thin_mask(table) | flat_mask(table)).to_numpy(dtype=bool)
 
 
 def _study_point(row: dict, thin: bool = False) -> StudyPoint:

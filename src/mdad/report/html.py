@@ -19,7 +19,7 @@ from mdad.report.figures import FigureSpec, all_figures
 from mdad.report.sentences import findings
 from mdad.report.style import label, method_order
 from mdad.study.folder import StudyFolder, read_study_folder
-from mdad.study.trust import estimates_disagree, flat_mask, thin_data_notices, thin_mask
+from mdad.study.trust import estimates_disagree, flagged_mask, thin_data_notices
 
 CSS = """
 :root { --ink: #1d2327; --muted: #5f6b73; --rule: #dde3e8; --accent: #0072B2; }
@@ -202,10 +202,8 @@ def render_page(study: StudyFolder, specs: list[FigureSpec], images: dict[str, s
 def _results_table(study: StudyFolder) -> str:
     """The study's rows, marked as `mdad run`'s table marks them: † few pairs behind
     the value, ‡ the first-crossing and smooth MDAD differ widely."""
-    flagged = (thin_mask(study.mdad) | flat_mask(study.mdad)
-               if {"pairs", "crossing_pairs", "tied_pairs"} <= set(study.mdad.columns)
-               else pd.Series(False, index=study.mdad.index))
-    mdad = study.mdad.assign(_thin=flagged).set_index(["method", "size", "sources", "split"])
+    mdad = study.mdad.assign(_thin=flagged_mask(study.mdad)).set_index(
+        ["method", "size", "sources", "split"])
     smooth = "mdad_smooth" in study.mdad.columns
     headers = ["method", "size", "sources"]
     for split in ("seen", "unseen"):

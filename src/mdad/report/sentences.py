@@ -31,11 +31,9 @@ def _interval(row: pd.Series) -> str:
 
 def _flagged(table: pd.DataFrame) -> pd.DataFrame:
     """`table` with a column `_thin`: the rows the study's notices flag."""
-    from mdad.study.trust import flat_mask, thin_mask
+    from mdad.study.trust import flagged_mask
 
-    if not {"pairs", "crossing_pairs", "tied_pairs"} <= set(table.columns):
-        return table.assign(_thin=False)
-    return table.assign(_thin=thin_mask(table) | flat_mask(table))
+    return table.assign(_thin=flagged_mask(table))
 
 
 def _gap_clause(row: pd.Series) -> str:
@@ -94,13 +92,17 @@ def findings(study: StudyFolder) -> list[Finding]:
     if low.mdad == high.mdad or not (low.reached or high.reached):
         what = (f"{points(low.mdad)} points" if low.reached else NOT_REACHED)
         text = f"With {sizes[-1]} items, the largest size run, every method's MDAD is {what}."
-        if low.reached and largest._thin.any():
-            text = text[:-1] + " (with few pairs behind it: see the notices below)."
     else:
         text = (f"With {sizes[-1]} items, the largest size run, MDAD ranges from "
                 f"{points(low.mdad)} points for {display_name(low.method)} to "
                 + (f"{points(high.mdad)} points" if high.reached else NOT_REACHED)
                 + f" for {display_name(high.method)}.")
+    behind = [f"from {int(low.pairs):,} target pairs each"] if (
+        not pd.isna(low.get("pairs", np.nan)) and (largest.pairs == low.pairs).all()) else []
+    if (low.reached or high.reached) and largest._thin.any():
+        behind.append("some with too few to trust: see the notices below")
+    if behind:
+        text = f"{text[:-1]} ({'; '.join(behind)})."
     out.append(Finding(text, (low.to_dict(), high.to_dict())))
 
     if "random" in set(table.method) and table.method.nunique() > 1:

@@ -43,6 +43,14 @@ def estimates_disagree(row) -> bool:
     return bool(gap > max(0.01, 0.25 * max(row.mdad, row.mdad_smooth)))
 
 
+def flagged_mask(mdad: pd.DataFrame) -> pd.Series:
+    """Rows a notice flags, thin or flat: the rows `mdad run` marks with a dagger. None
+    in a table from before the pair columns."""
+    if not {"pairs", "crossing_pairs", "tied_pairs"} <= set(mdad.columns):
+        return pd.Series(False, index=mdad.index)
+    return thin_mask(mdad) | flat_mask(mdad)
+
+
 def flat_mask(mdad: pd.DataFrame) -> pd.Series:
     """Rows where fewer than `MIN_CROSSING_PAIRS` target pairs differ at all."""
     return differing_pairs(mdad) < MIN_CROSSING_PAIRS
