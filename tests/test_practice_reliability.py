@@ -131,6 +131,55 @@ def test_analytic_mdad_is_censored_not_a_number():
     assert analytic_mdad(structure, 60, against="full").reached  # the whole pool: exact
 
 
+def test_analytic_mdad_counts_the_pairs_of_the_bin_that_sets_it():
+    """The whole pool ranks every differing pair right: the MDAD is the smallest gap's
+    bin, here the 2 pairs 1 item (5 points) apart of accuracies 10, 11, 12 and 18 of
+    20; not reached at 1 item, where no pair counts."""
+    rows = np.zeros((4, 20))
+    for row, correct in zip(rows, (10, 11, 12, 18), strict=True):
+        row[:correct] = 1
+    structure = pair_structure(rows, np.zeros(20, dtype=int))
+    whole = analytic_mdad(structure, 20)
+    assert whole.value == pytest.approx(0.05) and whole.crossing_pairs == 2
+    assert analytic_mdad(structure, 1).crossing_pairs == 0
+
+
+def test_gpqa_mdad_set_by_a_handful_of_pairs_says_so(gpqa_data, tmp_path: Path):
+    """GPQA's MDAD of 9 and 10 random items is set by bins of 1 and 3 of its 87,990
+    pairs: plan, select, estimate and compare say so, and the file keeps the counts."""
+    structure = pair_structure(gpqa_data.matrix.correctness, gpqa_data.matrix.subtask_codes)
+    assert [analytic_mdad(structure, n).crossing_pairs for n in (8, 9, 10, 50)] == [
+        0, 1, 3, 2565]
+    note = r"note: the MDAD is set by the 1 model pair of its gap bin alone \(fewer than " \
+        r"30; 87,990 pairs in all\)"
+    proc = mdad_cli("plan", "gpqa", "--size", "9", cwd=tmp_path)
+    assert_ok(proc)
+    assert re.search(note, flat(proc.stderr))
+    answer = json.loads(mdad_cli("plan", "gpqa", "--size", "9", "--json",
+                                 cwd=tmp_path).stdout)
+    assert answer["crossing_pairs"] == 1 and answer["pairs"] == 87990
+    mb = tmp_path / "mb.json"
+    assert_ok(mdad_cli("select", "gpqa", "--method", "random", "--size", "10", "--out", mb,
+                       cwd=tmp_path))
+    assert json.loads(mb.read_text())["mdad_curve_crossing_pairs"][8:] == [1, 3]
+    answers = tmp_path / "a.csv"
+    assert_ok(mdad_cli("data", "answers", "gpqa", "--model", "bigscience__bloom-3b",
+                       "--items", mb, "--out", answers, cwd=tmp_path))
+    three = note.replace("the 1 model pair", "the 3 model pairs")
+    for command in (("estimate", mb, answers), ("compare", mb, answers, answers)):
+        proc = mdad_cli(*command, cwd=tmp_path)
+        assert_ok(proc)
+        assert re.search(three, flat(proc.stderr)), command
+    # judged from 9 answered items, the 9-item MDAD's single pair is named
+    pd.read_csv(answers).iloc[:-1].to_csv(answers, index=False)
+    proc = mdad_cli("estimate", mb, answers, "--allow-partial", "--json", cwd=tmp_path)
+    assert_ok(proc)
+    assert json.loads(proc.stdout)["mdad_crossing_pairs"] == 1
+    proc = mdad_cli("plan", "gpqa", "--size", "50", cwd=tmp_path)
+    assert_ok(proc)
+    assert "gap bin alone" not in proc.stderr
+
+
 @pytest.mark.parametrize("kind", ["identical", "all-correct", "all-wrong"])
 def test_degenerate_data_says_no_pair_differs(kind: str, tmp_path: Path):
     rng = np.random.default_rng(0)
@@ -276,15 +325,27 @@ def test_plan_from_a_thin_study_says_so(tmp_path: Path):
 
 # --- the file -----------------------------------------------------------------------
 
-def test_file_format_2_and_old_files_refused(tmp_path: Path):
+def test_file_format_3_reads_2_and_refuses_older(tmp_path: Path):
     bundle = select_microbenchmark(as_dataset(irt_matrix()), "random", 10, seed=0)
     path = tmp_path / "mb.json"
     bundle.save(path)
     loaded = MicroBenchmarkFile.load(path)
-    assert loaded.format == "mdad-microbenchmark/2"
+    assert loaded.format == "mdad-microbenchmark/3"
     assert loaded.mdad_curve_sizes == list(range(1, 11)) and len(loaded.mdad_curve) == 10
+    assert len(loaded.mdad_curve_crossing_pairs) == 10
     assert loaded.reference_scores().shape == (40, 10)
     data = json.loads(path.read_text())
+    # a /2 file (no crossing counts) reads as not recorded, and saves as /3
+    two = {**data, "format": "mdad-microbenchmark/2"}
+    del two["mdad_curve_crossing_pairs"]
+    path.write_text(json.dumps(two))
+    old = MicroBenchmarkFile.load(path)
+    assert old.crossing_pairs_at(10) is None and old.format == "mdad-microbenchmark/3"
+    assert old.mdad_curve == loaded.mdad_curve
+    path.write_text(json.dumps({**data, "mdad_curve_crossing_pairs": [1, 2]}))
+    with pytest.raises(DataError, match="'mdad_curve_crossing_pairs' must be null or one "
+                                        "count of pairs per size"):
+        MicroBenchmarkFile.load(path)
     data["format"] = "mdad-microbenchmark/1"
     path.write_text(json.dumps(data))
     with pytest.raises(DataError, match=r"format mdad-microbenchmark/1.*select again"):

@@ -71,7 +71,7 @@ def estimate(
     scores = read_model_scores(results, bundle, metric=metric,
                                allow_other_metric=allow_other_metric)
     answer = estimate_score(bundle, scores, allow_partial=allow_partial)
-    few_pairs_note(answer.mdad_pairs)
+    few_pairs_note(answer.mdad_pairs, answer.mdad_crossing_pairs)
     if as_json:
         print_json(answer)
         return
@@ -130,7 +130,7 @@ def compare(
     second = read_model_scores(results_b, bundle, metric=metric,
                                allow_other_metric=allow_other_metric)
     answer = compare_models(bundle, first, second, allow_partial=allow_partial)
-    few_pairs_note(answer.mdad_pairs)
+    few_pairs_note(answer.mdad_pairs, answer.mdad_crossing_pairs)
     if as_json:
         print_json(answer)
         return

@@ -85,7 +85,7 @@ def _degenerate_notes(answer) -> None:
              "value can move by several points with the seed: rerun the study with more "
              "runs or targets")
     else:
-        few_pairs_note(answer.pairs)
+        few_pairs_note(answer.pairs, answer.crossing_pairs)
     if answer.differing_pairs is None:
         return
     if answer.pairs == 0:

@@ -76,15 +76,23 @@ def mdad_text(value: float | None, max_gap: float | None, how: str = "analytic")
     return f"not reached within the observed gaps{bound}"
 
 
-def few_pairs_note(pairs: int | None) -> None:
+def few_pairs_note(pairs: int | None, crossing_pairs: int | None = None) -> None:
     """Say so when an MDAD rests on fewer model pairs than a study's row needs to be
-    trusted without a warning (`MIN_GROUP_PAIRS`, as `mdad run`'s notes)."""
-    from mdad.metrics.mdad import MIN_GROUP_PAIRS
+    trusted without a warning, as `mdad run`'s notes do: fewer than `MIN_GROUP_PAIRS`
+    in all, or a value set by a gap bin of fewer than `MIN_CROSSING_PAIRS` (0: not
+    reached, nothing to say)."""
+    from mdad.metrics.mdad import MIN_CROSSING_PAIRS, MIN_GROUP_PAIRS
 
+    tentative = ("another set of models or another study could move it by several "
+                 "points, so take its verdicts as tentative")
     if pairs is not None and pairs < MIN_GROUP_PAIRS:
         note(f"the MDAD rests on only {pairs} model pair{'s' * (pairs != 1)} (fewer than "
-             f"{MIN_GROUP_PAIRS:,}): another set of models or another study could move it by "
-             "several points, so take its verdicts as tentative")
+             f"{MIN_GROUP_PAIRS:,}): {tentative}")
+    elif crossing_pairs and crossing_pairs < MIN_CROSSING_PAIRS:
+        in_all = f"; {pairs:,} pairs in all" if pairs is not None else ""
+        note(f"the MDAD is set by the {crossing_pairs} model pair"
+             f"{'s' * (crossing_pairs != 1)} of its gap bin alone (fewer than "
+             f"{MIN_CROSSING_PAIRS}{in_all}): {tentative}")
 
 
 def mdad_source(how: str, pairs: int | None) -> str:

@@ -111,7 +111,7 @@ def select(
     if bundle.mdad_how == "random-analytic":
         note(f"{method} has no MDAD without --run; this is uniform random sampling's at the "
              "same size")
-    few_pairs_note(bundle.mdad_pairs)
+    few_pairs_note(bundle.mdad_pairs, bundle.crossing_pairs_at(bundle.size))
     if not bundle.mdad_reached:
         note("with the MDAD not reached, estimate and compare will call no model reliably "
              "above or below another")

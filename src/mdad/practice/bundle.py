@@ -18,11 +18,13 @@ from mdad.errors import ConfigError, DataError, check_whole
 from mdad.metrics.mdad import DEFAULT_THRESHOLD
 from mdad.practice.bundle_format import validate
 from mdad.practice.fit_pool import SPAWN_AFTER_SECONDS, run_fits
-from mdad.practice.planner import analytic_mdad, mdad_curve, pair_structure
+from mdad.practice.planner import mdad_curve, pair_structure
 from mdad.selection import MethodDefaults, MicroBenchmark, SeenPool, method_class
 from mdad.selection.threads import one_thread
 
-FORMAT = "mdad-microbenchmark/2"
+FORMAT = "mdad-microbenchmark/3"
+# also read: /2 files lack `mdad_curve_crossing_pairs` (read as not recorded)
+READABLE_FORMATS = ("mdad-microbenchmark/2", FORMAT)
 CV_FOLDS = 5
 PASS_A_FILE = "pass a micro-benchmark file written by `mdad select`"  # the fix, in errors
 # progress(done, total, step): steps of `select_microbenchmark` as they start.
@@ -61,6 +63,9 @@ class MicroBenchmarkFile:
     mdad_curve_sizes, mdad_curve : the MDAD at every size the file knows (1..size for
         analytic values; the study's smallest size..size when interpolated), None
         where not reached; a partial result is judged with the value at its size.
+    mdad_curve_crossing_pairs : for analytic curves, the pairs in the gap bin that
+        sets each size's MDAD (0 where not reached); None when interpolated from a
+        study (its rows' flags say when they rest on few pairs) or not recorded.
     error_sd : for methods other than uniform random sampling, the root mean square
         error of the estimate over held-out dataset models (5-fold, by model), used
         for the 95% interval.
@@ -93,6 +98,7 @@ class MicroBenchmarkFile:
     format: str = FORMAT
     notes: list[str] = field(default_factory=list)
     dataset_items: int | None = None
+    mdad_curve_crossing_pairs: list[int] | None = None
 
     def scope(self) -> str:
         """What the estimate stands for: 'gpqa', or 'a pool of 3 of gpqa's 448 items'."""
@@ -120,13 +126,14 @@ class MicroBenchmarkFile:
                             f"{PASS_A_FILE}") from None
         found = data.get("format") if isinstance(data, dict) else None
         if isinstance(found, str) and found.startswith("mdad-microbenchmark/") and (
-                found != FORMAT):
+                found not in READABLE_FORMATS):
             raise DataError(f"{path}: written by another version of mdad (format {found}, "
                             f"this version reads {FORMAT}); select again with `mdad select`")
-        if found != FORMAT:
+        if found not in READABLE_FORMATS:
             raise DataError(f"{path}: not a micro-benchmark file written by `mdad select` "
                             f"(format {FORMAT})")
         validate(data, path)
+        data["format"] = FORMAT  # what it holds now; saved again, it is a /3 file
         bundle = cls(**data)
         bundle._estimator(where=path)  # a kind the method does not save fails here
         return bundle
@@ -144,6 +151,13 @@ class MicroBenchmarkFile:
         if size not in curve:
             return False, None
         return True, curve[size]
+
+    def crossing_pairs_at(self, size: int) -> int | None:
+        """Pairs in the gap bin that sets the MDAD for `size` items (0 when not
+        reached), or None when the file does not record them for that size."""
+        if self.mdad_curve_crossing_pairs is None or size not in self.mdad_curve_sizes:
+            return None
+        return self.mdad_curve_crossing_pairs[self.mdad_curve_sizes.index(size)]
 
     def to_microbenchmark(self) -> MicroBenchmark:
         """The estimator, with `items` as positions 0..size-1 of a model's scores,
@@ -228,7 +242,6 @@ def select_microbenchmark(dataset: Dataset, method: str, size: int, *, seed: int
     ids = [str(matrix.item_ids[i]) for i in order]
     spec = dataset.spec
     lm_eval_items = _lm_eval_ids(ids, spec.lm_eval_task if spec else None)
-    mdad, max_gap, pairs, how, sizes, values = curve
     return MicroBenchmarkFile(
         dataset=dataset.name, sha256=matrix.sha256 or "", mdad_version=__version__,
         method=method, size=size, seed=seed, items=ids, lm_eval_items=lm_eval_items,
@@ -238,17 +251,16 @@ def select_microbenchmark(dataset: Dataset, method: str, size: int, *, seed: int
         reference_models=[str(m) for m in matrix.model_names],
         reference_accuracy=[float(a) for a in matrix.accuracy()],
         reference_answers=_answers_json(matrix.scores()[:, order]),
-        mdad=mdad, mdad_reached=mdad is not None, max_gap=max_gap, mdad_pairs=pairs,
-        mdad_how=how, mdad_curve_sizes=sizes, mdad_curve=values, threshold=threshold,
-        error_sd=error_sd, notes=list(micro.notes),
+        **curve, threshold=threshold, error_sd=error_sd, notes=list(micro.notes),
         dataset_items=(dataset.matrix.n_items if matrix.n_items < dataset.matrix.n_items
                        else None))
 
 
 def _mdad_curve(dataset: Dataset, matrix: ResponseMatrix, cls: type[MethodDefaults],
-                size: int, threshold: float, study_dir: Path | None, allow_other_version: bool):
-    """(mdad, max_gap, pairs, how, curve sizes, curve values) of the file: the
-    analytic curve over 1..size, or the study's seen curve up to `size`."""
+                size: int, threshold: float, study_dir: Path | None, allow_other_version: bool
+                ) -> dict[str, Any]:
+    """The file's MDAD fields (`mdad`, ..., `mdad_curve_crossing_pairs`): the analytic
+    curve over 1..size, or the study's seen curve up to `size`."""
     if study_dir is not None:
         from mdad.practice.sizing import interpolate, study_curve, study_mdad_curve
 
@@ -256,15 +268,24 @@ def _mdad_curve(dataset: Dataset, matrix: ResponseMatrix, cls: type[MethodDefaul
                              None if allow_other_version else dataset.matrix.sha256)
         _, point = interpolate(points, gap=None, size=size)
         known = study_mdad_curve(points, size)
-        return (point.value, point.max_gap, point.pairs, "interpolated", list(known),
-                list(known.values()))
+        return {**_mdad_fields(point.value, point.max_gap, point.pairs, "interpolated"),
+                "mdad_curve_sizes": list(known), "mdad_curve": list(known.values())}
     structure = pair_structure(matrix.correctness, matrix.subtask_codes)
     stratified = cls.analytic_mdad == "stratified"
-    result = analytic_mdad(structure, size, threshold=threshold, stratified=stratified)
-    sizes = np.arange(1, size + 1)
-    values = mdad_curve(structure, sizes, threshold=threshold, stratified=stratified)
+    curve = mdad_curve(structure, np.arange(1, size + 1), threshold=threshold,
+                       stratified=stratified)
+    result = curve[-1]
     how = "analytic" if cls.analytic_mdad is not None else "random-analytic"
-    return result.value, result.max_gap, result.pairs, how, sizes.tolist(), values
+    return {**_mdad_fields(result.value, result.max_gap, result.pairs, how),
+            "mdad_curve_sizes": list(range(1, size + 1)),
+            "mdad_curve": [point.value for point in curve],
+            "mdad_curve_crossing_pairs": [point.crossing_pairs for point in curve]}
+
+
+def _mdad_fields(mdad: float | None, max_gap: float | None, pairs: int | None, how: str
+                 ) -> dict[str, Any]:
+    return {"mdad": mdad, "mdad_reached": mdad is not None, "max_gap": max_gap,
+            "mdad_pairs": pairs, "mdad_how": how}
 
 
 def _answers_json(scores: np.ndarray) -> list[Any]:

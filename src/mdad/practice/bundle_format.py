@@ -15,7 +15,8 @@ FIELDS = ("dataset", "sha256", "mdad_version", "method", "size", "seed", "items"
           "reference_models", "reference_accuracy", "reference_answers", "mdad",
           "mdad_reached", "max_gap", "mdad_pairs", "mdad_how", "mdad_curve_sizes",
           "mdad_curve", "threshold", "error_sd", "format", "notes",
-          "dataset_items")
+          "dataset_items", "mdad_curve_crossing_pairs")
+OPTIONAL = ("notes", "dataset_items", "mdad_curve_crossing_pairs")
 
 
 def _number(value: Any) -> bool:
@@ -72,7 +73,7 @@ def validate(data: dict[str, Any], path: object) -> None:
     unknown = sorted(set(data) - set(FIELDS))
     need(not unknown, unknown[0] if unknown else "", "absent (not a field of the format)")
     for name in FIELDS:
-        need(name in data or name in ("notes", "dataset_items"), name, "present")
+        need(name in data or name in OPTIONAL, name, "present")
     for name in ("dataset", "sha256", "mdad_version", "method", "lm_eval_metric", "mdad_how"):
         need(isinstance(data[name], str), name, "text")
     size = data["size"]
@@ -112,6 +113,9 @@ def validate(data: dict[str, Any], path: object) -> None:
     need(isinstance(curve, list) and len(curve) == len(sizes)
          and all(v is None or _fraction(v) for v in curve), "mdad_curve",
          "one MDAD in [0, 1] or null per size of mdad_curve_sizes")
+    crossing = data.get("mdad_curve_crossing_pairs")
+    need(crossing is None or _numbers(crossing, len(sizes), lambda v: _integer(v) and v >= 0),
+         "mdad_curve_crossing_pairs", "null or one count of pairs per size of mdad_curve_sizes")
     need(_number(data["threshold"]) and 0.0 < data["threshold"] < 1.0, "threshold",
          "a probability in (0, 1)")
     need(data["error_sd"] is None or (_number(data["error_sd"]) and data["error_sd"] >= 0),

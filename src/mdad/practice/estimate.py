@@ -173,6 +173,8 @@ class Estimate:
         is reliably above or below; `max_gap` bounds it from below).
     mdad_pairs, mdad_how : the model pairs behind the MDAD (None when the study that
         gave it does not say) and where it comes from (`MicroBenchmarkFile`).
+    mdad_crossing_pairs : the pairs in the gap bin that sets it, for `items_used`
+        items (0 when not reached, None when the file does not record them).
     above, below, too_close : reference models this model is reliably above, below,
         or too close to call (`RULE`: the same verdict `compare` gives).
     interval_how : how the accuracy interval was computed.
@@ -193,6 +195,7 @@ class Estimate:
     max_gap: float | None
     mdad_pairs: int | None
     mdad_how: str
+    mdad_crossing_pairs: int | None
     above: list[str]
     below: list[str]
     too_close: list[str]
@@ -266,7 +269,8 @@ def estimate_score(bundle: MicroBenchmarkFile, results: ItemScores, *,
         missing=results.missing, extra=results.extra, mdad=mdad,
         mdad_reached=mdad is not None, max_gap=bundle.max_gap,
         mdad_pairs=bundle.mdad_pairs, mdad_how=bundle.mdad_how,
-        above=names[ahead].tolist(), below=names[behind].tolist(),
+        mdad_crossing_pairs=bundle.crossing_pairs_at(used), above=names[ahead].tolist(),
+        below=names[behind].tolist(),
         too_close=names[~verdicts.reliable].tolist(), rule=RULE, interval_how=how)
 
 
@@ -472,7 +476,7 @@ class Comparison:
     only_first, only_second : items right for A only, for B only (0/1 scores).
     p_value : the exact two-sided McNemar test of the discordant items.
     mdad : the MDAD for `items_used` items, None when not reached.
-    mdad_pairs, mdad_how : as in `Estimate`.
+    mdad_pairs, mdad_how, mdad_crossing_pairs : as in `Estimate`.
     verdict : "reliable" under `RULE`, else "too close to call".
     winner : the reliably better model's name, or None when too close.
     reason : why it is too close ("" when reliable).
@@ -495,6 +499,7 @@ class Comparison:
     max_gap: float | None
     mdad_pairs: int | None
     mdad_how: str
+    mdad_crossing_pairs: int | None
     verdict: str
     winner: str | None
     reason: str
@@ -528,7 +533,7 @@ def compare_models(bundle: MicroBenchmarkFile, first: ItemScores, second: ItemSc
                       difference + half, CONFIDENCE, n, bundle.size, n < bundle.size,
                       only_first, only_second, p_value, mdad, mdad is not None,
                       bundle.max_gap, bundle.mdad_pairs, bundle.mdad_how,
-                      "reliable" if reliable else "too close to call",
+                      bundle.crossing_pairs_at(n), "reliable" if reliable else "too close to call",
                       winner, _reason(difference, half, mdad, p_value), RULE)
 
 

@@ -173,12 +173,15 @@ class AnalyticMdad:
     pairs : how many model pairs it is computed from.
     differing : how many of them have a nonzero gap; with none, MDAD cannot be
         measured at all.
+    crossing_pairs : pairs in the gap bin that sets `value` (0 when not reached): a
+        value set by a bin of a handful of pairs rests on them alone.
     """
 
     value: float | None
     max_gap: float
     pairs: int
     differing: int
+    crossing_pairs: int
 
     @property
     def reached(self) -> bool:
@@ -198,7 +201,7 @@ def analytic_mdad(structure: PairStructure, size: int, *, threshold: float = DEF
     max_gap = float(gaps.max()) if gaps.size else 0.0
     differing = int(np.count_nonzero(gaps))
     if gaps.size == 0:
-        return AnalyticMdad(None, max_gap, 0, 0)
+        return AnalyticMdad(None, max_gap, 0, 0, 0)
     probability = agreement_probability(structure, size, stratified=stratified,
                                         against=against)
     bins = gap_bins(structure.gap)
@@ -207,15 +210,17 @@ def analytic_mdad(structure: PairStructure, size: int, *, threshold: float = DEF
     nonempty = counts > 0
     mean = np.where(nonempty, sums / np.maximum(counts, 1), 0.0)
     reached = np.flatnonzero(nonempty & (mean >= threshold))
-    value = float(bin_edges(reached[0])) if reached.size else None
-    return AnalyticMdad(value, max_gap, int(gaps.size), differing)
+    if not reached.size:
+        return AnalyticMdad(None, max_gap, int(gaps.size), differing, 0)
+    return AnalyticMdad(float(bin_edges(reached[0])), max_gap, int(gaps.size), differing,
+                        int(counts[reached[0]]))
 
 
 def mdad_curve(structure: PairStructure, sizes: np.ndarray, *, threshold: float = DEFAULT_THRESHOLD,
-               stratified: bool = False, against: str = "full") -> list[float | None]:
-    """`analytic_mdad`'s value at each of `sizes` (None where not reached)."""
+               stratified: bool = False, against: str = "full") -> list[AnalyticMdad]:
+    """`analytic_mdad` at each of `sizes`."""
     return [analytic_mdad(structure, int(n), threshold=threshold, stratified=stratified,
-                          against=against).value for n in np.asarray(sizes).ravel()]
+                          against=against) for n in np.asarray(sizes).ravel()]
 
 
 def at_most(value: float | None, gap: float) -> bool:
@@ -248,6 +253,8 @@ class Plan:
         (0.0 when the MDAD is not reached).
     target_pairs : how many comparisons of target models `settled_share` is over
         (None without target models).
+    crossing_pairs : pairs in the gap bin that sets `mdad` (analytic only; 0 when not
+        reached; None from a study, whose rows carry `thin` instead).
     differing_pairs : pairs with a nonzero gap (analytic only): 0 means MDAD cannot be
         measured on this data.
     split : the study split read ("seen" or "unseen") when interpolated, else None.
@@ -268,6 +275,7 @@ class Plan:
     settled_share: float | None = None
     target_pairs: int | None = None
     differing_pairs: int | None = None
+    crossing_pairs: int | None = None
     split: str | None = None
     thin: bool = False
 

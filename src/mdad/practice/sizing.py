@@ -143,7 +143,8 @@ def _analytic_plan(dataset: Dataset, gap: float | None, size: int | None, method
     else:
         result = analytic_mdad(structure, size, **options)
     return Plan(method, size, result.value, result.reached, result.max_gap, result.pairs,
-                gap, threshold, "analytic", against, differing_pairs=result.differing)
+                gap, threshold, "analytic", against, differing_pairs=result.differing,
+                crossing_pairs=result.crossing_pairs)
 
 
 def largest_size(matrix, method: str) -> int:
