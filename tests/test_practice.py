@@ -29,7 +29,7 @@ from mdad.practice import (
     read_model_scores,
     select_microbenchmark,
 )
-from mdad.practice.estimate import mcnemar_p
+from mdad.practice.estimate import adjusted_paired_mean, mcnemar_p
 from mdad.practice.planner import (
     PairStructure,
     agreement_probability,
@@ -243,7 +243,9 @@ def test_estimate_and_compare_from_csv(gpqa_data, tmp_path: Path):
     proc = mdad_cli("estimate", out, paths[0], "--allow-partial", cwd=tmp_path)
     assert "lacks 1 of the 100 items" in proc.stderr and "1 items that are not in" in proc.stderr
     assert "PARTIAL: 99 of the 100 items" in flat(proc.stdout)
-    assert "at 99 items (analytic, 87990 model pairs)" in flat(proc.stdout)
+    assert "at 99 items (analytic, 87,990 model pairs)" in flat(proc.stdout)
+    assert ("95% confidence for each of the 420 comparisons on its own, not for all at "
+            "once") in flat(proc.stdout)
     assert_user_error(mdad_cli("compare", out, paths[0], paths[1], cwd=tmp_path),
                       r"1 of the micro-benchmark's 100 items are missing")
     proc = mdad_cli("compare", out, paths[0], paths[1], "--json", "--allow-partial",
@@ -258,16 +260,20 @@ def test_estimate_and_compare_from_csv(gpqa_data, tmp_path: Path):
     if only_first + only_second:
         assert answer["p_value"] == pytest.approx(
             binomtest(only_first, only_first + only_second, 0.5).pvalue)
-    # the paired interval of a plain mean: 1.96 sd(a - b) / sqrt(n), finite population
-    half = 1.959963984540054 * np.sqrt((first - second).var() / 99 * (448 - 99) / 447)
-    assert answer["high"] - answer["difference"] == pytest.approx(half)
+    # Bonett and Price's interval of a plain mean, finite-population corrected: the
+    # variance by (448 - 99) / 447, and the centre's pull from the difference too
+    adjusted, half = bonett_price(only_first, only_second, 99, pool=448)
+    difference = answer["difference"]
+    centre = difference + (adjusted - difference) * (448 - 99) / 447
+    assert (answer["low"], answer["high"]) == pytest.approx((centre - half, centre + half))
     mdad = bundle.mdad_curve[98]
-    reliable = abs(answer["difference"]) >= mdad and abs(answer["difference"]) > half
+    reliable = (abs(answer["difference"]) >= mdad and abs(centre) > half
+                and answer["p_value"] < 0.05)
     assert answer["verdict"] == ("reliable" if reliable else "too close to call")
     assert answer["partial"] and answer["confidence"] == 0.95
     assert answer["mdad_pairs"] == 420 * 419 // 2
     proc = mdad_cli("compare", out, paths[0], paths[1], "--allow-partial", cwd=tmp_path)
-    assert "analytic, 87990 model pairs; rule at 95% confidence" in flat(proc.stdout)
+    assert "analytic, 87,990 model pairs; rule at 95% confidence" in flat(proc.stdout)
 
 
 def test_estimate_reads_lm_eval_samples(gpqa_data, tmp_path: Path):
@@ -566,27 +572,92 @@ def test_mcnemar_p_is_the_exact_binomial_test_of_the_discordant_items(pairs):
     assert mcnemar_p(first, both)[0] == pytest.approx(expected, rel=1e-12)
 
 
+def bonett_price(only_first: int, only_second: int, n: int, pool: int | None = None
+                 ) -> tuple[float, float]:
+    """Centre and half-width of Bonett and Price's (2012) adjusted Wald 95% interval of
+    a paired difference of proportions, in their notation; with `pool`, the variance
+    is finite-population corrected as mdad's is."""
+    p_first, p_second = (only_first + 1) / (n + 2), (only_second + 1) / (n + 2)
+    centre = p_first - p_second
+    variance = (p_first + p_second - centre**2) / (n + 2)
+    fpc = 1.0 if pool is None else (pool - n) / (pool - 1)
+    return centre, 1.959963984540054 * np.sqrt(variance * fpc)
+
+
+def test_adjusted_paired_mean_by_hand():
+    """One item that only the first model got right: the items +1, +1 and -1 give a
+    centre of 1/3 and a variance of (4/9 * 2 + 16/9) / 3^2 = 8/27, not the plain mean's
+    0 that made a one-item interval zero-width."""
+    centre, variance = adjusted_paired_mean(np.array([1.0]), np.array([1.0]))
+    assert centre == pytest.approx(1 / 3) and variance == pytest.approx(8 / 27)
+    # weights: two items of weights 3 and 1 with differences 1 and 0 get pseudo-items
+    # of weight 2: centre (3 + 2 - 2) / 8, variance sum(w^2 (z - c)^2) / 8^2
+    centre, variance = adjusted_paired_mean(np.array([1.0, 0.0]), np.array([3.0, 1.0]))
+    c = 3 / 8
+    expected = (9 * (1 - c) ** 2 + c**2 + 4 * (1 - c) ** 2 + 4 * (1 + c) ** 2) / 64
+    assert centre == pytest.approx(c) and variance == pytest.approx(expected)
+
+
+@given(st.lists(st.sampled_from([(1, 0), (0, 1), (1, 1), (0, 0)]), min_size=0, max_size=60),
+       st.floats(0.1, 10))
+def test_adjusted_paired_mean_is_bonett_and_price_with_equal_weights(pairs, weight):
+    first = np.array([a for a, _ in pairs], dtype=float)
+    second = np.array([b for _, b in pairs], dtype=float)
+    n = len(pairs)
+    centre, variance = adjusted_paired_mean(first - second, np.full(n, weight))
+    only_first = int(np.sum(first > second))
+    expected_centre, expected_half = bonett_price(only_first, int(np.sum(second > first)), n)
+    assert centre == pytest.approx(expected_centre, abs=1e-12)
+    assert 1.959963984540054 * np.sqrt(variance) == pytest.approx(expected_half, rel=1e-9)
+    assert variance > 0
+
+
+def test_paired_interval_covers_gpqa_differences_where_the_plain_one_did_not(gpqa_data):
+    """Random pairs of GPQA models on random items: the interval covers their
+    difference over all 448 items at least 95% of the time (the plain Wald interval
+    covered 89% at 10 items, and never at 1)."""
+    scores = gpqa_data.matrix.correctness.astype(float)
+    n_models, pool = scores.shape
+    rng = np.random.default_rng(1)
+    for n, least in ((1, 0.99), (10, 0.96), (50, 0.945)):
+        covered = 0
+        for _ in range(2000):
+            i, j = rng.choice(n_models, 2, replace=False)
+            items = rng.choice(pool, n, replace=False)
+            centre, variance = adjusted_paired_mean(scores[i, items] - scores[j, items],
+                                                    np.ones(n))
+            half = 1.959963984540054 * np.sqrt(variance * (pool - n) / (pool - 1))
+            covered += abs(scores[i].mean() - scores[j].mean() - centre) <= half
+        assert covered / 2000 >= least, n
+
+
 def test_a_few_items_that_only_one_model_got_right_give_no_verdict(gpqa_data,
                                                                     tmp_path: Path):
-    """3 of 10 items right against none: the normal interval (1.9 to 58.1 points)
-    excluded 0, yet the exact McNemar test gives p = 0.25; 6 of 10 give p = 0.031."""
+    """5 of 10 items right against none: the adjusted interval excludes 0, yet the exact
+    McNemar test gives p = 0.0625; 6 of 10 give p = 0.031. 3 of 10 (p = 0.25), which
+    the plain Wald interval (1.9 to 58.1 points) called, are now within the interval."""
     out = tmp_path / "mb.json"
     assert_ok(mdad_cli("select", "gpqa", "--method", "random", "--size", "10", "--seed", "1",
                        "--out", out, cwd=tmp_path))
     items = MicroBenchmarkFile.load(out).items
     answers = {}
-    for name, right in (("none", 0), ("three", 3), ("six", 6)):
+    for name, right in (("none", 0), ("three", 3), ("five", 5), ("six", 6)):
         answers[name] = tmp_path / f"{name}.csv"
         answers[name].write_text("item_id,correct\n" + "".join(
             f"{item},{int(k < right)}\n" for k, item in enumerate(items)))
-    for name, p_value, winner in (("three", 0.25, None), ("six", 0.03125, "six")):
+    for name, p_value, winner in (("three", 0.25, None), ("five", 0.0625, None),
+                                  ("six", 0.03125, "six")):
         proc = mdad_cli("compare", out, answers[name], answers["none"], "--json", cwd=tmp_path)
         assert_ok(proc)
         answer = json.loads(proc.stdout)
         assert answer["p_value"] == pytest.approx(p_value) and answer["winner"] == winner
-        assert answer["low"] > 0  # the interval alone would have called it
-        if winner is None:
-            assert answer["reason"].startswith("the exact McNemar test gives p = 0.25")
+        if name == "three":
+            assert answer["low"] < 0 < answer["high"]
+            assert answer["reason"] == "the paired 95% interval includes 0"
+        else:
+            assert answer["low"] > 0  # the interval alone would call it
+        if name == "five":
+            assert answer["reason"].startswith("the exact McNemar test gives p = 0.062")
     # estimate's verdicts run the same rule: "three" is above none of the models
     proc = mdad_cli("estimate", out, answers["three"], "--json", cwd=tmp_path)
     assert_ok(proc)

@@ -219,7 +219,7 @@ def test_plan_not_reached_is_null_and_says_so(gpqa_data, tmp_path: Path):
     proc = mdad_cli("plan", "gpqa", "--size", "2", cwd=tmp_path)
     assert ("MDAD not reached within the observed gaps (> 24.6 points, the largest gap "
             "between the dataset's models)") in flat(proc.stdout)
-    assert "from 87990 model pairs" in flat(proc.stdout)
+    assert "from 87,990 model pairs" in flat(proc.stdout)
 
 
 def test_size_for_gap_treats_unreached_as_above_every_gap():
@@ -476,11 +476,16 @@ def test_compare_a_model_with_itself(gpqa_data, gpqa_random_100, tmp_path: Path)
     proc = mdad_cli("compare", out, path, path, "--json", cwd=tmp_path)
     assert_ok(proc)
     answer = json.loads(proc.stdout)
-    assert (answer["difference"], answer["low"], answer["high"]) == (0.0, 0.0, 0.0)
+    # the same answers on 100 of 448 items: no difference, and not a width of 0 (Bonett
+    # and Price's interval: variance 2 / 102^2, finite-population corrected)
+    half = 1.959963984540054 * np.sqrt(2) / 102 * np.sqrt(348 / 447)
+    assert answer["difference"] == 0.0
+    assert (answer["low"], answer["high"]) == pytest.approx((-half, half), rel=1e-12)
     assert answer["verdict"] == "too close to call" and answer["winner"] is None
+    assert answer["reason"] == "the difference is below the MDAD"
     assert answer["confidence"] == 0.95 and answer["rule"] == RULE
     text = flat(mdad_cli("compare", out, path, path, cwd=tmp_path).stdout)
-    assert "paired 95% interval 0.0 to 0.0" in text and "95% confidence" in text
+    assert "paired 95% interval -2.4 to 2.4" in text and "95% confidence" in text
 
 
 def test_intel_and_llama_get_one_verdict(gpqa_data, gpqa_random_100, tmp_path: Path):
@@ -533,7 +538,9 @@ def test_estimate_and_compare_agree_for_every_estimator(method: str):
         assert_consistent(bundle, answers(bundle, references[model], f"new-{model}"))
         itself = compare_models(bundle, answers(bundle, references[model], "a"),
                                 answers(bundle, references[model], "b"))
-        assert (itself.difference, itself.low, itself.high, itself.winner) == (0, 0, 0, None)
+        # the same answers: no difference, an interval about 0 of nonzero width
+        assert (itself.difference, itself.winner) == (0, None)
+        assert itself.low == pytest.approx(-itself.high) and itself.high > 0
     partial = np.arange(20) < 15
     if method == "anchor-points-predictor":
         with pytest.raises(DataError, match="cannot work on a subset"):
@@ -542,6 +549,25 @@ def test_estimate_and_compare_agree_for_every_estimator(method: str):
     else:
         seen = assert_consistent(bundle, answers(bundle, references[3], "x", partial))
         assert sum(seen.values()) == 30
+
+
+def test_the_paired_interval_on_the_whole_pool_is_the_exact_difference():
+    """Every item of the pool: the difference is the models' true one, with no width
+    and no pull toward 0; one item fewer gives it a width, and the pull."""
+    matrix = irt_matrix(n_models=10, n_items=30)
+    scores = matrix.correctness.astype(float)
+    whole = select_microbenchmark(as_dataset(matrix), "random", 30, seed=0)
+    order = [int(item[1:]) for item in whole.items]
+    first, second = scores[0, order], scores[1, order]
+    truth = scores[0].mean() - scores[1].mean()
+    assert truth != 0
+    answer = compare_models(whole, answers(whole, first, "a"), answers(whole, second, "b"))
+    assert (answer.difference, answer.low, answer.high) == pytest.approx((truth,) * 3)
+    answered = np.arange(30) != 0
+    part = compare_models(whole, answers(whole, first, "a", answered),
+                          answers(whole, second, "b", answered), allow_partial=True)
+    centre = (part.low + part.high) / 2
+    assert part.high > part.low and abs(centre) < abs(part.difference)
 
 
 def test_a_reference_model_is_never_below_itself_on_a_partial_file(gpqa_data,

@@ -89,8 +89,12 @@ def estimate(
                   f"({mdad_source(answer.mdad_how, answer.mdad_pairs)}): reliably above "
                   f"{len(answer.above)} of them, reliably below {len(answer.below)}, too close "
                   f"to call against {len(answer.too_close)}")
-    console.print(f"rule ({answer.confidence:.0%} confidence, the same as `mdad compare`): "
-                  f"{answer.rule}")
+    # each verdict is a separate test: say so, or 420 verdicts read as one 95% claim
+    others = len(bundle.reference_models)
+    each = (f" for each of the {others} comparisons on its own, not for all at once"
+            if others > 1 else "")
+    console.print(f"rule ({answer.confidence:.0%} confidence{each}; the same as "
+                  f"`mdad compare`): {answer.rule}")
     if not answer.mdad_reached:
         console.print("no model is reliably above or below: the MDAD is not reached at this "
                       "size, so no gap on these items is reliable")

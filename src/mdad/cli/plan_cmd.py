@@ -100,7 +100,7 @@ def _degenerate_notes(answer) -> None:
 
 def _answer_text(answer, method: str) -> str:
     mdad = mdad_text(answer.mdad, answer.max_gap, answer.how)
-    pairs = f", from {answer.pairs} model pairs" if answer.pairs is not None else ""
+    pairs = f", from {answer.pairs:,} model pairs" if answer.pairs is not None else ""
     if answer.gap is not None and answer.size is None:
         largest = "the whole benchmark" if answer.how == "analytic" else "the study's sizes"
         return (f"No size up to {largest} reaches a gap of {points(answer.gap)} points "

@@ -96,9 +96,9 @@ def few_pairs_note(pairs: int | None, crossing_pairs: int | None = None) -> None
 
 
 def mdad_source(how: str, pairs: int | None) -> str:
-    """Where an MDAD comes from and the model pairs behind it: 'analytic, 87990 model
+    """Where an MDAD comes from and the model pairs behind it: 'analytic, 87,990 model
     pairs'."""
-    return f"{how}, {pairs} model pairs" if pairs is not None else (
+    return f"{how}, {pairs:,} model pairs" if pairs is not None else (
         f"{how}, pair count not recorded by the study")
 
 

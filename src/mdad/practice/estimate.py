@@ -7,18 +7,27 @@ difference d = estimate(A) - estimate(B) (the micro-benchmark's own estimator ap
 to each model's answers) is at least the MDAD for that many items, its paired 95%
 interval excludes 0, and the exact two-sided McNemar test of the items only one of them
 got right (a score above 0.5 counts as right) gives p < 0.05: the interval is a normal
-approximation, which claims too much from a few such items (3 of 3 give p = 0.25).
+approximation, which claims too much from a few such items (5 of 10 that only A got
+right exclude 0 from it; the exact test gives p = 0.0625).
 `estimate` applies it to the new model's answers and each
 reference model's answers on the same items (stored in the file), through the very
 function `compare` uses, so every model it lists as above or below is the winner
 `compare` names for the same two answer files. An MDAD not reached makes no one
 reliably above or below.
 
-The paired interval is d +- 1.96 sqrt(V (N - n) / (N - 1)) with n items answered of a
-pool of N: V is the per-item (sandwich) variance of the weighted mean of the per-item
-differences for linear estimators (the plain mean gives var(a - b) / n), the variance
-of the per-anchor contributions for Anchor Points' predictor, and the delete-one
-jackknife over anchors for the IRT estimators. It never uses a stored error twice.
+The paired interval is c +- 1.96 sqrt(V (N - n) / (N - 1)) with n items answered of a
+pool of N. For linear estimators it is Bonett and Price's adjusted Wald interval
+(2012), weighted: the n per-item differences a - b get two more, +1 and -1, each of the
+mean weight; V is the per-item (sandwich) variance of the weighted mean of the n + 2
+(the plain mean gives var / (n + 2)), and c is d pulled toward that mean by the factor
+(N - n) / (N - 1): all the way for a few items of a large pool, not at all on the whole
+pool, where d is exact. The plain Wald interval (c = d, V from the n items alone)
+claimed a width of 0 whenever the differences were all equal: one item, or two models
+with the same answers. For Anchor Points' predictor c = d and V is the variance of the
+per-anchor contributions; for the IRT estimators, the delete-one jackknife over
+anchors. Two models with the same answers on the observed items get d = 0 and, under
+those two estimators, the plain mean's adjusted interval. It never uses a stored error
+twice.
 """
 
 from __future__ import annotations
@@ -149,13 +158,14 @@ class Verdicts:
 
     Attributes
     ----------
-    difference, half : float arrays of shape (n_others,): estimate(model) -
-        estimate(other) and the half-width of its paired 95% interval.
+    difference, low, high : float arrays of shape (n_others,): estimate(model) -
+        estimate(other) and its paired 95% interval.
     reliable : bool array of shape (n_others,).
     """
 
     difference: np.ndarray
-    half: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
     reliable: np.ndarray
 
 
@@ -279,12 +289,11 @@ def verdicts_against(bundle: MicroBenchmarkFile, scores: np.ndarray, others: np.
     """`RULE` for the model with `scores` (size,) against each row of `others`
     (n_others, size), on the `observed` items, one pair at a time through
     `paired_difference` (the arithmetic `compare` does, so both always agree)."""
-    difference = np.empty(others.shape[0])
-    half = np.empty(others.shape[0])
+    difference, low, high = np.empty((3, others.shape[0]))
     for k, other in enumerate(others):
-        difference[k], half[k] = paired_difference(bundle, scores, other, observed)
+        difference[k], low[k], high[k] = paired_difference(bundle, scores, other, observed)
     p_value = mcnemar_p(scores[observed], others[:, observed])
-    return Verdicts(difference, half, is_reliable(difference, half, mdad, p_value))
+    return Verdicts(difference, low, high, is_reliable(difference, low, high, mdad, p_value))
 
 
 def mcnemar_p(first: np.ndarray, second: np.ndarray) -> np.ndarray:
@@ -301,25 +310,29 @@ def mcnemar_p(first: np.ndarray, second: np.ndarray) -> np.ndarray:
     return np.minimum(1.0, 2.0 * binom.cdf(fewer, only_first + only_second, 0.5))
 
 
-def is_reliable(difference: np.ndarray, half: np.ndarray, mdad: float | None,
-                p_value: np.ndarray) -> np.ndarray:
-    """`RULE`: |difference| >= mdad, the interval difference +- half excludes 0, and
-    the McNemar `p_value` is below 1 - CONFIDENCE; never when the MDAD is not reached
+def is_reliable(difference: np.ndarray, low: np.ndarray, high: np.ndarray,
+                mdad: float | None, p_value: np.ndarray) -> np.ndarray:
+    """`RULE`: |difference| >= mdad, the interval [low, high] excludes 0, and the
+    McNemar `p_value` is below 1 - CONFIDENCE; never when the MDAD is not reached
     (None). Shapes broadcast."""
-    difference, half, p_value = np.asarray(difference), np.asarray(half), np.asarray(p_value)
+    difference, p_value = np.asarray(difference), np.asarray(p_value)
     if mdad is None:
-        return np.zeros(np.broadcast(difference, half, p_value).shape, dtype=bool)
-    size = np.abs(difference)
-    return ((size >= mdad - _TOLERANCE) & (size - half > _TOLERANCE)
+        return np.zeros(np.broadcast(difference, low, high, p_value).shape, dtype=bool)
+    return ((np.abs(difference) >= mdad - _TOLERANCE) & _excludes_zero(low, high)
             & (p_value < 1 - CONFIDENCE))
 
 
+def _excludes_zero(low: np.ndarray | float, high: np.ndarray | float) -> np.ndarray:
+    return (np.asarray(low) > _TOLERANCE) | (np.asarray(high) < -_TOLERANCE)
+
+
 def paired_difference(bundle: MicroBenchmarkFile, first: np.ndarray, second: np.ndarray,
-                      observed: np.ndarray) -> tuple[float, float]:
-    """estimate(first) - estimate(second) on the `observed` items and the half-width of
-    its paired 95% interval (see the module docstring). `first`, `second`: (size,)
-    scores (values outside `observed` are ignored); equal answers on the observed items
-    give exactly (0, 0), whatever float noise the estimator would add.
+                      observed: np.ndarray) -> tuple[float, float, float]:
+    """estimate(first) - estimate(second) on the `observed` items, and its paired 95%
+    interval (low, high; see the module docstring). `first`, `second`: (size,) scores
+    (values outside `observed` are ignored); equal answers on the observed items give
+    a difference of exactly 0, whatever float noise the estimator would add, and an
+    interval of nonzero width unless the items are the whole pool.
 
     Raises
     ------
@@ -328,18 +341,24 @@ def paired_difference(bundle: MicroBenchmarkFile, first: np.ndarray, second: np.
     """
     pair = np.nan_to_num(np.vstack([first, second]).astype(np.float64))
     n = int(observed.sum())
-    if np.array_equal(pair[0, observed], pair[1, observed]):
-        _estimates(bundle, pair[:1], observed)  # the same refusals as any other pair
-        return 0.0, 0.0  # equal answers: exactly no difference, whatever the estimator
-    fpc = (bundle.pool_size - n) / max(bundle.pool_size - 1, 1)
+    fpc = max((bundle.pool_size - n) / max(bundle.pool_size - 1, 1), 0.0)
     kind = bundle.estimator["kind"]
+    same = np.array_equal(pair[0, observed], pair[1, observed])
     if kind == "linear":
         estimates = _estimates(bundle, pair, observed)
-        weights = _weights(bundle)[observed]
-        z = pair[0, observed] - pair[1, observed]
-        difference = float(estimates[0] - estimates[1])
-        variance = float(np.sum((weights * (z - difference)) ** 2)) / weights.sum() ** 2
-    elif kind == "predictor":
+        difference = 0.0 if same else float(estimates[0] - estimates[1])
+        adjusted, variance = adjusted_paired_mean(pair[0, observed] - pair[1, observed],
+                                                  _weights(bundle)[observed])
+        # the pull toward 0 shrinks with the correction: none on the whole pool, exact
+        centre = difference + (adjusted - difference) * fpc
+        half = Z95 * np.sqrt(variance * fpc)
+        return difference, centre - half, centre + half
+    if same:
+        _estimates(bundle, pair[:1], observed)  # the same refusals as any other pair
+        _, variance = adjusted_paired_mean(np.zeros(n), np.ones(n))
+        half = Z95 * np.sqrt(variance * fpc)
+        return 0.0, -half, half
+    if kind == "predictor":
         _refuse_subset(bundle, observed)
         shares = _predictor_shares(bundle, pair)
         contribution = shares[0] - shares[1]
@@ -349,9 +368,30 @@ def paired_difference(bundle: MicroBenchmarkFile, first: np.ndarray, second: np.
         difference, variance = _irt_jackknife(bundle, pair, observed)
     else:  # a plugin's estimator: each estimate's stored cross-validated error
         estimates = _estimates(bundle, pair, observed)
-        return float(estimates[0] - estimates[1]), float(
-            Z95 * np.sqrt(2.0) * (bundle.error_sd or 0.0))
-    return difference, float(Z95 * np.sqrt(max(variance, 0.0) * max(fpc, 0.0)))
+        difference = float(estimates[0] - estimates[1])
+        half = Z95 * np.sqrt(2.0) * (bundle.error_sd or 0.0)
+        return difference, difference - half, difference + half
+    half = float(Z95 * np.sqrt(max(variance, 0.0) * fpc))
+    return difference, difference - half, difference + half
+
+
+def adjusted_paired_mean(differences: np.ndarray, weights: np.ndarray) -> tuple[float, float]:
+    """Bonett and Price's adjusted paired mean, weighted: the weighted mean of the
+    per-item `differences` (n,) in [-1, 1] with two more items, +1 and -1, each of the
+    mean of `weights` (n,), and the per-item (sandwich) variance of that mean, before
+    any finite population correction. With equal weights and 0/1 scores, its 95% Wald
+    interval is Bonett and Price's (2012): centre (b + 1 - c - 1) / (n + 2) and
+    variance (p_b + p_c - centre^2) / (n + 2), b and c the items only the first, only
+    the second got right, p_b = (b + 1) / (n + 2), p_c = (c + 1) / (n + 2).
+
+    Its variance is positive for any n >= 0, so the interval never claims a width of 0.
+    """
+    pseudo = float(np.mean(weights)) if weights.size else 1.0
+    z = np.concatenate([np.asarray(differences, dtype=np.float64), [1.0, -1.0]])
+    w = np.concatenate([np.asarray(weights, dtype=np.float64), [pseudo, pseudo]])
+    total = w.sum()
+    centre = float(np.dot(w, z) / total)
+    return centre, float(np.sum((w * (z - centre)) ** 2) / total**2)
 
 
 def _weights(bundle: MicroBenchmarkFile) -> np.ndarray:
@@ -520,30 +560,31 @@ def compare_models(bundle: MicroBenchmarkFile, first: ItemScores, second: ItemSc
     both = ~np.isnan(first.scores) & ~np.isnan(second.scores)
     require_items(bundle, both, allow_partial=allow_partial,
                   who=f"{first.model} and {second.model}")
-    difference, half = paired_difference(bundle, first.scores, second.scores, both)
+    difference, low, high = paired_difference(bundle, first.scores, second.scores, both)
     a, b = first.scores[both], second.scores[both]
     only_first = int(np.sum((a > 0.5) & (b <= 0.5)))
     only_second = int(np.sum((b > 0.5) & (a <= 0.5)))
     n = int(both.sum())
     p_value = float(mcnemar_p(a, b))
     _, mdad = bundle.mdad_at(n)
-    reliable = bool(is_reliable(difference, half, mdad, p_value))
+    reliable = bool(is_reliable(difference, low, high, mdad, p_value))
     winner = (first.model if difference > 0 else second.model) if reliable else None
-    return Comparison(first.model, second.model, difference, difference - half,
-                      difference + half, CONFIDENCE, n, bundle.size, n < bundle.size,
+    return Comparison(first.model, second.model, difference, low, high,
+                      CONFIDENCE, n, bundle.size, n < bundle.size,
                       only_first, only_second, p_value, mdad, mdad is not None,
                       bundle.max_gap, bundle.mdad_pairs, bundle.mdad_how,
                       bundle.crossing_pairs_at(n), "reliable" if reliable else "too close to call",
-                      winner, _reason(difference, half, mdad, p_value), RULE)
+                      winner, _reason(difference, low, high, mdad, p_value), RULE)
 
 
-def _reason(difference: float, half: float, mdad: float | None, p_value: float) -> str:
+def _reason(difference: float, low: float, high: float, mdad: float | None,
+            p_value: float) -> str:
     """Why a difference is too close to call ('' when it is reliable)."""
     if mdad is None:
         return "the MDAD is not reached at this size, so no gap is reliable"
     if abs(difference) < mdad - _TOLERANCE:
         return "the difference is below the MDAD"
-    if abs(difference) - half <= _TOLERANCE:
+    if not _excludes_zero(low, high):
         return "the paired 95% interval includes 0"
     if p_value >= 1 - CONFIDENCE:
         return (f"the exact McNemar test gives p = {p_value:.2g}, not below "
