@@ -17,6 +17,7 @@ from shared import shared_data
 from test_cli import assert_ok, assert_user_error, flat, mdad_cli
 
 from mdad.data import load_dataset
+from mdad.display import given_points
 from mdad.errors import ConfigError
 from mdad.metrics.pairs import pair_counts
 from mdad.practice import (
@@ -306,6 +307,15 @@ def test_plan_for_a_gap_no_pair_reaches_says_so(gpqa_data, tmp_path: Path):
     assert f"no two models are 50.0 points apart (the largest gap is " \
         f"{100 * answer.max_gap:.1f}); {answer.size} items is the smallest size" in text
     assert "rank pairs 50.0" not in text
+
+
+def test_plan_writes_a_small_gap_as_given(gpqa_data, tmp_path: Path):
+    """--gap 0.0001 is 0.01 points: it printed as 'a gap of 0.0 points'."""
+    proc = mdad_cli("plan", "gpqa", "--gap", "0.0001", cwd=tmp_path)
+    assert_ok(proc)
+    assert "reaches a gap of 0.01 points" in flat(proc.stdout)
+    assert [given_points(v) for v in (0.05, 0.0001, 0.1234, 0.25)] == [
+        "5.0", "0.01", "12.34", "25.0"]
 
 
 @pytest.mark.slow

@@ -17,6 +17,13 @@ def points(value: float | None) -> str:
     return NOT_SHOWN if _missing(value) else f"{100 * float(value):.1f}"
 
 
+def given_points(value: float) -> str:
+    """A number the user gave, in points, as `points` writes it unless that would
+    round it away: 0.05 -> '5.0', 0.0001 -> '0.01', 0.1234 -> '12.34'."""
+    shown = points(value)
+    return shown if abs(float(shown) - 100 * value) < 1e-9 else f"{100 * value:.4g}"
+
+
 def censored(value: float | None, max_gap: float | None) -> str:
     """An MDAD in points, or '> 13.5' (the largest gap observed) when not reached."""
     if not _missing(value):

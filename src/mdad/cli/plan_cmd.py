@@ -20,6 +20,7 @@ from mdad.cli.practice_common import (
 )
 from mdad.data.choices import MissingPolicy
 from mdad.defaults import DEFAULT_THRESHOLD
+from mdad.display import given_points
 
 FEW_PAIRS = 30  # fewer differing pairs than this: the MDAD rests on few pairs
 
@@ -103,16 +104,16 @@ def _answer_text(answer, method: str) -> str:
     pairs = f", from {answer.pairs:,} model pairs" if answer.pairs is not None else ""
     if answer.gap is not None and answer.size is None:
         largest = "the whole benchmark" if answer.how == "analytic" else "the study's sizes"
-        return (f"No size up to {largest} reaches a gap of {points(answer.gap)} points "
-                f"with {method}: its MDAD at the largest is {mdad}{pairs}.")
+        return (f"No size up to {largest} reaches a gap of {given_points(answer.gap)} "
+                f"points with {method}: its MDAD at the largest is {mdad}{pairs}.")
     if answer.gap is not None and answer.max_gap is not None and answer.gap > answer.max_gap:
         # No pair is that far apart: the claim could not be checked on any pair.
         whose = "models" if answer.how == "analytic" else "of the study's target models"
-        return (f"{method}: no two {whose} are {points(answer.gap)} points apart (the largest "
-                f"gap is {points(answer.max_gap)}); {answer.size} items is the smallest size "
-                f"whose MDAD is reached at all (MDAD {mdad}{pairs}).")
+        return (f"{method}: no two {whose} are {given_points(answer.gap)} points apart (the "
+                f"largest gap is {points(answer.max_gap)}); {answer.size} items is the "
+                f"smallest size whose MDAD is reached at all (MDAD {mdad}{pairs}).")
     if answer.gap is not None:
-        return (f"{method}: {answer.size} items rank pairs {points(answer.gap)} or more "
+        return (f"{method}: {answer.size} items rank pairs {given_points(answer.gap)} or more "
                 f"points apart correctly with probability >= {answer.threshold:.0%} "
                 f"(MDAD {mdad}{pairs}).")
     return (f"{method}, {answer.size} items: MDAD {mdad} at {answer.threshold:.0%} "
