@@ -3,6 +3,7 @@ study, the micro-benchmark file, a real round trip, and bad input."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import re
@@ -13,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from scipy.stats import binomtest
-from shared import shared_data
+from shared import MMLU_PRO_CSV, shared_data
 from test_cli import assert_ok, assert_user_error, flat, mdad_cli
 
 from mdad.data import load_dataset
@@ -30,7 +31,7 @@ from mdad.practice import (
     read_model_scores,
     select_microbenchmark,
 )
-from mdad.practice.estimate import adjusted_paired_mean, mcnemar_p
+from mdad.practice.estimate import adjusted_paired_mean, mcnemar_p, paired_difference
 from mdad.practice.planner import (
     PairStructure,
     agreement_probability,
@@ -314,8 +315,8 @@ def test_plan_writes_a_small_gap_as_given(gpqa_data, tmp_path: Path):
     proc = mdad_cli("plan", "gpqa", "--gap", "0.0001", cwd=tmp_path)
     assert_ok(proc)
     assert "reaches a gap of 0.01 points" in flat(proc.stdout)
-    assert [given_points(v) for v in (0.05, 0.0001, 0.1234, 0.25)] == [
-        "5.0", "0.01", "12.34", "25.0"]
+    assert [given_points(v) for v in (0.05, 0.0001, 0.12345, 0.25, 1e-7)] == [
+        "5.0", "0.01", "12.345", "25.0", "0.00001"]
 
 
 @pytest.mark.slow
@@ -419,17 +420,22 @@ def test_plan_refuses_sizes_the_method_cannot_build():
 
 
 def test_a_gap_above_the_mdad_with_an_interval_across_zero_is_too_close(gpqa_data):
+    """20 items, 3 that only A got right: 15 points apart, above the 14.5-point MDAD,
+    and the interval (Bonett and Price's, by hand) still holds 0."""
     bundle = select_microbenchmark(gpqa_data, "random", 20, seed=0)
+    assert bundle.mdad == pytest.approx(0.145)
     ones = np.ones(20)
-    first = ItemScores("a", ones, [], 0)
     second_scores = ones.copy()
-    second_scores[:2] = 0  # 10 points apart, 2 discordant items
-    second = ItemScores("b", second_scores, [], 0)
-    answer = compare_models(bundle, first, second)
-    assert answer.difference == pytest.approx(0.1)
-    assert answer.low < 0 < answer.high or answer.low > 0
-    assert answer.verdict == ("reliable" if answer.low > 0 and 0.1 >= bundle.mdad
-                              else "too close to call")
+    second_scores[:3] = 0
+    answer = compare_models(bundle, ItemScores("a", ones, [], 0),
+                            ItemScores("b", second_scores, [], 0))
+    assert answer.difference == pytest.approx(0.15)
+    adjusted, half = bonett_price(3, 0, 20, pool=448)
+    centre = 0.15 + (adjusted - 0.15) * (448 - 20) / 447
+    assert (answer.low, answer.high) == pytest.approx((centre - half, centre + half))
+    assert answer.low < 0 < answer.high
+    assert answer.verdict == "too close to call" and answer.winner is None
+    assert answer.reason == "the paired 95% interval includes 0"
 
 
 def test_select_saves_through_the_method_class_and_reports_progress(gpqa_data,
@@ -622,23 +628,64 @@ def test_adjusted_paired_mean_is_bonett_and_price_with_equal_weights(pairs, weig
     assert variance > 0
 
 
-def test_paired_interval_covers_gpqa_differences_where_the_plain_one_did_not(gpqa_data):
-    """Random pairs of GPQA models on random items: the interval covers their
-    difference over all 448 items at least 95% of the time (the plain Wald interval
-    covered 89% at 10 items, and never at 1)."""
-    scores = gpqa_data.matrix.correctness.astype(float)
-    n_models, pool = scores.shape
+def _coverage(bundle: MicroBenchmarkFile, scores: np.ndarray, draw_items, n: int,
+              draws: int = 2000) -> float:
+    """The share of `draws` random pairs of models, each on the `n` items
+    `draw_items(rng)` gives, whose `paired_difference` interval holds their difference
+    over every item of `scores` (models x items)."""
     rng = np.random.default_rng(1)
+    observed = np.arange(bundle.size) < n
+    covered = 0
+    for _ in range(draws):
+        i, j = rng.choice(scores.shape[0], 2, replace=False)
+        first, second = np.zeros((2, bundle.size))
+        items = draw_items(rng)
+        first[:n], second[:n] = scores[i, items], scores[j, items]
+        paired = paired_difference(bundle, first, second, observed)
+        covered += paired.low <= scores[i].mean() - scores[j].mean() <= paired.high
+    return covered / draws
+
+
+def test_paired_interval_covers_gpqa_differences_where_the_plain_one_did_not(gpqa_data):
+    """Random pairs of GPQA models on random items: the interval holds their
+    difference over all 448 items about 95% of the time or more (the plain Wald
+    interval: 1% at 1 item, 89% at 10)."""
+    bundle = select_microbenchmark(gpqa_data, "random", 50, seed=0)
+    scores = gpqa_data.matrix.correctness.astype(float)
     for n, least in ((1, 0.99), (10, 0.96), (50, 0.945)):
-        covered = 0
-        for _ in range(2000):
-            i, j = rng.choice(n_models, 2, replace=False)
-            items = rng.choice(pool, n, replace=False)
-            centre, variance = adjusted_paired_mean(scores[i, items] - scores[j, items],
-                                                    np.ones(n))
-            half = 1.959963984540054 * np.sqrt(variance * (pool - n) / (pool - 1))
-            covered += abs(scores[i].mean() - scores[j].mean() - centre) <= half
-        assert covered / 2000 >= least, n
+        coverage = _coverage(bundle, scores,
+                             lambda rng, n=n: rng.choice(scores.shape[1], n, replace=False), n)
+        assert coverage >= least, n
+
+
+def test_weighted_paired_interval_covers_mmlu_pro_differences(gpqa_data):
+    """A stratified design: k random items of each of MMLU-Pro's 14 subjects, weighted
+    by the subject's size over k (as subtask-equal weighs them): the weighted interval
+    holds the difference over all 10,326 items about 95% of the time."""
+    shared_data(MMLU_PRO_CSV)
+    mmlu_pro = load_dataset("mmlu-pro-29").matrix
+    codes = np.unique(mmlu_pro.subtask_codes, return_inverse=True)[1]
+    sizes = np.bincount(codes)
+    members = [np.flatnonzero(codes == s) for s in range(sizes.size)]
+    scores = mmlu_pro.correctness.astype(float)
+    for k in (1, 2):
+        n = k * sizes.size
+        bundle = dataclasses.replace(
+            select_microbenchmark(gpqa_data, "random", n, seed=0), pool_size=scores.shape[1],
+            estimator={"kind": "linear", "weights": np.repeat(sizes / k, k).tolist()})
+        coverage = _coverage(bundle, scores, lambda rng, k=k: np.concatenate(
+            [rng.choice(items, k, replace=False) for items in members]), n)
+        assert coverage >= 0.945, k
+
+
+def test_paired_interval_stays_within_a_hundred_points(gpqa_data):
+    """10 of 10 right against 0 of 10: the adjusted interval's upper end (114.6 points
+    before clipping) is 100."""
+    bundle = select_microbenchmark(gpqa_data, "random", 10, seed=0)
+    paired = paired_difference(bundle, np.ones(10), np.zeros(10), np.ones(10, dtype=bool))
+    assert paired.difference == 1.0 and paired.high == 1.0 and 0.5 < paired.low < 1.0
+    reverse = paired_difference(bundle, np.zeros(10), np.ones(10), np.ones(10, dtype=bool))
+    assert (reverse.low, reverse.high) == (-paired.high, -paired.low)
 
 
 def test_a_few_items_that_only_one_model_got_right_give_no_verdict(gpqa_data,

@@ -178,6 +178,15 @@ def test_gpqa_mdad_set_by_a_handful_of_pairs_says_so(gpqa_data, tmp_path: Path):
     proc = mdad_cli("plan", "gpqa", "--size", "50", cwd=tmp_path)
     assert_ok(proc)
     assert "gap bin alone" not in proc.stderr
+    # a /2 file cannot say: estimate says that instead of nothing
+    two = json.loads(mb.read_text())
+    del two["mdad_curve_crossing_pairs"]
+    mb.write_text(json.dumps({**two, "format": "mdad-microbenchmark/2"}))
+    proc = mdad_cli("estimate", mb, answers, "--allow-partial", cwd=tmp_path)
+    assert_ok(proc)
+    assert "gap bin alone" not in proc.stderr
+    assert re.search(r"note: .*mb\.json \(format mdad-microbenchmark/2\) does not record how "
+                     r"many model pairs set its MDAD", flat(proc.stderr))
 
 
 @pytest.mark.parametrize("kind", ["identical", "all-correct", "all-wrong"])
@@ -332,23 +341,38 @@ def test_file_format_3_reads_2_and_refuses_older(tmp_path: Path):
     loaded = MicroBenchmarkFile.load(path)
     assert loaded.format == "mdad-microbenchmark/3"
     assert loaded.mdad_curve_sizes == list(range(1, 11)) and len(loaded.mdad_curve) == 10
-    assert len(loaded.mdad_curve_crossing_pairs) == 10
+    crossing = loaded.mdad_curve_crossing_pairs
+    assert [count == 0 for count in crossing] == [v is None for v in loaded.mdad_curve]
     assert loaded.reference_scores().shape == (40, 10)
     data = json.loads(path.read_text())
-    # a /2 file (no crossing counts) reads as not recorded, and saves as /3
+    # a /2 file (no crossing counts) reads as not recorded, and stays /2 saved again
     two = {**data, "format": "mdad-microbenchmark/2"}
     del two["mdad_curve_crossing_pairs"]
     path.write_text(json.dumps(two))
     old = MicroBenchmarkFile.load(path)
-    assert old.crossing_pairs_at(10) is None and old.format == "mdad-microbenchmark/3"
+    assert old.crossing_pairs_at(10) is None and old.format == "mdad-microbenchmark/2"
     assert old.mdad_curve == loaded.mdad_curve
-    path.write_text(json.dumps({**data, "mdad_curve_crossing_pairs": [1, 2]}))
-    with pytest.raises(DataError, match="'mdad_curve_crossing_pairs' must be null or one "
-                                        "count of pairs per size"):
-        MicroBenchmarkFile.load(path)
+    old.save(path)
+    assert MicroBenchmarkFile.load(path).format == "mdad-microbenchmark/2"
+    reached = crossing.index(next(c for c in crossing if c))
+    for edited, message in (
+            ({"mdad_curve_crossing_pairs": [1, 2]}, "one count of pairs per size"),
+            ({"mdad_curve_crossing_pairs": None}, "one count of pairs per size"),
+            ({"mdad_curve_crossing_pairs": [*crossing[:reached], 0, *crossing[reached + 1:]]},
+             "0 exactly where the MDAD is not reached"),
+            ({"mdad_curve_crossing_pairs": [c + 1 for c in crossing]},
+             "0 exactly where the MDAD is not reached"),
+            ({"mdad_curve_crossing_pairs": [c * 10**6 for c in crossing]},
+             "one count of pairs per size"),  # more than the pairs in all
+            ({"format": "mdad-microbenchmark/2"}, "null or absent in a format /2 file")):
+        path.write_text(json.dumps({**data, **edited}))
+        with pytest.raises(DataError, match=f"'mdad_curve_crossing_pairs' must be .*{message}"):
+            MicroBenchmarkFile.load(path)
     data["format"] = "mdad-microbenchmark/1"
     path.write_text(json.dumps(data))
-    with pytest.raises(DataError, match=r"format mdad-microbenchmark/1.*select again"):
+    with pytest.raises(DataError, match=r"format mdad-microbenchmark/1, this version reads "
+                                        r"mdad-microbenchmark/2 and mdad-microbenchmark/3.*"
+                                        r"select again"):
         MicroBenchmarkFile.load(path)
 
 

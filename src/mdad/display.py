@@ -19,9 +19,12 @@ def points(value: float | None) -> str:
 
 def given_points(value: float) -> str:
     """A number the user gave, in points, as `points` writes it unless that would
-    round it away: 0.05 -> '5.0', 0.0001 -> '0.01', 0.1234 -> '12.34'."""
+    round it: 0.05 -> '5.0', 0.0001 -> '0.01', 0.12345 -> '12.345', 1e-7 -> '0.00001'
+    (to 10 decimals)."""
     shown = points(value)
-    return shown if abs(float(shown) - 100 * value) < 1e-9 else f"{100 * value:.4g}"
+    if abs(float(shown) - 100 * value) < 1e-9:
+        return shown
+    return f"{100 * value:.10f}".rstrip("0").rstrip(".")
 
 
 def censored(value: float | None, max_gap: float | None) -> str:

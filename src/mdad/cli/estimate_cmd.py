@@ -13,7 +13,7 @@ from mdad.cli.practice_common import (
     AllowOtherMetric,
     AllowPartial,
     JsonOption,
-    few_pairs_note,
+    file_pairs_note,
     load_practice_data,
     mdad_source,
     mdad_text,
@@ -71,7 +71,7 @@ def estimate(
     scores = read_model_scores(results, bundle, metric=metric,
                                allow_other_metric=allow_other_metric)
     answer = estimate_score(bundle, scores, allow_partial=allow_partial)
-    few_pairs_note(answer.mdad_pairs, answer.mdad_crossing_pairs)
+    file_pairs_note(microbenchmark, bundle, answer)
     if as_json:
         print_json(answer)
         return
@@ -134,7 +134,7 @@ def compare(
     second = read_model_scores(results_b, bundle, metric=metric,
                                allow_other_metric=allow_other_metric)
     answer = compare_models(bundle, first, second, allow_partial=allow_partial)
-    few_pairs_note(answer.mdad_pairs, answer.mdad_crossing_pairs)
+    file_pairs_note(microbenchmark, bundle, answer)
     if as_json:
         print_json(answer)
         return

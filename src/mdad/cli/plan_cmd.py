@@ -71,7 +71,7 @@ def plan(
     console.print(_against_text(answer, data.matrix.n_items))
     if answer.settled_share is not None:
         pairs = answer.target_pairs
-        console.print(f"It settles {answer.settled_share:.0%} of the {pairs} pairwise "
+        console.print(f"It settles {answer.settled_share:.0%} of the {pairs:,} pairwise "
                       f"comparison{'s' if pairs != 1 else ''} of the target models (their "
                       "gap is at least the MDAD)"
                       + ("; none, since the MDAD is not reached." if not answer.reached
@@ -85,18 +85,18 @@ def _degenerate_notes(answer) -> None:
              "rests on few pairs, or almost no target pair differs (see its notes); the "
              "value can move by several points with the seed: rerun the study with more "
              "runs or targets")
-    else:
+    elif answer.differing_pairs is None:  # interpolated from a study
         few_pairs_note(answer.pairs, answer.crossing_pairs)
-    if answer.differing_pairs is None:
-        return
-    if answer.pairs == 0:
+    elif answer.pairs == 0:
         note("there is no pair of models (fewer than 2 models): MDAD cannot be measured")
     elif answer.differing_pairs == 0:
-        note(f"no pair of models differs (all {answer.pairs} pairs have the same accuracy): "
+        note(f"no pair of models differs (all {answer.pairs:,} pairs have the same accuracy): "
              "MDAD cannot be measured")
     elif answer.differing_pairs < FEW_PAIRS:
-        note(f"only {answer.differing_pairs} of {answer.pairs} pairs of models differ; the "
-             "MDAD rests on few pairs")
+        note(f"only {answer.differing_pairs} of {answer.pairs:,} pairs of models differ; the "
+             "MDAD rests on few pairs")  # and so on a bin of fewer: one note says both
+    else:
+        few_pairs_note(answer.pairs, answer.crossing_pairs)
 
 
 def _answer_text(answer, method: str) -> str:

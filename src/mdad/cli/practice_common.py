@@ -15,6 +15,8 @@ from mdad.data.choices import MissingPolicy
 from mdad.display import points
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from mdad.data import Dataset
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object instead.")]
@@ -95,6 +97,19 @@ def few_pairs_note(pairs: int | None, crossing_pairs: int | None = None) -> None
              f"{MIN_CROSSING_PAIRS}{in_all}): {tentative}")
 
 
+def file_pairs_note(path: Path, bundle, answer) -> None:
+    """`few_pairs_note` for an estimate or comparison from the micro-benchmark file at
+    `path`, and a note when the file is too old to say how many pairs set its MDAD."""
+    from mdad.practice.bundle_format import OLDER_FORMAT
+
+    few_pairs_note(answer.mdad_pairs, answer.mdad_crossing_pairs)
+    if (answer.mdad is not None and answer.mdad_crossing_pairs is None
+            and bundle.format == OLDER_FORMAT and answer.mdad_how != "interpolated"):
+        note(f"{path} (format {OLDER_FORMAT}) does not record how many model pairs set its "
+             "MDAD, and a handful can (GPQA's 10-item MDAD rests on 3 of 87,990): select "
+             "again to see")
+
+
 def mdad_source(how: str, pairs: int | None) -> str:
     """Where an MDAD comes from and the model pairs behind it: 'analytic, 87,990 model
     pairs'."""
@@ -103,4 +118,5 @@ def mdad_source(how: str, pairs: int | None) -> str:
 
 
 __all__ = ["AllowOtherMetric", "AllowPartial", "JsonOption", "OtherVersion", "data_metric",
-           "load_practice_data", "mdad_source", "mdad_text", "note", "points", "print_json"]
+           "file_pairs_note", "load_practice_data", "mdad_source", "mdad_text", "note",
+           "points", "print_json"]

@@ -16,15 +16,12 @@ from mdad.data.matrix import ResponseMatrix
 from mdad.data.registry import Dataset
 from mdad.errors import ConfigError, DataError, check_whole
 from mdad.metrics.mdad import DEFAULT_THRESHOLD
-from mdad.practice.bundle_format import validate
+from mdad.practice.bundle_format import FORMAT, OLDER_FORMAT, READABLE_FORMATS, validate
 from mdad.practice.fit_pool import SPAWN_AFTER_SECONDS, run_fits
 from mdad.practice.planner import mdad_curve, pair_structure
 from mdad.selection import MethodDefaults, MicroBenchmark, SeenPool, method_class
 from mdad.selection.threads import one_thread
 
-FORMAT = "mdad-microbenchmark/3"
-# also read: /2 files lack `mdad_curve_crossing_pairs` (read as not recorded)
-READABLE_FORMATS = ("mdad-microbenchmark/2", FORMAT)
 CV_FOLDS = 5
 PASS_A_FILE = "pass a micro-benchmark file written by `mdad select`"  # the fix, in errors
 # progress(done, total, step): steps of `select_microbenchmark` as they start.
@@ -128,12 +125,12 @@ class MicroBenchmarkFile:
         if isinstance(found, str) and found.startswith("mdad-microbenchmark/") and (
                 found not in READABLE_FORMATS):
             raise DataError(f"{path}: written by another version of mdad (format {found}, "
-                            f"this version reads {FORMAT}); select again with `mdad select`")
+                            f"this version reads {OLDER_FORMAT} and {FORMAT}); select again "
+                            "with `mdad select`")
         if found not in READABLE_FORMATS:
             raise DataError(f"{path}: not a micro-benchmark file written by `mdad select` "
                             f"(format {FORMAT})")
         validate(data, path)
-        data["format"] = FORMAT  # what it holds now; saved again, it is a /3 file
         bundle = cls(**data)
         bundle._estimator(where=path)  # a kind the method does not save fails here
         return bundle

@@ -17,6 +17,10 @@ FIELDS = ("dataset", "sha256", "mdad_version", "method", "size", "seed", "items"
           "mdad_curve", "threshold", "error_sd", "format", "notes",
           "dataset_items", "mdad_curve_crossing_pairs")
 OPTIONAL = ("notes", "dataset_items", "mdad_curve_crossing_pairs")
+FORMAT = "mdad-microbenchmark/3"
+# also read: /2 files lack `mdad_curve_crossing_pairs` (the CLI says so where it matters)
+OLDER_FORMAT = "mdad-microbenchmark/2"
+READABLE_FORMATS = (OLDER_FORMAT, FORMAT)
 
 
 def _number(value: Any) -> bool:
@@ -113,9 +117,7 @@ def validate(data: dict[str, Any], path: object) -> None:
     need(isinstance(curve, list) and len(curve) == len(sizes)
          and all(v is None or _fraction(v) for v in curve), "mdad_curve",
          "one MDAD in [0, 1] or null per size of mdad_curve_sizes")
-    crossing = data.get("mdad_curve_crossing_pairs")
-    need(crossing is None or _numbers(crossing, len(sizes), lambda v: _integer(v) and v >= 0),
-         "mdad_curve_crossing_pairs", "null or one count of pairs per size of mdad_curve_sizes")
+    _check_crossing_pairs(data, need)
     need(_number(data["threshold"]) and 0.0 < data["threshold"] < 1.0, "threshold",
          "a probability in (0, 1)")
     need(data["error_sd"] is None or (_number(data["error_sd"]) and data["error_sd"] >= 0),
@@ -158,3 +160,23 @@ def _validate_estimator(estimator: Any, size: int, need) -> None:
              and _same_width(estimator["discrimination"], estimator["others_discrimination"]),
              "estimator",
              "an IRT estimator with parameters for every item and gp_weight in [0, 1]")
+
+
+def _check_crossing_pairs(data: dict[str, Any], need: Callable[[bool, str, str], None]
+                          ) -> None:
+    """A /3 file's analytic curve carries the pairs of the bin that sets each size's
+    MDAD: 0 exactly where it is not reached, at most the pairs in all. A curve
+    interpolated from a study has none (its rows' flags say when few pairs set it), nor
+    does a /2 file."""
+    name, crossing = "mdad_curve_crossing_pairs", data.get("mdad_curve_crossing_pairs")
+    if data["format"] == OLDER_FORMAT or data["mdad_how"] == "interpolated":
+        need(crossing is None, name, "null or absent in a format /2 file or for an MDAD "
+             "interpolated from a study")
+        return
+    total = data["mdad_pairs"]
+    need(_numbers(crossing, len(data["mdad_curve"]), lambda v: _integer(v) and v >= 0
+                  and (total is None or v <= total))
+         and all((count == 0) == (value is None)
+                 for count, value in zip(crossing, data["mdad_curve"], strict=True)),
+         name, "one count of pairs per size of mdad_curve_sizes, 0 exactly where the MDAD "
+         "is not reached")

@@ -18,16 +18,19 @@ reliably above or below.
 The paired interval is c +- 1.96 sqrt(V (N - n) / (N - 1)) with n items answered of a
 pool of N. For linear estimators it is Bonett and Price's adjusted Wald interval
 (2012), weighted: the n per-item differences a - b get two more, +1 and -1, each of the
-mean weight; V is the per-item (sandwich) variance of the weighted mean of the n + 2
-(the plain mean gives var / (n + 2)), and c is d pulled toward that mean by the factor
-(N - n) / (N - 1): all the way for a few items of a large pool, not at all on the whole
-pool, where d is exact. The plain Wald interval (c = d, V from the n items alone)
+mean weight, and V is the per-item (sandwich) variance of the weighted mean of the n + 2
+(the plain mean gives var / (n + 2)). Theirs is centred on that mean; here (our own
+choice, for the correction) c is d pulled toward it by the factor (N - n) / (N - 1):
+all the way for a few items of a large pool, not at all on the whole pool, where d is
+exact. The plain Wald interval (c = d, V from the n items alone)
 claimed a width of 0 whenever the differences were all equal: one item, or two models
 with the same answers. For Anchor Points' predictor c = d and V is the variance of the
 per-anchor contributions; for the IRT estimators, the delete-one jackknife over
-anchors. Two models with the same answers on the observed items get d = 0 and, under
-those two estimators, the plain mean's adjusted interval. It never uses a stored error
-twice.
+anchors; for a plugin's estimator, c = d and V = 2 error_sd^2 without correction (its
+stored cross-validated error). Where those leave no spread to measure (the same
+answers, equal contributions, no stored error), the interval is the plain mean's
+adjusted one; the same answers always give d = 0. Intervals are clipped to [-1, 1].
+It never uses a stored error twice.
 """
 
 from __future__ import annotations
@@ -176,7 +179,8 @@ class Estimate:
     Attributes
     ----------
     accuracy, low, high : the estimate and its 95% interval (fractions).
-    confidence : the interval's and the verdicts' confidence level (0.95).
+    confidence : the interval's and the verdicts' confidence level (0.95), for each
+        verdict on its own, not for all of them at once.
     items_used, size : items answered and used, of the micro-benchmark's size.
     partial : True when fewer items were used than the micro-benchmark holds.
     mdad : the MDAD for `items_used` items, or None when not reached (then no model
@@ -291,7 +295,8 @@ def verdicts_against(bundle: MicroBenchmarkFile, scores: np.ndarray, others: np.
     `paired_difference` (the arithmetic `compare` does, so both always agree)."""
     difference, low, high = np.empty((3, others.shape[0]))
     for k, other in enumerate(others):
-        difference[k], low[k], high[k] = paired_difference(bundle, scores, other, observed)
+        paired = paired_difference(bundle, scores, other, observed)
+        difference[k], low[k], high[k] = paired.difference, paired.low, paired.high
     p_value = mcnemar_p(scores[observed], others[:, observed])
     return Verdicts(difference, low, high, is_reliable(difference, low, high, mdad, p_value))
 
@@ -326,13 +331,24 @@ def _excludes_zero(low: np.ndarray | float, high: np.ndarray | float) -> np.ndar
     return (np.asarray(low) > _TOLERANCE) | (np.asarray(high) < -_TOLERANCE)
 
 
+@dataclass(frozen=True)
+class PairedDifference:
+    """estimate(first) - estimate(second) and its paired 95% interval, fractions in
+    [-1, 1]; the interval need not be centred on `difference` (see the module
+    docstring)."""
+
+    difference: float
+    low: float
+    high: float
+
+
 def paired_difference(bundle: MicroBenchmarkFile, first: np.ndarray, second: np.ndarray,
-                      observed: np.ndarray) -> tuple[float, float, float]:
-    """estimate(first) - estimate(second) on the `observed` items, and its paired 95%
-    interval (low, high; see the module docstring). `first`, `second`: (size,) scores
-    (values outside `observed` are ignored); equal answers on the observed items give
-    a difference of exactly 0, whatever float noise the estimator would add, and an
-    interval of nonzero width unless the items are the whole pool.
+                      observed: np.ndarray) -> PairedDifference:
+    """The paired difference of two models on the `observed` items (see the module
+    docstring). `first`, `second`: (size,) scores (values outside `observed` are
+    ignored). Equal answers on the observed items give a difference of exactly 0,
+    whatever float noise the estimator would add; the interval has a nonzero width
+    unless the items are the whole pool, and stays within [-1, 1].
 
     Raises
     ------
@@ -343,48 +359,73 @@ def paired_difference(bundle: MicroBenchmarkFile, first: np.ndarray, second: np.
     n = int(observed.sum())
     fpc = max((bundle.pool_size - n) / max(bundle.pool_size - 1, 1), 0.0)
     kind = bundle.estimator["kind"]
-    same = np.array_equal(pair[0, observed], pair[1, observed])
+    differences = pair[0, observed] - pair[1, observed]
+    same = not differences.any()
     if kind == "linear":
-        estimates = _estimates(bundle, pair, observed)
-        difference = 0.0 if same else float(estimates[0] - estimates[1])
-        adjusted, variance = adjusted_paired_mean(pair[0, observed] - pair[1, observed],
-                                                  _weights(bundle)[observed])
-        # the pull toward 0 shrinks with the correction: none on the whole pool, exact
-        centre = difference + (adjusted - difference) * fpc
-        half = Z95 * np.sqrt(variance * fpc)
-        return difference, centre - half, centre + half
-    if same:
-        _estimates(bundle, pair[:1], observed)  # the same refusals as any other pair
-        _, variance = adjusted_paired_mean(np.zeros(n), np.ones(n))
-        half = Z95 * np.sqrt(variance * fpc)
-        return 0.0, -half, half
+        difference = float(np.subtract(*_estimates(bundle, pair, observed)))
+        return _adjusted(0.0 if same else difference, differences,
+                         _weights(bundle)[observed], fpc)
     if kind == "predictor":
         _refuse_subset(bundle, observed)
         shares = _predictor_shares(bundle, pair)
         contribution = shares[0] - shares[1]
         difference = float(contribution.sum())
-        variance = float(np.sum((contribution - difference / n) ** 2))
+        half = Z95 * np.sqrt(float(np.sum((contribution - difference / n) ** 2)) * fpc)
     elif kind == "irt":
         difference, variance = _irt_jackknife(bundle, pair, observed)
+        half = Z95 * np.sqrt(max(variance, 0.0) * fpc)
     else:  # a plugin's estimator: each estimate's stored cross-validated error
-        estimates = _estimates(bundle, pair, observed)
-        difference = float(estimates[0] - estimates[1])
+        difference = float(np.subtract(*_estimates(bundle, pair, observed)))
         half = Z95 * np.sqrt(2.0) * (bundle.error_sd or 0.0)
-        return difference, difference - half, difference + half
-    half = float(Z95 * np.sqrt(max(variance, 0.0) * fpc))
-    return difference, difference - half, difference + half
+    difference = 0.0 if same else difference
+    if half > 0 or fpc == 0:
+        return _clipped(difference, difference - half, difference + half)
+    # no spread to measure (equal answers, equal contributions, no stored error): the
+    # plain mean's adjusted interval, never a width of 0
+    return _adjusted(difference, differences, np.ones(n), fpc)
+
+
+def _adjusted(difference: float, differences: np.ndarray, weights: np.ndarray,
+              fpc: float) -> PairedDifference:
+    """`adjusted_paired_mean`'s interval, finite-population corrected: the pull toward
+    its centre shrinks with the correction, to none on the whole pool (exact there)."""
+    adjusted, variance = adjusted_paired_mean(differences, weights)
+    centre = difference + (adjusted - difference) * fpc
+    half = Z95 * np.sqrt(variance * fpc)
+    return _clipped(difference, centre - half, centre + half)
+
+
+def _clipped(difference: float, low: float, high: float) -> PairedDifference:
+    """No two accuracies differ by more than 1."""
+    return PairedDifference(difference, max(float(low), -1.0), min(float(high), 1.0))
 
 
 def adjusted_paired_mean(differences: np.ndarray, weights: np.ndarray) -> tuple[float, float]:
-    """Bonett and Price's adjusted paired mean, weighted: the weighted mean of the
-    per-item `differences` (n,) in [-1, 1] with two more items, +1 and -1, each of the
-    mean of `weights` (n,), and the per-item (sandwich) variance of that mean, before
-    any finite population correction. With equal weights and 0/1 scores, its 95% Wald
-    interval is Bonett and Price's (2012): centre (b + 1 - c - 1) / (n + 2) and
-    variance (p_b + p_c - centre^2) / (n + 2), b and c the items only the first, only
-    the second got right, p_b = (b + 1) / (n + 2), p_c = (c + 1) / (n + 2).
+    """Bonett and Price's adjusted paired mean, weighted.
 
-    Its variance is positive for any n >= 0, so the interval never claims a width of 0.
+    Parameters
+    ----------
+    differences : float array of shape (n,), per-item score differences in [-1, 1].
+    weights : float array of shape (n,), the estimator's item weights (any scale).
+
+    Returns
+    -------
+    centre : the weighted mean of `differences` with two more items, +1 and -1, each of
+        the mean weight (1 when n = 0).
+    variance : the per-item (sandwich) variance of that mean, before any finite
+        population correction; positive for every n >= 0, so a Wald interval from it
+        never has a width of 0.
+
+    With equal weights and 0/1 scores, centre +- 1.96 sqrt(variance) is Bonett and
+    Price's (2012) adjusted Wald interval: centre (b + 1 - c - 1) / (n + 2), variance
+    (p_b + p_c - centre^2) / (n + 2), b and c the items only the first, only the second
+    got right, p_b = (b + 1) / (n + 2), p_c = (c + 1) / (n + 2). For fractional scores
+    the two pseudo-items of +-1 are conservative: small per-item differences get a
+    wider interval than the plain one.
+
+    >>> centre, variance = adjusted_paired_mean(np.array([1.0]), np.array([1.0]))
+    >>> round(centre * 3, 12), round(variance * 27, 12)  # 1/3 and 8/27, not 0
+    (1.0, 8.0)
     """
     pseudo = float(np.mean(weights)) if weights.size else 1.0
     z = np.concatenate([np.asarray(differences, dtype=np.float64), [1.0, -1.0]])
@@ -560,7 +601,8 @@ def compare_models(bundle: MicroBenchmarkFile, first: ItemScores, second: ItemSc
     both = ~np.isnan(first.scores) & ~np.isnan(second.scores)
     require_items(bundle, both, allow_partial=allow_partial,
                   who=f"{first.model} and {second.model}")
-    difference, low, high = paired_difference(bundle, first.scores, second.scores, both)
+    paired = paired_difference(bundle, first.scores, second.scores, both)
+    difference, low, high = paired.difference, paired.low, paired.high
     a, b = first.scores[both], second.scores[both]
     only_first = int(np.sum((a > 0.5) & (b <= 0.5)))
     only_second = int(np.sum((b > 0.5) & (a <= 0.5)))
