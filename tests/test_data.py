@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from shared import GPQA_CSV, MMLU_PRO_CSV, shared_data
 
 from mdad.data import (
@@ -27,6 +29,7 @@ from mdad.data import (
     read_results,
     resolve_missing,
 )
+from mdad.data.wide_csv import MISSING_TOKENS, _read_cells, _to_scores
 from mdad.errors import ConfigError, DataError
 
 
@@ -453,3 +456,36 @@ def test_a_name_list_reads_a_byte_order_mark_and_comments_and_refuses_repeats(tm
     path.write_text("# nothing\n\n")
     with pytest.raises(DataError, match=r"the file lists no item ids"):
         read_name_list(path, option="--pool", what="item ids")
+
+
+_CELLS = st.one_of(
+    st.sampled_from(["", "nan", "NaN", "NA", "N/A", "null", "None", "0", "1", "0.5", " 0.5",
+                     "1e-1", "+.5", "-0", "inf", "-inf", "Infinity", "1_0", "\uff11", "\u0660",
+                     "0.5\u00a0", "0x1", "true", "1e500", "5.", "0,5"]),
+    st.text(alphabet="0123456789.eE+-_naifINF \t\u00a0\uff11", max_size=6),
+    st.floats(0, 1).map(repr))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_CELLS, min_size=1, max_size=30))
+def test_cells_parse_as_pandas_parses_them(cells):
+    """The scores and the not-a-number mask are pandas.to_numeric's (which the loader
+    used before it dropped pandas' 0.4 s import), cell for cell."""
+    array = np.array(cells, dtype=object).reshape(1, -1)
+    values, text = _to_scores(array)
+    series = pd.Series(cells, dtype=object)
+    missing = series.isin(MISSING_TOKENS).to_numpy()
+    expected = pd.to_numeric(series.where(~missing), errors="coerce").to_numpy(np.float64)
+    np.testing.assert_array_equal(values[0], expected)
+    np.testing.assert_array_equal(text[0], np.isnan(expected) & ~missing)
+
+
+def test_real_files_parse_as_pandas_parses_them():
+    for name in (GPQA_CSV, MMLU_PRO_CSV):
+        _, body, _ = _read_cells(shared_data(name))
+        values, text = _to_scores(body)
+        series = pd.Series(body.ravel(), dtype=object)
+        missing = series.isin(MISSING_TOKENS).to_numpy()
+        expected = pd.to_numeric(series.where(~missing), errors="coerce").to_numpy(np.float64)
+        np.testing.assert_array_equal(values.ravel(), expected)
+        np.testing.assert_array_equal(text.ravel(), np.isnan(expected) & ~missing)

@@ -78,3 +78,24 @@ def test_reading_study_folders_leaves_the_exported_evaluate_function_alone():
     shown = subprocess.run([sys.executable, "-c", statement], capture_output=True, text=True,
                            check=True).stdout
     assert shown.strip() == "True"
+
+
+def test_practice_commands_on_a_csv_load_neither_pandas_nor_scipy_stats(gpqa_data, tmp_path):
+    """select, data answers, plan, estimate, compare and data info on GPQA's CSV:
+    pandas (0.4 s to import) parsed its cells, and scipy.stats (0.8 s) gave McNemar's
+    binomial CDF, in every one of them."""
+    micro, answers = tmp_path / "mb.json", tmp_path / "a.csv"
+    for args in (["select", "gpqa", "--method", "random", "--size", "10", "--out", micro],
+                 ["data", "answers", "gpqa", "--model", "bigscience__bloom-3b", "--items",
+                  micro, "--out", answers],
+                 ["plan", "gpqa", "--size", "10"], ["estimate", micro, answers],
+                 ["compare", micro, answers, answers], ["data", "info", "gpqa"]):
+        command = ("import sys, json\nfrom mdad.cli.app import main\n"
+                   f"sys.argv = ['mdad', *{[str(a) for a in args]!r}]\n"
+                   "try:\n    main()\nexcept SystemExit as stop:\n    assert not stop.code\n"
+                   "print(json.dumps(sorted(m for m in sys.modules if m in "
+                   "('pandas', 'scipy.stats'))))")
+        proc = subprocess.run([sys.executable, "-c", command], capture_output=True,
+                              text=True, check=False, timeout=120, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads(proc.stdout.splitlines()[-1]) == [], args

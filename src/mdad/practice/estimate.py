@@ -306,13 +306,13 @@ def mcnemar_p(first: np.ndarray, second: np.ndarray) -> np.ndarray:
     same items on the last axis (shapes broadcast; a score above 0.5 is right): the
     binomial test at 1/2 of the items only one got right, 1 when there are none.
     Returns an array of the broadcast shape without the last axis."""
-    from scipy.stats import binom
+    from scipy.special import bdtr  # the binomial CDF; scipy.stats takes 0.8 s to import
 
     first_right, second_right = np.asarray(first) > 0.5, np.asarray(second) > 0.5
     only_first = np.sum(first_right & ~second_right, axis=-1)
     only_second = np.sum(second_right & ~first_right, axis=-1)
     fewer = np.minimum(only_first, only_second)
-    return np.minimum(1.0, 2.0 * binom.cdf(fewer, only_first + only_second, 0.5))
+    return np.minimum(1.0, 2.0 * bdtr(fewer, only_first + only_second, 0.5))
 
 
 def is_reliable(difference: np.ndarray, low: np.ndarray, high: np.ndarray,
