@@ -5,14 +5,17 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from mdad.metrics.mdad import MdadResult, first_crossing_mdad, smooth_mdad
 from mdad.metrics.pairs import bin_edges, pair_counts
 from mdad.study.runner import StudyResult
 from mdad.study.seeds import metric_rng
+
+if TYPE_CHECKING:  # pandas loads when tables are made (0.3 s a command that fails first)
+    import pandas as pd
 
 SPLITS = ("seen", "unseen")
 GROUP_COLUMNS = ["method", "size", "sources", "split"]
@@ -74,6 +77,8 @@ def evaluate(result: StudyResult, *, stream: str = "", threads: int = 2) -> Stud
     identically, in any order; the smooth estimate draws after the first crossing's,
     from the same generator. Groups are computed in `threads` threads (numpy releases
     the GIL); the tables do not depend on it."""
+    import pandas as pd
+
     config = result.plan.config
     groups = [(m, s, c, split) for m in range(len(config.methods))
               for s in range(len(result.plan.sizes)) for c in range(len(config.sources))
@@ -124,6 +129,8 @@ def _split_tables(result: StudyResult, m: int, s: int, c: int, split: str, *,
                   stream: str) -> tuple[dict, pd.DataFrame, dict]:
     """One method, size and source count on one split: its mdad.csv row, its
     agreement curve, and its summary.csv columns (error and tau)."""
+    import pandas as pd  # loaded by `evaluate` already: a lookup
+
     config = result.plan.config
     method, size, sources = config.methods[m], result.plan.sizes[s], config.sources[c]
     estimates = result.estimates[m, s, c]
