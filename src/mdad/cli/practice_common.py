@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from mdad.data import Dataset
+    from mdad.practice import Comparison, Estimate, MicroBenchmarkFile
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON object instead.")]
 OtherVersion = Annotated[bool, typer.Option(
@@ -97,7 +98,8 @@ def few_pairs_note(pairs: int | None, crossing_pairs: int | None = None) -> None
              f"{MIN_CROSSING_PAIRS}{in_all}): {tentative}")
 
 
-def file_pairs_note(path: Path, bundle, answer) -> None:
+def file_pairs_note(path: Path, bundle: MicroBenchmarkFile,
+                    answer: Estimate | Comparison) -> None:
     """`few_pairs_note` for an estimate or comparison from the micro-benchmark file at
     `path`, and a note when the file is too old to say how many pairs set its MDAD."""
     from mdad.practice.bundle_format import OLDER_FORMAT

@@ -281,6 +281,7 @@ def _mdad_curve(dataset: Dataset, matrix: ResponseMatrix, cls: type[MethodDefaul
 
 def _mdad_fields(mdad: float | None, max_gap: float | None, pairs: int | None, how: str
                  ) -> dict[str, Any]:
+    """The file's MDAD fields at its own size, by their names in `MicroBenchmarkFile`."""
     return {"mdad": mdad, "mdad_reached": mdad is not None, "max_gap": max_gap,
             "mdad_pairs": pairs, "mdad_how": how}
 
