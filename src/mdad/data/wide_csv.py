@@ -82,8 +82,8 @@ def _to_scores(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Parse string cells into float64 values (NaN where missing or not a number),
     and a mask of the non-empty cells that are not numbers.
 
-    One Python float per cell (about 0.1 s for GPQA's 188,160): pandas' parser would
-    be faster per cell, but importing pandas costs a command 0.4 s more."""
+    One Python float per cell: 0.07 s for GPQA's 188,160 cells and 0.8 s for 2 million,
+    against 0.12 and 1.3 s for pandas.to_numeric, which also takes 0.4 s to import."""
     flat = cells.ravel()
     is_missing = np.fromiter((cell in MISSING_TOKENS for cell in flat), dtype=bool,
                              count=flat.size)
