@@ -1,0 +1,206 @@
+"""Writing files safely: no planted link followed, no half-written file, one writer at a
+time, nothing named by the data outside the folder it belongs in.
+
+Every file `mdad` writes goes through `atomic_write`: a temporary file with a unique
+name, created exclusively (``O_EXCL``; a symbolic link in its place is never followed),
+flushed to disk, then renamed over the target, which is replaced (a link there is
+replaced, never written through). Temporaries end in `TEMP_SUFFIX`, so that a run
+holding the folder's lock can remove the ones an interrupted run left
+(`remove_stale_temporaries`).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import BinaryIO
+
+from mdad.errors import ConfigError, DataError
+
+TEMP_SUFFIX = ".mdad-tmp"
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "'")
+
+
+def file_mode() -> int:
+    """The mode a new file gets under the process's umask (0o644 under umask 022):
+    `tempfile` makes its files private (0o600), which a written result should not be."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def atomic_write(path: str | Path, content: bytes | Callable[[BinaryIO], None]) -> None:
+    """Write `content` (bytes, or a function that writes to a binary handle) to `path`
+    through a unique temporary file beside it, renamed into place.
+
+    The file appears complete or not at all; a link at `path` is replaced, not followed;
+    the temporary is removed on any failure, Ctrl-C included.
+
+    Raises
+    ------
+    OSError
+        Naming `path`, not the temporary (a full disk: ENOSPC).
+    """
+    path = Path(path)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.",
+                                         suffix=TEMP_SUFFIX)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            if callable(content):
+                content(out)
+            else:
+                out.write(content)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(temporary, file_mode())
+        os.replace(temporary, path)
+    except OSError as exc:
+        Path(temporary).unlink(missing_ok=True)
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def remove_stale_temporaries(folder: str | Path, name: str | None = None) -> list[Path]:
+    """Remove the temporaries `atomic_write` left in `folder` (of file `name` only, if
+    given) when a run was killed. Call it only while holding the folder's lock: another
+    writer's temporary is in use. Links are removed, never followed; returns what went."""
+    folder = Path(folder)
+    pattern = f".{name}.*{TEMP_SUFFIX}" if name else f".*{TEMP_SUFFIX}"
+    removed = []
+    for path in folder.glob(pattern):
+        if path.is_symlink() or path.is_file():
+            path.unlink(missing_ok=True)
+            removed.append(path)
+    return removed
+
+
+class FileLock:
+    """An exclusive, non-blocking lock on `path` (a lock file, created if missing) for
+    as long as the holder lives: the kernel releases it when the process ends, however
+    it ends, so a killed writer never leaves the folder locked.
+
+    `what` says what the lock guards, for the error a second writer gets.
+    """
+
+    def __init__(self, path: str | Path, what: str) -> None:
+        self.path = Path(path)
+        self.what = what
+        self._descriptor: int | None = None
+
+    def acquire(self) -> FileLock:
+        """Take the lock, or stop at once.
+
+        Raises
+        ------
+        ConfigError
+            When another process holds it (naming its pid), or the lock file is a link,
+            folder, pipe or device.
+        """
+        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(
+            os, "O_NONBLOCK", 0)  # a planted pipe must not block the open
+        try:
+            descriptor = os.open(self.path, flags, 0o644)
+        except OSError as exc:
+            raise ConfigError(f"{self.path}: cannot open the lock file of {self.what} "
+                              f"({exc.strerror}); remove it if it is a link, folder or "
+                              "device") from None
+        if not _is_regular(descriptor):
+            os.close(descriptor)
+            raise ConfigError(f"{self.path}: the lock file of {self.what} is not a regular "
+                              "file; remove it")
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            owner = os.pread(descriptor, 32, 0).decode("ascii", "replace").strip()
+            os.close(descriptor)
+            raise ConfigError(f"{self.what} is in use by process {owner or '(unknown)'} "
+                              f"(lock {self.path}); wait for it to finish, or stop it "
+                              "and try again") from None
+        os.ftruncate(descriptor, 0)
+        os.pwrite(descriptor, f"{os.getpid()}\n".encode("ascii"), 0)
+        self._descriptor = descriptor
+        return self
+
+    def release(self) -> None:
+        if self._descriptor is not None:
+            os.close(self._descriptor)  # closing releases the lock
+            self._descriptor = None
+
+    def __enter__(self) -> FileLock:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def _is_regular(descriptor: int) -> bool:
+    import stat
+
+    return stat.S_ISREG(os.fstat(descriptor).st_mode)
+
+
+# The Hugging Face Hub's repo-id grammar: an optional namespace and a name, each of
+# letters, digits, '-', '_' and '.', at most 96 characters, no '--' or '..', not
+# starting or ending with '-' or '.'.
+_HUB_PART = re.compile(r"^(?!.*(--|\.\.))[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,94}[A-Za-z0-9_])?$")
+
+
+def check_hub_id(repo_id: str, *, where: str) -> str:
+    """`repo_id` if it is a valid Hub repo id (``namespace/name``), so that a name built
+    from it is one path component; `where` says where the id came from.
+
+    Raises
+    ------
+    DataError
+        Naming the id and where it came from.
+    """
+    parts = repo_id.split("/")
+    if len(parts) != 2 or not all(_HUB_PART.match(part) for part in parts):
+        raise DataError(f"{where}: {repo_id!r} is not a Hugging Face Hub repo id "
+                        "(namespace/name, each of letters, digits, '-', '_' and '.', "
+                        "no '..'); correct or remove it")
+    return repo_id
+
+
+def safe_component(name: str, *, where: str) -> str:
+    """`name` if it can be one file name in a folder: not empty, not '.' or '..', no
+    '/', '\\\\' or NUL, at most 200 bytes.
+
+    Raises
+    ------
+    DataError
+        Naming it and `where` it came from.
+    """
+    if (not name or name in (".", "..") or any(c in name for c in "/\\\0")
+            or len(name.encode("utf-8", "surrogateescape")) > 200):
+        raise DataError(f"{where}: {name!r} cannot be a file name (empty, '.', '..', a "
+                        "separator or NUL, or over 200 bytes); correct it")
+    return name
+
+
+def csv_text(value: object) -> object:
+    """A text cell made safe for a spreadsheet (OWASP's rule against formula injection):
+    a string that starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return
+    gets a leading ``'``. So does one that starts with ``'``, so that `csv_text_read`
+    gives back every string exactly. Other values pass as they are."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
+
+
+def csv_text_read(value: object) -> object:
+    """The inverse of `csv_text`, for the text columns of a CSV `mdad` wrote."""
+    if isinstance(value, str) and value.startswith("'"):
+        return value[1:]
+    return value
+
+
+__all__ = ["TEMP_SUFFIX", "FileLock", "atomic_write",
+           "check_hub_id", "csv_text", "csv_text_read", "file_mode",
+           "remove_stale_temporaries", "safe_component"]

@@ -1,0 +1,159 @@
+"""mdad.safe_io: atomic writes that follow no planted link, locks that a second writer
+meets at once, Hub ids that cannot become paths, CSV cells safe from formula injection."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mdad.errors import ConfigError, DataError
+from mdad.safe_io import (
+    TEMP_SUFFIX,
+    FileLock,
+    atomic_write,
+    check_hub_id,
+    csv_text,
+    csv_text_read,
+    remove_stale_temporaries,
+    safe_component,
+)
+
+
+def test_atomic_write_replaces_a_planted_link_and_never_writes_through_it(tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    target = tmp_path / "state.json"
+    target.symlink_to(victim)
+    for stale in (".state.json.tmp", ".state.json.tmp.npz", f".state.json.x{TEMP_SUFFIX}"):
+        (tmp_path / stale).symlink_to(victim)
+    atomic_write(target, b"new")
+    assert victim.read_text() == "keep me"
+    assert not target.is_symlink() and target.read_bytes() == b"new"
+
+
+def test_atomic_write_mode_follows_the_umask(tmp_path):
+    old = os.umask(0o022)
+    try:
+        atomic_write(tmp_path / "a", b"x")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "a").stat().st_mode & 0o777 == 0o644
+
+
+def test_a_failed_write_leaves_no_temporary_and_names_the_target(tmp_path):
+    def boom(handle):
+        handle.write(b"half")
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(OSError) as info:
+        atomic_write(tmp_path / "out.npz", boom)
+    assert info.value.filename == str(tmp_path / "out.npz")
+    assert list(tmp_path.iterdir()) == []
+
+    with pytest.raises(KeyboardInterrupt):
+        atomic_write(tmp_path / "out.npz", lambda h: (_ for _ in ()).throw(KeyboardInterrupt))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_stale_temporaries_go_and_nothing_else(tmp_path):
+    (tmp_path / f".a.json.xyz{TEMP_SUFFIX}").write_text("left by a killed run")
+    (tmp_path / f".b.npz.q{TEMP_SUFFIX}").symlink_to(tmp_path / "elsewhere")
+    (tmp_path / "a.json").write_text("{}")
+    (tmp_path / ".a.json.lock").write_text("")
+    assert len(remove_stale_temporaries(tmp_path, "a.json")) == 1
+    assert len(remove_stale_temporaries(tmp_path)) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".a.json.lock", "a.json"]
+
+
+def test_a_second_writer_stops_at_once_naming_the_first_ones_pid(tmp_path):
+    lock = tmp_path / ".x.lock"
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import sys, time
+        from mdad.safe_io import FileLock
+        FileLock({str(lock)!r}, "the test").acquire()
+        print("held", flush=True)
+        time.sleep(30)
+        """)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(ConfigError, match=rf"in use by process {holder.pid} "):
+            FileLock(lock, "the test").acquire()
+    finally:
+        holder.kill()
+        holder.wait()
+    with FileLock(lock, "the test"):  # the kernel freed it with the process
+        pass
+
+
+def test_a_planted_link_or_pipe_is_no_lock_file(tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("keep")
+    (tmp_path / "link.lock").symlink_to(victim)
+    with pytest.raises(ConfigError, match="link.lock"):
+        FileLock(tmp_path / "link.lock", "x").acquire()
+    os.mkfifo(tmp_path / "pipe.lock")
+    with pytest.raises(ConfigError, match="not a regular file"):
+        FileLock(tmp_path / "pipe.lock", "x").acquire()
+    assert victim.read_text() == "keep"
+
+
+@pytest.mark.parametrize("repo", ["open-llm-leaderboard/org__model-details",
+                                  "open-llm-leaderboard/Qwen__Qwen2.5-7B-Instruct-details"])
+def test_hub_ids_of_the_leaderboard_pass(repo):
+    assert check_hub_id(repo, where="x") == repo
+
+
+@pytest.mark.parametrize("repo", ["open-llm-leaderboard//abs/dir/victim-details",
+                                  "open-llm-leaderboard/../../../victim-details",
+                                  "open-llm-leaderboard/..", "a/b/c", "a/", "/b",
+                                  "a/b\0c", "a/.hidden", "a/x--y", "a/" + "x" * 97])
+def test_ids_that_could_become_paths_are_refused(repo):
+    with pytest.raises(DataError, match="not a Hugging Face Hub repo id"):
+        check_hub_id(repo, where="the listing")
+
+
+@pytest.mark.parametrize("name", ["", ".", "..", "a/b", "a\\b", "a\0b", "x" * 201])
+def test_unsafe_file_names_are_refused(name):
+    with pytest.raises(DataError, match="cannot be a file name"):
+        safe_component(name, where="x")
+
+
+@pytest.mark.parametrize(("cell", "safe"), [("=HYPERLINK(\"x\")", "'=HYPERLINK(\"x\")"),
+                                           ("+cmd|' /C calc'!A0", "'+cmd|' /C calc'!A0"),
+                                           ("-2+3", "'-2+3"), ("@SUM(A1)", "'@SUM(A1)"),
+                                           ("\tx", "'\tx"), ("'quoted", "''quoted"),
+                                           ("plain", "plain"), (3.5, 3.5), (-1, -1)])
+def test_formula_cells_are_neutralised(cell, safe):
+    assert csv_text(cell) == safe
+
+
+@given(st.text())
+def test_neutralised_text_reads_back_exactly(text):
+    assert csv_text_read(csv_text(text)) == text
+    assert not str(csv_text(text)).startswith(("=", "+", "-", "@", "\t", "\r"))
+
+
+def test_a_written_file_is_whole_after_kill_mid_write(tmp_path: Path):
+    target = tmp_path / "big.bin"
+    target.write_bytes(b"old")
+    child = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import time
+        from mdad.safe_io import atomic_write
+        def slow(handle):
+            handle.write(b"x" * 1000)
+            print("writing", flush=True)
+            time.sleep(30)
+        atomic_write({str(target)!r}, slow)
+        """)], stdout=subprocess.PIPE, text=True)
+    assert child.stdout.readline().strip() == "writing"
+    child.kill()
+    child.wait()
+    assert target.read_bytes() == b"old"
+    assert len(remove_stale_temporaries(tmp_path, "big.bin")) == 1
