@@ -584,3 +584,31 @@ def test_a_bad_record_is_refused_naming_its_line(tmp_path, change, message):
     path = write_samples(tmp_path, "task", records)
     with pytest.raises(DataError, match=rf"{re.escape(str(path))}: {message}"):
         load_lm_eval_samples(path)
+
+
+# --- the exact_match fallback for generative tasks -------------------------------------
+
+
+def test_fallback_to_exact_match_is_noted(pythia):
+    assert pythia.notes == (
+        "1 task(s) without acc scored by exact_match instead (generative records, no option "
+        "log-likelihoods), for 1 model(s): metabench_gsm8k_secondary",)
+    only_choice = load_lm_eval_samples(pythia_dir(), tasks={"metabench_arc_secondary"})
+    assert only_choice.notes == ()
+    asked = load_lm_eval_samples(pythia_file("gsm8k"), metric="exact_match")
+    assert asked.notes == ()
+
+
+def test_fallback_refused_when_the_metric_is_the_measurement():
+    with pytest.raises(DataError, match=(
+            rf"^{re.escape(str(pythia_file('gsm8k')))}: line 1: these records hold only "
+            r"exact_match \(a generative task's\), no 'acc_norm', which is what is measured; "
+            r"run the model on the multiple-choice task, or use a micro-benchmark or test "
+            r"measured by --metric exact_match$")):
+        load_lm_eval_samples(pythia_dir(), metric="acc_norm", fallback_metric=False)
+    matrix = load_lm_eval_samples(pythia_dir(), metric="acc", fallback_metric=False,
+                                  tasks={"metabench_arc_secondary"})
+    assert matrix.n_items == 100
+    generative = load_lm_eval_samples(pythia_file("gsm8k"), metric="exact_match",
+                                      fallback_metric=False)
+    assert generative.n_items == 249

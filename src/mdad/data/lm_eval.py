@@ -38,6 +38,9 @@ class _TaskScores:
     doc_ids: list[str]
     scores: np.ndarray  # float64, (n_docs,)
     confidence: np.ndarray  # float64, (n_docs,), NaN where unknown
+    # the record field the scores come from: "exact_match" where acc/acc_norm was asked of
+    # a generative task's records (see `read_task_lines`); "" when not known
+    metric: str = ""
 
 
 @dataclass(frozen=True)
@@ -193,7 +196,9 @@ def _merge(parts: list[_TaskScores]) -> _TaskScores:
     scores = np.array([parts[k].scores[j] for k, j in latest.values()], dtype=np.float64)
     confidence = np.array([parts[k].confidence[j] for k, j in latest.values()],
                           dtype=np.float64)
-    return _TaskScores(list(latest), scores, confidence)
+    metrics = {part.metric for part in parts}
+    metric = metrics.pop() if len(metrics) == 1 else "/".join(sorted(metrics))
+    return _TaskScores(list(latest), scores, confidence, metric)
 
 
 def _loglikelihoods(record: dict[str, Any]) -> list[float] | None:
@@ -279,11 +284,19 @@ def _parse(line: str, path: Path, n: int) -> tuple[dict[str, Any], str]:
     return record, str(doc)
 
 
-def _metric_key(record: dict[str, Any], metric: str, path: Path, n: int) -> str:
+def _metric_key(record: dict[str, Any], metric: str, path: Path, n: int,
+                fallback: bool) -> str:
+    """The field to score by: `metric`, or exact_match for a generative task's records
+    when acc/acc_norm is asked and `fallback` allows it."""
     if metric in record:
         return metric
     if metric in _CHOICE_METRICS and "exact_match" in record and _loglikelihoods(record) is None:
-        return "exact_match"
+        if fallback:
+            return "exact_match"
+        raise DataError(f"{path}: line {n}: these records hold only exact_match (a "
+                        f"generative task's), no {metric!r}, which is what is measured; run "
+                        "the model on the multiple-choice task, or use a micro-benchmark or "
+                        "test measured by --metric exact_match", parameters=("metric",))
     raise _missing_metric(record, metric, path, n)
 
 
@@ -310,16 +323,22 @@ def _check_repeat(record: dict[str, Any], doc: str, expected: str, first_filter:
                     "re-run the task")
 
 
-def _read_task(path: Path, metric: str) -> _TaskScores:
+def _read_task(path: Path, metric: str, fallback_metric: bool = True) -> _TaskScores:
     """Parse one samples file (see `read_task_lines`)."""
     with open(path, "rb") as handle:
-        return read_task_lines(handle, path, metric)
+        return read_task_lines(handle, path, metric, fallback_metric=fallback_metric)
 
 
-def read_task_lines(lines: Iterable[bytes], path: Path | str, metric: str) -> _TaskScores:
+def read_task_lines(lines: Iterable[bytes], path: Path | str, metric: str, *,
+                    fallback_metric: bool = True) -> _TaskScores:
     """Parse one samples file's lines (raw bytes, as a file or a stream yields them),
     keeping only each record's doc_id, `metric` and option log-likelihoods; `path`
     names the file in errors.
+
+    Records of a generative task (no ``acc``/``acc_norm``, no option log-likelihoods)
+    are scored by ``exact_match`` when `metric` is ``acc`` or ``acc_norm`` and
+    `fallback_metric` is true; the result's `metric` then says ``exact_match``. With
+    `fallback_metric` false such records raise a DataError instead.
 
     The harness writes one full pass over the documents per filter (gsm8k: strict-match,
     then flexible-extract); the first pass is used and later ones are only checked.
@@ -345,7 +364,8 @@ def read_task_lines(lines: Iterable[bytes], path: Path | str, metric: str) -> _T
             repeats += 1
             continue
         if key is None:
-            key, first_filter = _metric_key(record, metric, path, n), record.get("filter")
+            key = _metric_key(record, metric, path, n, fallback_metric)
+            first_filter = record.get("filter")
         if key not in record:
             raise _missing_metric(record, key, path, n)
         try:
@@ -377,7 +397,7 @@ def read_task_lines(lines: Iterable[bytes], path: Path | str, metric: str) -> _T
     confidence = np.full(len(doc_ids), np.nan)
     if rows:
         confidence[rows] = _gold_softmax(flat, counts, gold)
-    return _TaskScores(doc_ids, np.asarray(scores, dtype=np.float64), confidence)
+    return _TaskScores(doc_ids, np.asarray(scores, dtype=np.float64), confidence, key or "")
 
 
 def _decode(raw: bytes, path: Path, line: int) -> str:
@@ -409,7 +429,8 @@ def _sorted_docs(doc_ids: set[str]) -> list[str]:
 
 
 def load_lm_eval_samples(path: str | Path, *, metric: str = "acc",
-                         tasks: Collection[str] | None = None) -> ResponseMatrix:
+                         tasks: Collection[str] | None = None,
+                         fallback_metric: bool = True) -> ResponseMatrix:
     """Read lm-evaluation-harness ``--log_samples`` files of one or more models.
 
     Parameters
@@ -422,10 +443,15 @@ def load_lm_eval_samples(path: str | Path, *, metric: str = "acc",
     metric : str
         The per-record field holding the score, e.g. ``acc``, ``acc_norm``,
         ``exact_match``. Files of generative tasks, which have no ``acc`` or
-        ``acc_norm``, are scored by ``exact_match`` when `metric` is one of those two.
+        ``acc_norm``, are scored by ``exact_match`` when `metric` is one of those two
+        and `fallback_metric` is true; the matrix's `notes` then say which files.
     tasks : collection of str, optional
         Read only the files of these tasks (e.g. a micro-benchmark's); models without
         any of them are left out. Default: every task.
+    fallback_metric : bool
+        Allow the ``exact_match`` substitution above (the study's reading of a mix of
+        multiple-choice and generative tasks). False for a measurement that is defined
+        by `metric` (a micro-benchmark, an adaptive test): such records then raise.
 
     Returns
     -------
@@ -451,8 +477,9 @@ def load_lm_eval_samples(path: str | Path, *, metric: str = "acc",
     ------
     DataError
         Naming file and line, for invalid JSON, a record without ``doc_id``, a doc_id
-        repeated within a pass, a missing or non-numeric metric; or no sample files,
-        or none of `tasks`.
+        repeated within a pass, a missing or non-numeric metric, records holding only
+        ``exact_match`` when `fallback_metric` is false; or no sample files, or none of
+        `tasks`.
     """
     path = Path(path)
     found = lm_eval_files(path)
@@ -463,20 +490,36 @@ def load_lm_eval_samples(path: str | Path, *, metric: str = "acc",
     for model, files in found.models.items():
         grouped = _files_by_task(files, wanted)
         if grouped:
-            per_model[model] = {task: _merge([_read_task(f, metric) for f in group])
-                                for task, group in grouped.items()}
+            per_model[model] = {
+                task: _merge([_read_task(f, metric, fallback_metric) for f in group])
+                for task, group in grouped.items()}
             used.extend(f for group in grouped.values() for f in group)
         else:
             without_tasks.append(model)
     if not per_model:
         raise _no_such_task(path, sorted(wanted or ()), found.tasks())
     notes = found.notes()
+    if fallback := _fallback_note(per_model, metric):
+        notes.append(fallback)
     if without_tasks:
         notes.append(f"{len(without_tasks)} model(s) with no file of the tasks "
                      f"{', '.join(sorted(wanted or ()))} left out: {listed(without_tasks)}")
     root = path if path.is_dir() else path.parent
     return build_matrix(per_model, source=str(path), sha256=files_sha256(used, root),
                         notes=tuple(notes))
+
+
+def _fallback_note(per_model: dict[str, dict[str, _TaskScores]], metric: str) -> str:
+    """A note naming the tasks scored by exact_match where `metric` was asked, or ""."""
+    substituted = {(model, task) for model, scores in per_model.items()
+                   for task, part in scores.items()
+                   if part.metric and metric not in part.metric.split("/")}
+    if not substituted:
+        return ""
+    models = sorted({model for model, _ in substituted})
+    tasks = sorted({task for _, task in substituted})
+    return (f"{len(tasks)} task(s) without {metric} scored by exact_match instead (generative "
+            f"records, no option log-likelihoods), for {len(models)} model(s): {listed(tasks)}")
 
 
 def build_matrix(per_model: dict[str, dict[str, _TaskScores]], *, source: str,
