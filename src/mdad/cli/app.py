@@ -7,7 +7,9 @@ and each command start fast.
 
 from __future__ import annotations
 
+import atexit
 import importlib
+import os
 import sys
 from typing import Annotated
 
@@ -82,6 +84,38 @@ def _show_flags_as_flags(command) -> None:
 
 
 def main() -> None:
+    """The `mdad` console script: `_main`, with Ctrl-C, SIGTERM and a resource running
+    out (memory, threads) turned into one line wherever they strike, and an interrupted
+    command ending at once."""
+    from mdad.cli import errors
+
+    errors.stop_on_sigterm()  # SIGTERM takes Ctrl-C's path: cleanup, one line
+    try:
+        _main()
+    except SystemExit as done:
+        code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
+    except (KeyboardInterrupt, errors.Terminated) as stop:  # before a command ran
+        code = errors.interrupted(stop).exit_code
+    except Exception as exc:
+        message = errors.resource_message(exc)
+        if message is None:
+            raise
+        code = errors.fail(message).exit_code
+    if code in (130, 143):
+        # The command's cleanup has run; end now rather than wait for threads still in
+        # a fit or a read (Python joins them at exit, which took up to a minute). The
+        # atexit functions still run: multiprocessing's release its semaphores.
+        atexit._run_exitfuncs()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(code)
+    raise SystemExit(code)
+
+
+def _main() -> None:
     # the first word that is not an option names the command (the root has only flags)
     name = next((arg for arg in sys.argv[1:] if not arg.startswith("-")), None)
     if name is None and "--version" in sys.argv[1:]:

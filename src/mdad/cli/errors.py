@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import functools
 import re
+import signal
 import sys
 from collections.abc import Callable
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 import typer
 
@@ -39,24 +40,149 @@ def literal(text: object) -> str:
     return escape(visible(str(text)))
 
 
-def user_errors(command: Callable[P, R]) -> Callable[P, R]:
-    """Decorator for CLI commands: an `MdadError` becomes a one-line error, exit 2."""
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread (see `stop_on_sigterm`) so that a command stops
+    as on Ctrl-C: its cleanup runs, and `user_errors` prints one line."""
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated()
+
+
+def stop_on_sigterm() -> None:
+    """Make SIGTERM raise `Terminated` in the main thread (call from the main thread)."""
+    signal.signal(signal.SIGTERM, _raise_terminated)
+
+
+# Options that make a command's work, and so its memory, smaller, in the order named.
+SMALLER_WORK = ("runs", "resamples", "sizes", "sources", "targets", "models", "size",
+                "budget", "workers", "jobs")
+
+
+def smaller_options(options: dict[str, object]) -> list[str]:
+    """The options among `SMALLER_WORK` the command was given a value of (its defaults
+    included; an option left unset, None, is one the work does not depend on)."""
+    return [option_name(name) for name in SMALLER_WORK
+            if options.get(name) is not None and options.get(name) is not False]
+
+
+def interrupted(stop: BaseException, kept: str | None = None) -> typer.Exit:
+    """Print ``interrupted: <what was kept>; <how to go on>`` for Ctrl-C or SIGTERM and
+    return the exit (130 for Ctrl-C, 143 for SIGTERM, as a shell reports them)."""
+    if kept is None:
+        from mdad.cli.files import WRITTEN
+
+        done = (f"only {' and '.join(map(str, WRITTEN))} "
+                f"{'was' if len(WRITTEN) == 1 else 'were'} written" if WRITTEN
+                else "nothing was written")
+        kept = f"{done} (mdad writes each file whole or not at all); run it again"
+    print(f"interrupted: {visible(kept)}", file=sys.stderr, flush=True)
+    return typer.Exit(code=130 if isinstance(stop, KeyboardInterrupt) else 143)
+
+
+def user_errors(command: Callable[P, R] | None = None, *, kept: str | None = None
+                ) -> Any:
+    """Decorator for CLI commands (``@user_errors`` or ``@user_errors(kept=...)``): an
+    `MdadError`, a resource running out (memory, threads, a worker process, disk space,
+    open files) or a file that cannot be read or written becomes one line and exit 2;
+    Ctrl-C and SIGTERM (see `stop_on_sigterm`) become one line ``interrupted: ...`` and
+    exit 130 / 143. Never a traceback for these.
+
+    `kept` says what an interrupt leaves and how to go on; by default, that no file is
+    half written and which ones this command finished (see `mdad.cli.files.WRITTEN`).
+    Out of memory, the advice names the command's own options that make its work
+    smaller (see `smaller_options`), or only to free memory when it has none.
+    """
+    if command is None:
+        return functools.partial(user_errors, kept=kept)
 
     @functools.wraps(command)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return command(*args, **kwargs)
+        except typer.Exit:  # the command's own exit (a RuntimeError): as it is
+            raise
+        except (KeyboardInterrupt, Terminated) as stop:
+            raise interrupted(stop, kept) from None
         except MdadError as exc:
             raise fail(as_options(str(exc), exc.parameters)) from None
-        except MemoryError:
-            raise fail("out of memory: this machine cannot hold the work asked for; ask "
-                       "for less (fewer --runs, --resamples, --sizes or --models)") from None
-        except OSError as exc:  # a file the command could not read or write
-            where = f"{exc.filename}: " if exc.filename else ""
-            raise fail(f"{where}{exc.strerror or exc}; check the path, its permissions and "
-                       "the free space") from None
+        except Exception as exc:
+            message = resource_message(exc, smaller_options(kwargs))
+            if message is None:
+                raise  # a bug: its traceback is what a report needs
+            raise fail(message) from None
 
     return wrapper
+
+
+# Messages of an ImportError or OSError that mean memory ran out while loading a library.
+_NO_MEMORY_TEXT = ("failed to map segment", "cannot allocate memory", "cannot map",
+                   "failed to allocate", "out of memory", "std::bad_alloc")
+
+
+def resource_message(exc: BaseException, options: list[str] | tuple[str, ...] = ()
+                     ) -> str | None:
+    """One line for `exc` when it, or an exception it was raised from, is a resource
+    running out or a file that failed: its cause, the file (if any), what to do, and
+    how to go on (a note ``continue with: ...`` added to the exception, else "run it
+    again"). None for any other exception.
+
+    `options` are the command's options that make its work smaller (`smaller_options`).
+    Pyarrow's errors are recognised by name, so that pyarrow is not imported to check.
+    """
+    seen: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in seen and len(seen) < 8:
+        seen.append(current)
+        line = _resource_line(current, options)
+        if line is not None:
+            notes = [n for c in seen for n in getattr(c, "__notes__", ())
+                     if str(n).startswith("continue with: ")]
+            return f"{line}, then {notes[0] if notes else 'run it again'}"
+        current = current.__cause__ or current.__context__
+    if isinstance(exc, OSError):  # a file the command could not read or write
+        where = f"{exc.filename}: " if exc.filename else ""
+        return (f"{where}{exc.strerror or exc}; check the path, its permissions and the "
+                "free space")
+    return None
+
+
+def _resource_line(exc: BaseException, options: list[str] | tuple[str, ...]) -> str | None:
+    """Cause and advice for one exception, or None when it is not a resource's."""
+    import errno
+
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    text = str(exc)
+    where = f"{exc.filename}: " if isinstance(exc, OSError) and exc.filename else ""
+    less = (f"ask for less (lower {_or(options)}) or free some memory (close other "
+            "programs)" if options else "free some memory (close other programs)")
+    if isinstance(exc, MemoryError) or "ArrowMemoryError" in names:
+        return f"{where}out of memory ({type(exc).__name__}); {less}"
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", -1)):
+        return f"{where}{exc.strerror or 'no space left on device'}; free some space"
+    if isinstance(exc, OSError) and exc.errno == errno.ENOMEM:
+        return f"{where}out of memory ({exc.strerror}); {less}"
+    if isinstance(exc, OSError) and exc.errno in (errno.EMFILE, errno.ENFILE):
+        return (f"{where}too many open files ({exc.strerror}); raise the limit (ulimit -n) "
+                "or close other programs")
+    if isinstance(exc, ImportError | OSError) and any(
+            t in text.lower() for t in _NO_MEMORY_TEXT):
+        library = getattr(exc, "name", None) or "a library"
+        return f"out of memory loading {library} ({visible(text)[:120]}); {less}"
+    if isinstance(exc, RuntimeError) and "can't start new thread" in text:
+        return f"out of memory or threads: cannot start a thread; {less}"
+    if "BrokenProcessPool" in names or "BrokenExecutor" in names:
+        return ("a worker process ended abruptly (killed: the system kills processes so "
+                f"when memory runs out); {less}")
+    if "ArrowException" in names and any(
+            t in text.lower() for t in ("memory", "alloc", "thread")):
+        return f"out of memory in pyarrow ({visible(text)[:120]}); {less}"
+    return None
+
+
+def _or(options: list[str] | tuple[str, ...]) -> str:
+    """'--a', '--a or --b', '--a, --b or --c'."""
+    return options[0] if len(options) == 1 else f"{', '.join(options[:-1])} or {options[-1]}"
 
 
 # Python parameter names whose option is not simply --name-with-dashes.

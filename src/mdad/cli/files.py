@@ -3,7 +3,6 @@ written whole or not at all."""
 
 from __future__ import annotations
 
-import os
 import tempfile
 from pathlib import Path
 
@@ -40,17 +39,25 @@ def check_new_file(path: Path, *, option: str, force: bool = False,
                           "folder you can write to") from None
 
 
+# Files `write_text` finished in this process, for what an interrupt says was kept.
+WRITTEN: list[Path] = []
+
+
 def write_text(path: Path, text: str) -> None:
-    """Write `text` to `path` through a temporary file renamed into place."""
+    """Write `text` to `path` through `mdad.safe_io.atomic_write` (a unique exclusive
+    temporary renamed into place; a link at `path` is replaced, not followed; the
+    file's mode is the umask's), after removing the temporaries a killed writer of the
+    same file left.
+
+    Raises
+    ------
+    OSError
+        Naming `path` (a full disk: ENOSPC).
+    """
+    from mdad.safe_io import atomic_write, remove_stale_temporaries
+
     path = Path(path)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-        try:
-            os.replace(temporary, path)
-        except OSError as exc:  # name the file asked for, not the temporary one
-            raise OSError(exc.errno, exc.strerror, str(path)) from None
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    # only this file's: a concurrent writer of the same file is the user's own race
+    remove_stale_temporaries(path.parent, path.name)
+    atomic_write(path, text.encode("utf-8"))
+    WRITTEN.append(path)

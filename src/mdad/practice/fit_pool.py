@@ -79,6 +79,7 @@ def run_fits(tasks: Sequence[Task], *, methods: Sequence[object] = (),
     if not tasks:
         return
     spawn_at = None if spawn_after is None else time.monotonic() + spawn_after
+    interrupted = False
     try:
         start_next(here)
         first = next(iter(pending))
@@ -97,15 +98,29 @@ def run_fits(tasks: Sequence[Task], *, methods: Sequence[object] = (),
                 result = future.result()
                 start_next(executor)
                 yield index, result
+    except BaseException as exc:
+        interrupted = not isinstance(exc, Exception)  # Ctrl-C, SIGTERM, the caller closing
+        raise
     finally:
         here.shutdown(wait=False, cancel_futures=True)
         if worker is not None:
-            _stop(worker, now=bool(pending))
+            _stop(worker, now=bool(pending), interrupted=interrupted)
 
 
-def _stop(worker: ProcessPoolExecutor, now: bool) -> None:
-    """Shut the worker down; `now` (an error or interrupt): end its fit first."""
+def _stop(worker: ProcessPoolExecutor, now: bool, interrupted: bool = False) -> None:
+    """Shut the worker down; `now` (an error or interrupt): end its fit first.
+    `interrupted`: do not wait for the executor (its management thread can take as long
+    as the fit); the terminated process is reaped, killed if it lingers past a second."""
+    processes = list(getattr(worker, "_processes", {}).values())
     if now:
-        for process in list(getattr(worker, "_processes", {}).values()):
+        for process in processes:
             process.terminate()
-    worker.shutdown(wait=True, cancel_futures=True)
+    if not interrupted:
+        worker.shutdown(wait=True, cancel_futures=True)
+        return
+    worker.shutdown(wait=False, cancel_futures=True)
+    deadline = time.monotonic() + 1.0
+    for process in processes:
+        process.join(max(0.0, deadline - time.monotonic()))
+        if process.is_alive():
+            process.kill()

@@ -6,6 +6,7 @@ import base64
 import html
 import io
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -103,11 +104,55 @@ def _not_written_by_a_report(figures_dir: Path) -> str | None:
     return None
 
 
+# What an interrupted report leaves: its staging folder (``.figures.<pid>.<random>``;
+# before mdad named the process, ``.figures.<random>``) and, from mdad before the page
+# was staged in that folder, a page temporary ``.report.html.<random>``.
+_STALE = re.compile(r"^\.(figures|report\.html)\.(?:(\d+)\.)?[a-z0-9_]{8}$")
+
+
+def remove_stale_report_files(study_dir: Path) -> list[Path]:
+    """Remove what interrupted reports left in `study_dir`: entries named as their
+    staging folders and page temporaries (see `_STALE`) whose process has ended; nothing
+    else, and never through a link. Returns what was removed."""
+    removed = []
+    for entry in Path(study_dir).iterdir():
+        match = _STALE.match(entry.name)
+        if match is None or (match[2] and _alive(int(match[2]))):
+            continue
+        if match[1] == "figures" and entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        elif match[1] == "report.html" and (entry.is_symlink() or entry.is_file()):
+            entry.unlink(missing_ok=True)
+        else:
+            continue
+        removed.append(entry)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    """Whether process `pid` exists (this one included)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's: alive
+        return True
+    return True
+
+
+def _umask() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return umask
+
+
 def write_report(study_dir: Path) -> Path:
     """Write `study_dir`/report.html and `study_dir`/figures/*.png, *.svg; returns the page.
 
-    The figures folder is replaced as a whole and the page written to a temporary
-    file first, so an interrupted report leaves the previous one intact.
+    Figures and page are staged in a private folder beside them (``.figures.<pid>.*``),
+    the page renamed into place, then the folder renamed to figures/: an interrupted
+    report leaves the previous one intact, or the new page with the previous figures,
+    and its staging folder, which the next report removes (`remove_stale_report_files`).
 
     Raises
     ------
@@ -128,8 +173,10 @@ def write_report(study_dir: Path) -> Path:
     if foreign:
         raise ConfigError(f"{figures_dir} holds {foreign}, which is not a figure; the report "
                           "replaces that folder whole, so move it out first")
-    staging = Path(tempfile.mkdtemp(prefix=".figures.", dir=study_dir))  # writable? before work
-    temporary = page.with_name(f".report.html.{staging.name.rsplit('.', 1)[-1]}")
+    remove_stale_report_files(study_dir)
+    # the staging folder names this process, so that a later report removes it only
+    # once this one has ended; mkdtemp: private, unique, writable? known before any work
+    staging = Path(tempfile.mkdtemp(prefix=f".figures.{os.getpid()}.", dir=study_dir))
     try:
         specs = all_figures(study)
         images = {}
@@ -139,18 +186,20 @@ def write_report(study_dir: Path) -> Path:
             (staging / f"{spec.name}.png").write_bytes(buffer.getvalue())
             spec.figure.savefig(staging / f"{spec.name}.svg", format="svg")
             images[spec.name] = base64.b64encode(buffer.getvalue()).decode("ascii")
-        staging.chmod(0o755)
-        with temporary.open("x", encoding="utf-8") as out:  # unique, and as umask allows
+        staging.chmod(0o777 & ~_umask())  # as a folder made by mkdir
+        staged_page = staging / ".report.html"  # in the private folder: no link planted
+        with staged_page.open("x", encoding="utf-8") as out:  # mode as the umask allows
             out.write(render_page(study, specs, images))
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(staged_page, page)  # a link at `page` is replaced, not followed
         if figures_dir.is_dir() and not figures_dir.is_symlink():
             shutil.rmtree(figures_dir)
         elif figures_dir.exists() or figures_dir.is_symlink():
             figures_dir.unlink()
         os.replace(staging, figures_dir)
-        os.replace(temporary, page)
-    except BaseException:
+    except BaseException:  # SIGTERM included (see mdad.cli.errors.stop_on_sigterm)
         shutil.rmtree(staging, ignore_errors=True)
-        temporary.unlink(missing_ok=True)
         raise
     return page
 
