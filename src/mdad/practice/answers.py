@@ -1,5 +1,10 @@
 """One model's answers as a CSV of ``item_id,correct`` rows: the file `estimate` and
-`compare` read when the results are not lm-eval's, and `mdad data answers` writes."""
+`compare` read when the results are not lm-eval's, and `mdad data answers` writes.
+
+Item ids are written neutralised against formula injection (OWASP's rule,
+`mdad.safe_io.csv_text`: ``=cmd()`` is written ``'=cmd()``) and read back through
+`csv_text_read`, so a leading ``'`` of an item id is dropped on reading, as a
+spreadsheet's own export drops it."""
 
 from __future__ import annotations
 
@@ -13,13 +18,16 @@ import numpy as np
 from mdad.data.files import missing_reason
 from mdad.data.matrix import ResponseMatrix
 from mdad.errors import DataError
+from mdad.safe_io import csv_text, csv_text_read
 
 HEADER = ("item_id", "correct")
 
 
 def read_answers_csv(path: Path) -> dict[str, float]:
     """``item_id,correct`` rows as item -> score; a UTF-8 byte-order mark (as Excel
-    writes) and blank lines are allowed, any other column is refused."""
+    writes) and blank lines are allowed, any other column is refused. An item id's
+    surrounding blanks and then one leading ``'`` (the mark `answers_csv` and
+    spreadsheets put before ``=``, ``+``, ``-``, ``@``) are not part of it."""
     if not path.is_file():  # a pipe would block the read
         raise DataError(f"{path}: {missing_reason(path)}; pass a CSV file item_id,correct")
     try:  # utf-8-sig: the byte-order mark is not part of the first column's name
@@ -45,7 +53,10 @@ def read_answers_csv(path: Path) -> dict[str, float]:
         if not row[0].strip():
             raise DataError(f"{path}, line {line}, column item_id: the id is empty; fill it "
                             "in")
-        item = row[0].strip()
+        item = csv_text_read(row[0].strip())
+        if not item:
+            raise DataError(f"{path}, line {line}, column item_id: the id is only a \"'\"; "
+                            "fill it in")
         try:
             value = float(row[1])
         except ValueError:
@@ -90,7 +101,9 @@ def model_answers(matrix: ResponseMatrix, model: str, items: list[str] | None = 
 
 def answers_csv(items: list[str], scores: np.ndarray) -> str:
     """The CSV text of the answered `items` (a NaN score: no row), in their order; 0/1
-    scores as digits, others as the shortest decimal that reads back the same float."""
+    scores as digits, others as the shortest decimal that reads back the same float;
+    item ids neutralised for spreadsheets (`csv_text`), which `read_answers_csv`
+    undoes."""
     answered = ~np.isnan(scores)
     binary = bool(np.isin(scores[answered], (0.0, 1.0)).all())
     text = io.StringIO()
@@ -98,5 +111,5 @@ def answers_csv(items: list[str], scores: np.ndarray) -> str:
     writer.writerow(HEADER)
     for item, score in zip(items, scores.tolist(), strict=True):
         if score == score:  # not NaN
-            writer.writerow((item, int(score) if binary else repr(score)))
+            writer.writerow((csv_text(item), int(score) if binary else repr(score)))
     return text.getvalue()

@@ -11,7 +11,7 @@ import pandas as pd
 from mdad.data.files import check_regular_file
 from mdad.errors import DataError
 from mdad.metrics.pairs import bin_edges, pair_counts
-from mdad.study.folder import FIX, POOLED, StudyFolder
+from mdad.study.folder import FIX, POOLED, StudyFolder, read_study_csv
 from mdad.study.folder_checks import check_unique
 
 
@@ -35,7 +35,8 @@ def agreement_curves(study: StudyFolder, sources: int
                      ) -> dict[tuple[str, int, str], AgreementCurve]:
     """Per (method, size, split) at `sources` source models, from agreement.csv (or,
     for a study folder written before it existed, recomputed from results.parquet)."""
-    saved = _saved_curves(study.path / "agreement.csv", sources)
+    saved = _saved_curves(study.path / "agreement.csv", sources,
+                          neutralised=study.csv_text_neutralised)
     if saved is not None:
         shown = study.mdad[study.mdad.sources == sources]
         for method, size, split in zip(shown.method, shown["size"], shown.split, strict=True):
@@ -69,13 +70,13 @@ def agreement_curves(study: StudyFolder, sources: int
     return curves
 
 
-def _saved_curves(path: Path, sources: int
+def _saved_curves(path: Path, sources: int, *, neutralised: bool
                   ) -> dict[tuple[str, int, str], AgreementCurve] | None:
     if not path.exists() and not path.is_symlink():
         return None  # an older folder without it: the curves are recomputed
     check_regular_file(path, fix=FIX)
     try:
-        table = pd.read_csv(path)
+        table = read_study_csv(path, neutralised=neutralised)  # names as written
     except (OSError, ValueError) as exc:
         raise DataError(f"{path}: cannot read it ({exc}); {FIX}") from None
     lacking = [c for c in ("method", "size", "sources", "split", "gap", "pairs", "agreeing")

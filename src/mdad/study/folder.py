@@ -6,6 +6,12 @@ Files: ``config.json`` (the resolved request, the data's sha256, notices, timing
 ``mdad.csv`` (MDAD per method, size, source count and split), ``summary.csv``,
 ``agreement.csv`` (the binned agreement curves) and ``results.parquet`` (one row per
 estimate). A per-subtask study's tables have ``subtask`` and ``fraction`` columns.
+
+The CSVs' text cells (method, split, subtask names: a subtask is the user's own label)
+are neutralised against formula injection by OWASP's rule (`mdad.safe_io.csv_text`: a
+leading ``'`` before ``=``, ``+``, ``-``, ``@``, a tab, CR or ``'``), so that a
+spreadsheet opening them runs nothing; config.json's ``csv_text_cells`` says so, and
+`read_study_csv` undoes it. A folder written before (no such field) is read as it is.
 """
 
 from __future__ import annotations
@@ -24,8 +30,11 @@ import numpy as np
 
 from mdad.data.files import check_regular_file
 from mdad.errors import ConfigError, DataError
+from mdad.safe_io import csv_text, csv_text_read
 from mdad.study.design import seen_pool_size
 from mdad.study.folder_checks import (
+    CSV_TEXT_FIELD,
+    CSV_TEXT_OWASP,
     FIX,
     check_config,
     check_mdad_table,
@@ -45,6 +54,7 @@ STAGING = "mdad-staging-"  # marks the folders mdad writes a study into before r
 POOLED = "(pooled)"  # the subtask name of a per-subtask study's pooled rows
 LEGACY_NOT_REACHED = 0.5  # mdad 0.1's stand-in for "never reached"
 REQUIRED = ("config.json", "mdad.csv", "summary.csv", "results.parquet")
+TEXT_COLUMNS = ("method", "split", "subtask")  # the study CSVs' columns of names
 
 
 def check_out_dir(out_dir: Path) -> Path:
@@ -131,6 +141,7 @@ def study_config_json(dataset: Dataset, plan: StudyPlan, *, version: str,
         "confidence_substituted_by_correctness": (
             confidence_methods if matrix.confidence is None else []),
         "notices": list(notices),
+        CSV_TEXT_FIELD: CSV_TEXT_OWASP,
         "environment": {"python": platform.python_version(), "numpy": np.__version__},
     }
 
@@ -160,9 +171,9 @@ def write_study_folder(out_dir: Path, results: pd.DataFrame, tables: StudyTables
                           parameters=("out_dir",)) from None
     try:
         results.to_parquet(staging / "results.parquet", index=False)
-        tables.mdad.to_csv(staging / "mdad.csv", index=False)
-        tables.agreement.to_csv(staging / "agreement.csv", index=False)
-        tables.summary.to_csv(staging / "summary.csv", index=False)
+        for name, table in (("mdad.csv", tables.mdad), ("agreement.csv", tables.agreement),
+                            ("summary.csv", tables.summary)):
+            neutralised(table).to_csv(staging / name, index=False)
         (staging / "config.json").write_text(json.dumps(config, indent=2) + "\n")
         if out_dir.exists():
             out_dir.rmdir()  # empty, checked above
@@ -171,6 +182,43 @@ def write_study_folder(out_dir: Path, results: pd.DataFrame, tables: StudyTables
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return out_dir
+
+
+def neutralised(table: pd.DataFrame) -> pd.DataFrame:
+    """`table` with every text cell made safe for a spreadsheet (`csv_text`): each
+    column that holds neither numbers nor booleans. Numbers, negative ones too, and
+    empty cells are left as they are."""
+    import pandas as pd
+
+    table = table.copy()
+    for column in table.columns:
+        values = table[column]
+        if not (pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values)):
+            table[column] = values.map(csv_text)
+    return table
+
+
+def read_study_csv(path: Path, *, neutralised: bool) -> pd.DataFrame:
+    """A study CSV (mdad.csv, summary.csv, agreement.csv) as a table, its `TEXT_COLUMNS`
+    exactly as written: read as text, never as a number or as NaN (a subtask named
+    ``NA`` or ``-5`` stays that name), and un-neutralised (`csv_text_read`) when
+    `neutralised` (config.json's `CSV_TEXT_FIELD`; a folder written before it holds
+    its names as they are, a leading ``'`` included).
+
+    Raises
+    ------
+    OSError, ValueError
+        As `pandas.read_csv` (the caller names the file).
+    """
+    import pandas as pd
+
+    table = pd.read_csv(path)
+    text = [column for column in TEXT_COLUMNS if column in table.columns]
+    if text:  # a second read, of the names only, without pandas' NA and number guesses
+        cells = pd.read_csv(path, usecols=text, dtype=str, keep_default_na=False)
+        for column in text:
+            table[column] = cells[column].map(csv_text_read) if neutralised else cells[column]
+    return table
 
 
 @dataclass(frozen=True, eq=False)
@@ -196,6 +244,11 @@ class StudyFolder:
     @property
     def per_subtask(self) -> bool:
         return self.config.get("per_subtask") is not None
+
+    @property
+    def csv_text_neutralised(self) -> bool:
+        """Whether the folder's CSVs hold neutralised text cells (see `neutralised`)."""
+        return self.config.get(CSV_TEXT_FIELD) == CSV_TEXT_OWASP
 
     @property
     def threshold(self) -> float:
@@ -244,10 +297,15 @@ def read_study_folder(path: Path) -> StudyFolder:
     if missing:
         raise DataError(f"{path}: no {', '.join(missing)}; pass a folder written by "
                         "`mdad run`")
+    def read_csv(file: Path) -> pd.DataFrame:
+        config = tables["config.json"]  # read first
+        marked = isinstance(config, dict) and config.get(CSV_TEXT_FIELD) == CSV_TEXT_OWASP
+        return read_study_csv(file, neutralised=marked)
+
     readers = {"config.json": lambda f: json.loads(f.read_text(encoding="utf-8")),
-               "mdad.csv": pd.read_csv, "summary.csv": pd.read_csv,
+               "mdad.csv": read_csv, "summary.csv": read_csv,
                "results.parquet": pd.read_parquet}
-    tables = {}
+    tables: dict[str, Any] = {}
     for name, read in readers.items():
         try:
             tables[name] = read(path / name)

@@ -18,6 +18,9 @@ if TYPE_CHECKING:
     import pandas as pd
 
 FIX = "rerun the study (`mdad run ... --out`) or pass another folder"
+# config.json's mark of CSVs whose text cells are neutralised (`mdad.safe_io.csv_text`);
+# a folder without it (written before) holds its names as they are
+CSV_TEXT_FIELD, CSV_TEXT_OWASP = "csv_text_cells", "owasp"
 
 # config.json: the fields the readers use, and their types (None: may be null)
 _WHOLE = (int,)
@@ -47,6 +50,7 @@ _OPTIONAL_FIELDS: dict[tuple[str, ...], tuple[type | None, ...]] = {
     ("command",): (list, None),
     ("notices",): _LIST,
     ("confidence_substituted_by_correctness",): _LIST,
+    (CSV_TEXT_FIELD,): _TEXT,
 }
 # mdad.csv and summary.csv: columns of numbers (empty where censored or undefined)
 _MDAD_NUMBERS = ("mdad", "mdad_low", "mdad_high", "threshold", "max_gap", "crossing_pairs",
@@ -58,7 +62,8 @@ _SUMMARY_TEXT = ("method", "subtask")
 
 def check_config(path: Path, config: object) -> None:
     """Refuse a config.json (read from `path`) that lacks a field the readers use or
-    holds one of another type, or whose threshold is not a probability."""
+    holds one of another type, whose threshold is not a probability, or whose CSVs'
+    text cells follow a rule other than `CSV_TEXT_OWASP`."""
     if not isinstance(config, dict) or not isinstance(config.get("study"), dict) or not (
             {"methods", "threshold"} <= set(config["study"])):
         raise DataError(f"{path}: not a study configuration (no 'study' with its methods "
@@ -76,6 +81,10 @@ def check_config(path: Path, config: object) -> None:
     methods = config["study"]["methods"]
     if not methods or not all(isinstance(m, str) for m in methods):
         raise DataError(f"{path}: field study.methods is not a list of method names; {FIX}")
+    if config.get(CSV_TEXT_FIELD, CSV_TEXT_OWASP) != CSV_TEXT_OWASP:  # another rule's cells
+        raise DataError(f"{path}: field {CSV_TEXT_FIELD} is {config[CSV_TEXT_FIELD]!r:.40}, "
+                        f"not {CSV_TEXT_OWASP!r} (the only way mdad writes text cells); "
+                        f"{FIX}")
     threshold = config["study"]["threshold"]
     if not _is(threshold, (int, float)) or not 0 < threshold < 1:
         raise DataError(f"{path}: the study's threshold {threshold!r} is not a probability "
