@@ -371,11 +371,26 @@ def test_filter_passes_use_the_first(tmp_path):
     gsm8k = read_records(pythia_file("gsm8k"), 3)
     second = copy.deepcopy(gsm8k)
     for record in second:
-        record["exact_match"] = 1.0
+        record["filtered_resps"] = ["another extraction"]
     write_samples(tmp_path, "gsm8k", gsm8k + second)
     matrix = load_lm_eval_samples(tmp_path)
     assert matrix.correctness[0].tolist() == [0.0, 0.0, 0.0]
     assert matrix.confidence is None
+
+
+def test_unfiltered_passes_that_disagree_are_refused(tmp_path):
+    # Without a 'filter' field a second pass cannot be told from a stray copy: which
+    # score is right is unknown, so neither is taken.
+    gsm8k = read_records(pythia_file("gsm8k"), 3)
+    second = copy.deepcopy(gsm8k)
+    second[1]["exact_match"] = 1.0
+    path = write_samples(tmp_path, "gsm8k", gsm8k + second)
+    with pytest.raises(DataError, match=(
+            rf"^{re.escape(str(path))}: line 5: doc_id 1 has exact_match 1 here and 0 on line "
+            r"2, and the records have no 'filter' field to tell lm-eval's passes \(one per "
+            r"filter\) from a stray copy; keep one pass, or add the harness's 'filter' field "
+            r"to the records$")):
+        load_lm_eval_samples(tmp_path)
 
 
 def test_filter_field_distinguishes_passes(tmp_path):

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import math
 import re
-from collections.abc import Collection, Iterable
+import reprlib
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +20,19 @@ from mdad.data.matrix import ResponseMatrix
 from mdad.errors import DataError
 
 SAMPLES_GLOB = "samples_*.jsonl"
+# The longest line (one record) read, in bytes. The harness's records hold the document,
+# every option's full prompt and the responses: a few KB, up to a few MB for long-context
+# tasks (a 128k-token prompt, repeated per option). 256 MiB is far above any of them and
+# bounds what one line may take in memory (about twice its size while it is parsed).
+# Shared with the leaderboard pull, which streams the same files.
+MAX_LINE_BYTES = 256 * 2**20
+# A doc_id is the document's index; text ids are allowed, but not ones that could not be
+# shown or saved as an item id.
+_MAX_DOC_ID_CHARS = 200
+_MAX_DOC_INDEX = 2**63
+_SHORT_REPR = reprlib.Repr()
+_SHORT_REPR.maxstring = _SHORT_REPR.maxother = _SHORT_REPR.maxlong = 40
+_SHORT_REPR.maxlevel, _SHORT_REPR.maxlist, _SHORT_REPR.maxdict = 3, 5, 5
 _FILE_NAME = re.compile(
     r"samples_(?P<task>.+?)(?:_(?P<stamp>\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?))?\.jsonl"
 )
@@ -214,6 +230,8 @@ def _loglikelihoods(record: dict[str, Any]) -> list[float] | None:
             return None
         try:
             values.append(float(resp[0]))
+        except OverflowError:  # an integer beyond float's range, as "1e999" gives inf
+            values.append(math.inf)
         except (TypeError, ValueError):
             return None
     return values
@@ -223,10 +241,16 @@ def _continuations(record: dict[str, Any]) -> list[str]:
     args = record.get("arguments")
     if isinstance(args, dict):
         pairs = [args[key] for key in sorted(args, key=lambda k: (len(k), k))]
-        return [str(p.get("arg_1", "")).strip() if isinstance(p, dict) else "" for p in pairs]
+        return [_text(p.get("arg_1", "")) if isinstance(p, dict) else "" for p in pairs]
     if isinstance(args, list):
-        return [str(p[1]).strip() if isinstance(p, list) and len(p) > 1 else "" for p in args]
+        return [_text(p[1]) if isinstance(p, list) and len(p) > 1 else "" for p in args]
     return []
+
+
+def _text(value: Any) -> str:
+    """A scalar as stripped text, "" for anything else (str() of a deeply nested list
+    could exceed the recursion limit; the harness writes text here)."""
+    return str(value).strip() if isinstance(value, str | int | float) else ""
 
 
 def _gold_index(record: dict[str, Any], n_options: int) -> int:
@@ -236,7 +260,8 @@ def _gold_index(record: dict[str, Any], n_options: int) -> int:
         return target
     if isinstance(target, str):
         text = target.strip()
-        if text.isascii() and text.isdigit() and int(text) < n_options:
+        # (a long digit string would exceed int()'s digit limit, and no option's index)
+        if text.isascii() and text.isdigit() and len(text) < 10 and int(text) < n_options:
             return int(text)
         hits = [k for k, cont in enumerate(_continuations(record)) if cont == text]
         if len(hits) == 1 and hits[0] < n_options:
@@ -247,8 +272,8 @@ def _gold_index(record: dict[str, Any], n_options: int) -> int:
     doc = record.get("doc")
     if isinstance(doc, dict):
         for key in ("answer", "gold", "label"):
-            value = str(doc.get(key, "")).strip()
-            if not _INTEGER.fullmatch(value):
+            value = _text(doc.get(key, ""))
+            if len(value) > 10 or not _INTEGER.fullmatch(value):
                 continue
             # Winogrande's answer is "1" or "2", naming option1 or option2.
             index = int(value) - (key == "answer" and "option1" in doc and "option2" in doc)
@@ -268,20 +293,38 @@ def _gold_softmax(flat: list[float], counts: list[int], gold: list[int]) -> np.n
     return weights[starts + np.asarray(gold)] / total
 
 
+def _shown(value: Any) -> str:
+    """repr(value), cut short (long text, deep or long lists), so that a message stays
+    one short line whatever a record holds."""
+    return _SHORT_REPR.repr(value)
+
+
 def _parse(line: str, path: Path, n: int) -> tuple[dict[str, Any], str]:
     try:
         record = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{path}: line {n}: not valid JSON ({exc}); fix or remove that line, "
-                        "or re-run lm-eval with --log_samples") from None
+    except ValueError as exc:  # JSONDecodeError, or an integer beyond int()'s digit limit
+        raise DataError(f"{path}: line {n}: not valid JSON ({_shown(str(exc))[1:-1]}); "
+                        "fix or remove that line, or re-run lm-eval with --log_samples"
+                        ) from None
+    except RecursionError:
+        raise DataError(f"{path}: line {n}: JSON nested too deeply to read; no lm-eval record "
+                        "is; fix or remove that line") from None
     if not isinstance(record, dict) or "doc_id" not in record:
         raise DataError(f"{path}: line {n}: a record without 'doc_id'; every line must be one "
                         "lm-eval sample record, as written by --log_samples")
     doc = record["doc_id"]
-    if isinstance(doc, bool) or not isinstance(doc, int | str) or not str(doc).strip():
-        raise DataError(f"{path}: line {n}: doc_id is {doc!r}; lm-eval writes the document's "
-                        "index, a whole number: fix that record or re-run the task")
+    if (isinstance(doc, bool) or not isinstance(doc, int | str)
+            or (isinstance(doc, int) and not -_MAX_DOC_INDEX < doc < _MAX_DOC_INDEX)
+            or (isinstance(doc, str) and not _usable_id(doc))):
+        raise DataError(f"{path}: line {n}: doc_id is {_shown(doc)}; lm-eval writes the "
+                        "document's index, a whole number: fix that record or re-run the task")
     return record, str(doc)
+
+
+def _usable_id(doc: str) -> bool:
+    """Text that can name an item: not blank, not too long, printable (no control
+    characters or lone surrogates, which a terminal or a saved file cannot take)."""
+    return len(doc) <= _MAX_DOC_ID_CHARS and doc.isprintable() and bool(doc.strip())
 
 
 def _metric_key(record: dict[str, Any], metric: str, path: Path, n: int,
@@ -302,31 +345,80 @@ def _metric_key(record: dict[str, Any], metric: str, path: Path, n: int,
 
 def _missing_metric(record: dict[str, Any], metric: str, path: Path, n: int) -> DataError:
     metrics = record.get("metrics")
-    present = metrics if isinstance(metrics, list) else [
+    present = [k for k in metrics if isinstance(k, str)] if isinstance(metrics, list) else [
         k for k in record if k not in _NON_METRIC_FIELDS]
-    return DataError(f"{path}: line {n}: no {metric!r} field; the records of task "
-                     f"{task_of(path)} have {present}; choose one of them as metric, or "
-                     "pass the results of the task you meant", parameters=("metric",))
+    more = f" and {len(present) - 10} more" if len(present) > 10 else ""
+    return DataError(f"{path}: line {n}: no {_shown(metric)} field; the records of task "
+                     f"{task_of(path)} have [{', '.join(_shown(k) for k in present[:10])}]"
+                     f"{more}; choose one of them as metric, or pass the results of the task "
+                     "you meant", parameters=("metric",))
 
 
-def _check_repeat(record: dict[str, Any], doc: str, expected: str, first_filter: Any,
+def _score(record: dict[str, Any], key: str, path: Path, n: int) -> float:
+    """The record's `key` as a score in [0, 1]."""
+    if key not in record:
+        raise _missing_metric(record, key, path, n)
+    try:
+        score = float(record[key])
+    except (TypeError, ValueError, OverflowError):
+        score = np.nan
+    if not 0.0 <= score <= 1.0:  # NaN too: JSON's NaN is no missing answer
+        raise DataError(f"{path}: line {n}: {key} is {_shown(record[key])}, not a score in "
+                        "[0, 1]; fix that record, or choose another --metric")
+    return score
+
+
+def _filter_of(record: dict[str, Any], path: Path, n: int) -> str | None:
+    """The record's filter name (the harness writes one per pass), None when absent."""
+    name = record.get("filter")
+    if name is None or isinstance(name, str):
+        return name
+    raise DataError(f"{path}: line {n}: filter is {_shown(name)}; lm-eval writes the filter's "
+                    "name; fix that record or re-run the task")
+
+
+def _check_repeat(record: dict[str, Any], doc: str, expected: str, first_filter: str | None,
                   first_line: dict[str, int], path: Path, n: int) -> None:
     """Accept a record of a later filter pass: the same documents in the same order."""
-    if doc == expected and (first_filter is None or record.get("filter") != first_filter):
+    if doc == expected and (first_filter is None or _filter_of(record, path, n) != first_filter):
         return
     if doc in first_line:
         raise DataError(f"{path}: line {n}: doc_id {doc} appears again (first on line "
                         f"{first_line[doc]}); each document may appear once per filter; "
                         "remove the repeated record")
-    raise DataError(f"{path}: line {n}: doc_id {doc} where the repeated pass over the documents "
-                    f"(one per filter) expects doc_id {expected}; remove the stray records or "
-                    "re-run the task")
+    raise DataError(f"{path}: line {n}: doc_id {doc} where the repeated pass over the "
+                    f"documents (one per filter) expects doc_id {expected}; remove the "
+                    "stray records or re-run the task")
+
+
+def _check_unfiltered_repeat(record: dict[str, Any], doc: str, first: float, key: str,
+                             first_line: int, path: Path, n: int) -> None:
+    """Without a `filter` field a later pass cannot be told from a stray copy of the
+    records: it is accepted when it agrees with the first pass, refused otherwise, as
+    taking either score would be a guess."""
+    score = _score(record, key, path, n)
+    if score != first:
+        raise DataError(
+            f"{path}: line {n}: doc_id {doc} has {key} {score:g} here and {first:g} on "
+            f"line {first_line}, and the records have no 'filter' field to tell lm-eval's "
+            "passes (one per filter) from a stray copy; keep one pass, or add the harness's "
+            "'filter' field to the records")
 
 
 def _read_task(path: Path, metric: str, fallback_metric: bool = True) -> _TaskScores:
     """Parse one samples file (see `read_task_lines`)."""
     with open(path, "rb") as handle:
-        return read_task_lines(handle, path, metric, fallback_metric=fallback_metric)
+        return read_task_lines(_capped_lines(handle), path, metric,
+                               fallback_metric=fallback_metric)
+
+
+def _capped_lines(handle: Any) -> Iterator[bytes]:
+    """A binary file's lines, none read beyond ``MAX_LINE_BYTES + 1`` bytes: a longer
+    line comes out cut there, and `read_task_lines` refuses it, without having held
+    more of it. The buffered readline is linear in the line's length, and this iterator
+    keeps no reference to a line it has handed out (a generator's local would keep it
+    alive while the line is parsed)."""
+    return iter(partial(handle.readline, MAX_LINE_BYTES + 1), b"")
 
 
 def read_task_lines(lines: Iterable[bytes], path: Path | str, metric: str, *,
@@ -341,7 +433,21 @@ def read_task_lines(lines: Iterable[bytes], path: Path | str, metric: str, *,
     `fallback_metric` false such records raise a DataError instead.
 
     The harness writes one full pass over the documents per filter (gsm8k: strict-match,
-    then flexible-extract); the first pass is used and later ones are only checked.
+    then flexible-extract); the first pass is used and later ones are only checked. When
+    the records carry no ``filter`` field (older harness versions), a later pass cannot
+    be told from a stray copy: it is accepted when its scores agree with the first pass's
+    and refused otherwise.
+
+    Time and memory are linear in the input: a line is decoded and parsed once, and held
+    about twice over while it is (its text and the record parsed from it). A line longer
+    than `MAX_LINE_BYTES` is refused; pass lines cut at ``MAX_LINE_BYTES + 1`` bytes (as
+    ``readline(MAX_LINE_BYTES + 1)`` does) so that none is held whole.
+
+    Raises
+    ------
+    DataError
+        One line naming `path` and the line, for anything that is not an lm-eval sample
+        record as described: whatever the bytes, no other exception comes out.
     """
     path = Path(path)
     doc_ids: list[str] = []
@@ -351,31 +457,38 @@ def read_task_lines(lines: Iterable[bytes], path: Path | str, metric: str, *,
     counts: list[int] = []
     gold: list[int] = []
     rows: list[int] = []
-    key = first_filter = None
+    key: str | None = None
+    first_filter: str | None = None
     repeats = 0  # records after the first pass
-    for n, raw in enumerate(lines, 1):
+    n = 0
+    # no enumerate(): its reused result tuple would keep the previous line's bytes alive
+    lines = iter(lines)
+    while (raw := next(lines, None)) is not None:
+        n += 1
+        if len(raw) > MAX_LINE_BYTES:
+            cap = (f"{MAX_LINE_BYTES // 2**20} MiB" if MAX_LINE_BYTES % 2**20 == 0
+                   else f"{MAX_LINE_BYTES} bytes")
+            raise DataError(f"{path}: line {n} is longer than {cap}, the most one record may "
+                            "take (MAX_LINE_BYTES); no lm-eval record is that long: pass the "
+                            "samples files lm-eval wrote")
         line = _decode(raw, path, n)
-        if not line.strip():
+        raw = None  # decoded: only the text is needed now
+        if not line or line.isspace():  # (strip() would copy a long line)
             continue
         record, doc = _parse(line, path, n)
+        line = None
         if repeats or doc in first_line:
-            _check_repeat(record, doc, doc_ids[repeats % len(doc_ids)], first_filter,
-                          first_line, path, n)
+            position = repeats % len(doc_ids)
+            _check_repeat(record, doc, doc_ids[position], first_filter, first_line, path, n)
+            if first_filter is None:
+                _check_unfiltered_repeat(record, doc, scores[position], str(key),
+                                         first_line[doc], path, n)
             repeats += 1
             continue
+        record_filter = _filter_of(record, path, n)
         if key is None:
-            key = _metric_key(record, metric, path, n, fallback_metric)
-            first_filter = record.get("filter")
-        if key not in record:
-            raise _missing_metric(record, key, path, n)
-        try:
-            score = float(record[key])
-        except (TypeError, ValueError):
-            score = np.nan
-        if not 0.0 <= score <= 1.0:  # NaN too: JSON's NaN is no missing answer
-            raise DataError(f"{path}: line {n}: {key} is {record[key]!r}, not a score in "
-                            "[0, 1]; fix that record, or choose another --metric")
-        scores.append(score)
+            key, first_filter = _metric_key(record, metric, path, n, fallback_metric), record_filter
+        scores.append(_score(record, key, path, n))
         first_line[doc] = n
         lls = _loglikelihoods(record)
         if lls and not np.isfinite(lls).all():
