@@ -1,15 +1,23 @@
-"""`mdad adaptive start | next | estimate`: test one new model adaptively with lm-eval."""
+"""`mdad adaptive start | next | estimate`: test one new model adaptively with lm-eval.
+
+`start` and `next` change a test's files (the state and its batch file) under one lock
+per state, ``.<state name>.lock`` beside it: a second writer stops at once, naming the
+first one's process. Every file is replaced whole (`mdad.safe_io.atomic_write`), so
+`estimate`, which only reads, needs no lock.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from mdad.cli.errors import literal_console, user_errors
-from mdad.cli.files import check_new_file, write_text
+from mdad.cli.files import check_new_file
 from mdad.cli.practice_common import (
     JsonOption,
     data_metric,
@@ -20,6 +28,7 @@ from mdad.cli.practice_common import (
 from mdad.data.choices import MissingPolicy
 from mdad.display import points
 from mdad.errors import ConfigError
+from mdad.safe_io import FileLock, atomic_write, remove_stale_temporaries
 
 if TYPE_CHECKING:
     from mdad.practice.adaptive import AdaptiveTest
@@ -40,13 +49,29 @@ def _batch_file_of(test: AdaptiveTest, state: Path) -> Path:
     return ids if test.lm_eval_items is None else samples
 
 
+@contextmanager
+def _locked(state: Path) -> Iterator[None]:
+    """Hold the test's lock (`FileLock` on ``.<state name>.lock`` beside it), and
+    remove what killed runs left: temporaries of the state and its batch files, and the
+    fixed ``.<state name>.tmp`` earlier versions wrote through (a link there is
+    removed, never followed)."""
+    with FileLock(state.with_name(f".{state.name}.lock"), f"the adaptive test {state}"):
+        for name in (state.name, *(batch.name for batch in _batch_files(state))):
+            remove_stale_temporaries(state.parent, name)
+        old = state.with_name(f".{state.name}.tmp")
+        if old.is_symlink() or old.is_file():
+            old.unlink()
+        yield
+
+
 def _write_batch(test: AdaptiveTest, state: Path) -> None:
     """Write the pending batch beside the state."""
     batch = _batch_file_of(test, state)
     if test.lm_eval_items is None:
-        write_text(batch, "".join(f"{item}\n" for item in test.pending))
+        text = "".join(f"{item}\n" for item in test.pending)
     else:
-        write_text(batch, json.dumps(test.samples_json()) + "\n")
+        text = json.dumps(test.samples_json()) + "\n"
+    atomic_write(batch, text.encode("utf-8"))
 
 
 def _say_how_to_run_the_batch(test: AdaptiveTest, state: Path) -> None:
@@ -101,21 +126,30 @@ def start(
     """Fit the item model on a dataset's models and write the first batch."""
     from mdad.practice.adaptive import start_adaptive_test
 
+    _check_outputs(out, force)  # before the lock: a folder that is missing has none
+    with _locked(out):
+        _check_outputs(out, force)  # again: another start may have written it meanwhile
+        data = load_practice_data(dataset, missing=missing, metric=metric)
+        test = start_adaptive_test(data, budget=budget, batch=batch, target_se=target_se,
+                                   method=method, metric=data_metric(data, metric),
+                                   seed=seed)
+        test.save(out)
+        literal_console().print(
+            f"wrote {out}: an adaptive test of up to {budget} items ({method}, batches of "
+            f"{batch}) over {len(test.item_ids)} items of {data.name}, fitted on "
+            f"{data.matrix.n_models} models; cross-validated error "
+            f"{points(test.cv_error[0])} points before any answer, "
+            f"{points(test.cv_error[-1])} after {budget}")
+        _write_batch(test, out)
+        _say_how_to_run_the_batch(test, out)
+
+
+def _check_outputs(out: Path, force: bool) -> None:
+    """The state file and both batch files `start` may write, checked before any work."""
     check_new_file(out, option="--out", force=force, example="state.json")
     for batch_file in _batch_files(out):  # either may be written
         check_new_file(batch_file, option="--out (its batch file)", force=force,
                        folder_fix="remove that folder, or choose another --out")
-    data = load_practice_data(dataset, missing=missing, metric=metric)
-    test = start_adaptive_test(data, budget=budget, batch=batch, target_se=target_se,
-                               method=method, metric=data_metric(data, metric), seed=seed)
-    test.save(out)
-    literal_console().print(
-        f"wrote {out}: an adaptive test of up to {budget} items ({method}, batches of "
-        f"{batch}) over {len(test.item_ids)} items of {data.name}, fitted on "
-        f"{data.matrix.n_models} models; cross-validated error {points(test.cv_error[0])} "
-        f"points before any answer, {points(test.cv_error[-1])} after {budget}")
-    _write_batch(test, out)
-    _say_how_to_run_the_batch(test, out)
 
 
 @app.command("next")
@@ -131,6 +165,15 @@ def next_batch(
 ) -> None:
     """Record the model's answers on the pending batch, then write the next batch or
     print the final estimate."""
+    from mdad.practice.adaptive import check_state_file
+
+    check_state_file(state)  # first: no lock file is made beside a state that is missing
+    with _locked(state):
+        _next_batch(state, results, metric, as_json)
+
+
+def _next_batch(state: Path, results: Path, metric: str | None, as_json: bool) -> None:
+    """`next`'s read-modify-write of the state and its batch file, under the lock."""
     from mdad.practice.adaptive import AdaptiveTest
 
     test = AdaptiveTest.load(state)

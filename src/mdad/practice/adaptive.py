@@ -16,10 +16,11 @@ error falls below `target_se`.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
-import os
+import re
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,6 +40,13 @@ STATE_FORMAT = "mdad-adaptive/1"
 CV_FOLDS = 5
 Z_95 = 1.959963984540054
 ADAPTIVE_METHODS = {"adaptive": 1, "adaptive-md": 3}  # method -> IRT dimensions
+# The most |discrimination| and |difficulty| a state may hold. Standardised fits of the
+# real data stay far inside: GPQA's 420 models |a| <= 3.3, |b| <= 4.6; MMLU-Pro's 29
+# models (10,326 items) |a| <= 11.2, |b| <= 16.3 (1-D and 3-D, seed 0); 8 to 12 GPQA
+# models |a| <= 5.3, |b| <= 3.7. Beyond it a file is not a fit but damage.
+PARAMETER_BOUND = 50.0
+STATE_MAX_BYTES = 64 << 20  # 12,032 MMLU-Pro items in 3-D take 1 MB
+STATE_FIX = "pass the state file of `mdad adaptive start`, or start a test with it"
 
 
 @dataclass(frozen=True)
@@ -113,16 +121,17 @@ class AdaptiveTest:
     def next_items(self, k: int | None = None) -> list[str]:
         """The next `k` items (default: the batch size, at most what the budget leaves):
         those that add the most to the posterior information at the current ability,
-        neither answered nor already pending. They become the pending batch."""
-        if self.finished:
+        neither answered nor already pending. They become the pending batch; none when
+        the test is finished or the pending items take the rest of the budget."""
+        left = self.budget - len(self.answers) - len(self.pending)
+        if self.finished or left < 1:
             return []
-        left = self.budget - len(self.answers)
         k = min(self.batch if k is None else int(k), left)
         if k < 1:
             raise ConfigError(f"k must be >= 1; got {k}", parameters=("k",))
         ability, covariance, _, _ = self._posterior()
         a, dims = self.discrimination, self.discrimination.shape[1]
-        p = 1.0 / (1.0 + np.exp(-(a @ ability - dims * self.difficulty)))
+        p = _sigmoid(a @ ability - dims * self.difficulty)
         gain = p * (1 - p) * np.einsum("nd,de,ne->n", a, covariance, a)
         index = self._index()
         for item in (*self.answers, *self.pending):
@@ -177,7 +186,7 @@ class AdaptiveTest:
         """The delta-method standard error of the predicted accuracy (the IRT model's
         own uncertainty on the unanswered items)."""
         a, dims = self.discrimination, self.discrimination.shape[1]
-        p = 1.0 / (1.0 + np.exp(-(a @ ability - dims * self.difficulty)))
+        p = _sigmoid(a @ ability - dims * self.difficulty)
         slope = p * (1 - p)
         slope[answered] = 0.0
         gradient = slope @ a / len(self.item_ids)
@@ -206,13 +215,15 @@ class AdaptiveTest:
         """Record the pending batch's answers from one model's results (an lm-eval
         ``--log_samples`` folder or file, or a CSV ``item_id,correct``); returns them as
         read: every one recorded, and the count of other items in the results (`extra`,
-        not recorded).
+        not recorded). Results that hold more than the batch (a CSV of all the model's
+        answers, given every round) are welcome: only the batch is recorded.
 
         Raises
         ------
         ConfigError
-            When these very results were applied before (a `next` is applied once),
-            or nothing is pending.
+            When nothing is pending, or when results applied in an earlier round (the
+            same files, by their sha256) do not hold the pending batch: the model has
+            not been run on it yet.
         DataError
             When the results lack any item of the batch.
         """
@@ -224,26 +235,41 @@ class AdaptiveTest:
         if metric != self.metric:
             raise ConfigError(f"metric {metric}: the test was started on {self.metric}",
                               parameters=("metric",))
-        fingerprint = _fingerprint(Path(path))
-        if fingerprint in self.applied:
-            raise ConfigError(f"{path}: these results were applied already (round "
-                              f"{self.applied.index(fingerprint) + 1}); run the model on the "
-                              "new batch first")
-        names = dict(zip(self.item_ids, self.lm_eval_items or self.item_ids, strict=True))
+        path = Path(path)
         wanted = list(self.pending)
-        scores = read_item_scores(Path(path), wanted,
-                                  None if self.lm_eval_items is None
-                                  else [names[i] for i in wanted],
-                                  metric=metric, dataset=self.dataset, what="batch")
+        names = None
+        if self.lm_eval_items is not None:
+            lm_names = dict(zip(self.item_ids, self.lm_eval_items, strict=True))
+            names = [lm_names[item] for item in wanted]
+        try:
+            scores = read_item_scores(path, wanted, names, metric=metric,
+                                      dataset=self.dataset, what="batch")
+        except DataError:
+            self._refuse_if_applied(path, names)
+            raise
         if scores.missing:
+            self._refuse_if_applied(path, names)
             raise DataError(f"{path}: the results lack {len(scores.missing)} of the batch's "
                             f"{len(wanted)} items (e.g. {scores.missing[0]!r}); run the model "
                             "on the whole batch")
+        fingerprint = _fingerprint(path, names)
         for item, value in zip(wanted, scores.scores, strict=True):
             self.record(item, float(value))
         self.applied.append(fingerprint)
         self.round += 1
         return scores
+
+    def _refuse_if_applied(self, path: Path, names: list[str] | None) -> None:
+        """Say so when results that do not hold the batch were applied before: the
+        likeliest slip is passing last round's results again."""
+        try:
+            fingerprint = _fingerprint(path, names)
+        except (DataError, OSError):
+            return  # the reading's own error says what is wrong
+        if fingerprint in self.applied:
+            raise ConfigError(f"{path}: these results were applied already (round "
+                              f"{self.applied.index(fingerprint) + 1}) and do not hold the "
+                              "pending batch; run the model on the new batch first")
 
     # --------------------------------------------------------------- the state file
 
@@ -263,127 +289,214 @@ class AdaptiveTest:
 
     @classmethod
     def from_json(cls, data: object, where: str = "the state file") -> AdaptiveTest:
-        """Read a state written by `to_json`, field by field.
+        """Read a state written by `to_json`, checked against `STATE_SCHEMA` before any
+        number of it is used.
 
         Raises
         ------
         DataError
-            Naming the first field that is missing or wrong.
+            Naming the first field that is missing, unknown, or wrong.
         """
         return _validated(data, where)
 
     def save(self, path: Path) -> None:
-        """Write the state atomically (a temporary file, then a rename)."""
-        path = Path(path)
-        temporary = path.with_name(f".{path.name}.tmp")
-        temporary.write_text(json.dumps(self.to_json()) + "\n", encoding="utf-8")
-        os.replace(temporary, path)
+        """Write the state atomically: a unique temporary file beside `path`, created
+        exclusively (a link planted there is never followed), renamed over `path` (a
+        link at `path` is replaced, not written through)."""
+        from mdad.safe_io import atomic_write
+
+        atomic_write(path, (json.dumps(self.to_json()) + "\n").encode("utf-8"))
 
     @classmethod
     def load(cls, path: Path) -> AdaptiveTest:
-        from mdad.data.files import check_regular_file
+        """Read and check a state file (`from_json`).
 
+        Raises
+        ------
+        DataError
+            For no regular file, a file over `STATE_MAX_BYTES`, no JSON, or a field
+            `STATE_SCHEMA` refuses.
+        """
         path = Path(path)
-        check_regular_file(path, fix="pass the state file of `mdad adaptive start`, or start "
-                           "a test with it")
+        check_state_file(path)
+        if path.stat().st_size > STATE_MAX_BYTES:
+            raise DataError(f"{path}: over {STATE_MAX_BYTES >> 20} MB, not an adaptive test "
+                            "state; start a new test")
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise DataError(f"{path}: not an adaptive test state ({exc})") from None
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+            reason = "nested too deeply" if isinstance(exc, RecursionError) else exc
+            raise DataError(f"{path}: not an adaptive test state ({reason}); start a new "
+                            "test") from None
         return cls.from_json(data, str(path))
 
 
-def _fingerprint(path: Path) -> str:
-    """The sha256 of the result files' contents (a folder: every file, by name)."""
+def check_state_file(path: Path) -> None:
+    """Refuse, naming `path`, a state that is no regular file (a pipe would block)."""
     from mdad.data.files import check_regular_file
 
-    if not path.is_dir():
+    check_regular_file(Path(path), fix=STATE_FIX)
+
+
+def _sigmoid(z: np.ndarray) -> np.ndarray:
+    from scipy.special import expit  # no overflow warning for any z
+
+    return expit(z)
+
+
+def _fingerprint(path: Path, names: list[str] | None) -> str:
+    """The sha256 of the result files a batch's answers are read from, streamed: a CSV,
+    or the sample files of the batch's tasks (`names` are its ``task/doc``), never the
+    other files of the folder.
+
+    Raises
+    ------
+    DataError
+        For results that are no regular file or lm-eval output.
+    """
+    from mdad.data.files import check_regular_file, files_sha256
+
+    if names is None or path.suffix.lower() == ".csv":
         check_regular_file(path, fix="pass the model's results: an lm-eval --log_samples "
                            "folder or file, or a CSV item_id,correct")
-    digest = hashlib.sha256()
-    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
-    if not files:
-        raise DataError(f"{path}: no result files found; pass the model's results: an lm-eval "
-                        "--log_samples folder or file, or a CSV item_id,correct")
-    for file in files:
-        digest.update(str(file.relative_to(path) if path.is_dir() else file.name).encode())
-        digest.update(file.read_bytes())
-    return digest.hexdigest()
+        return files_sha256([path], path.parent)
+    from mdad.data.lm_eval import lm_eval_files, task_of
+
+    tasks = {name.rsplit("/", 1)[0] for name in names}
+    files = [file for group in lm_eval_files(path).models.values() for file in group
+             if task_of(file) in tasks]
+    return files_sha256(files, path if path.is_dir() else path.parent)
 
 
-def _validated(data: object, where: str) -> AdaptiveTest:
-    def bad(name: str, rule: str) -> DataError:
-        return DataError(f"{where}: field {name!r} {rule}; start a new test")
+# ------------------------------------------------------------------ the state schema
 
+_TEXT = re.compile(r"[^\x00-\x1f\x7f]{1,1000}")  # printable: no escapes for a terminal
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+# lm-eval's task names hold no '/' or spaces; a doc index is a whole number
+_LM_EVAL_NAME = re.compile(r"[^\s/\x00-\x1f\x7f]{1,200}/[0-9]{1,15}")
+
+
+def _text(value: object) -> bool:
+    return isinstance(value, str) and _TEXT.fullmatch(value) is not None
+
+
+def _real(value: object, low: float, high: float) -> bool:
+    """A JSON number (not a bool) in [low, high]: NaN and infinities fail, and a huge
+    integer is compared exactly, never converted."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and (
+        low <= value <= high)
+
+
+def _whole(value: object, low: int, high: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
+def _list_of(value: object, check: Callable[[Any], bool], length: int | None = None) -> bool:
+    return isinstance(value, list) and (length is None or len(value) == length) and all(
+        check(x) for x in value)
+
+
+def _distinct_texts(value: object, check: Callable[[Any], bool] = _text) -> bool:
+    return _list_of(value, check) and len(set(value)) == len(value)  # type: ignore[arg-type]
+
+
+def _parameter(value: object) -> bool:
+    return _real(value, -PARAMETER_BOUND, PARAMETER_BOUND)
+
+
+def _pairs(value: object, state: dict[str, Any]) -> bool:
+    items = set(state["item_ids"])
+    return (_list_of(value, lambda x: isinstance(x, list) and len(x) == 2 and isinstance(
+        x[0], str) and x[0] in items and _real(x[1], 0, 1))
+        and len({x[0] for x in value}) == len(value) <= state["budget"])  # type: ignore[union-attr]
+
+
+def _unanswered(value: object, state: dict[str, Any]) -> bool:
+    free = set(state["item_ids"]) - {x[0] for x in state["answers"]}
+    return (_distinct_texts(value, lambda x: isinstance(x, str) and x in free)
+            and len(value) <= state["budget"])  # type: ignore[arg-type]
+
+
+def _ascending(value: object, state: dict[str, Any]) -> bool:
+    return (_list_of(value, lambda x: _whole(x, 0, state["budget"])) and len(value) > 0
+            and value == sorted(set(value)))  # type: ignore[arg-type]  # each once, ascending
+
+
+# field -> (its rule, for the message; the check, given the fields above it, all valid).
+# One table, read top to bottom: every field's type and range, and how fields relate.
+STATE_SCHEMA: dict[str, tuple[str, Callable[[Any, dict[str, Any]], bool]]] = {
+    "format": (f"must be {STATE_FORMAT!r}", lambda v, s: v == STATE_FORMAT),
+    "mdad_version": ("must be printable text", lambda v, s: _text(v)),
+    "dataset": ("must be printable text", lambda v, s: _text(v)),
+    "sha256": ("must be 64 lowercase hex digits, or empty",
+               lambda v, s: v == "" or (isinstance(v, str) and bool(_HEX64.fullmatch(v)))),
+    "method": (f"must be one of {', '.join(ADAPTIVE_METHODS)}",
+               lambda v, s: isinstance(v, str) and v in ADAPTIVE_METHODS),
+    "metric": ("must be printable text", lambda v, s: _text(v)),
+    "item_ids": ("must be a non-empty list of distinct printable strings",
+                 lambda v, s: _distinct_texts(v) and len(v) > 0),
+    "lm_eval_items": ("must be null or one distinct task/doc name (doc a whole number) "
+                      "per item", lambda v, s: v is None or (_distinct_texts(
+                          v, lambda x: isinstance(x, str) and bool(_LM_EVAL_NAME.fullmatch(x)))
+                          and len(v) == len(s["item_ids"]))),
+    "discrimination": (f"must hold one row per item of as many numbers as the method's "
+                       f"dimensions, each within +-{PARAMETER_BOUND:g}", lambda v, s: _list_of(
+                           v, lambda row: _list_of(row, _parameter, ADAPTIVE_METHODS[
+                               s["method"]]), len(s["item_ids"]))),
+    "difficulty": (f"must hold one number per item, each within +-{PARAMETER_BOUND:g}",
+                   lambda v, s: _list_of(v, _parameter, len(s["item_ids"]))),
+    "budget": ("must be a whole number from 1 to the number of items",
+               lambda v, s: _whole(v, 1, len(s["item_ids"]))),
+    "batch": ("must be a whole number from 1 to the budget",
+              lambda v, s: _whole(v, 1, s["budget"])),
+    "target_se": ("must be null or a finite number > 0",
+                  lambda v, s: v is None or (_real(v, 0, sys.float_info.max) and v > 0)),
+    "cv_answered": ("must be whole numbers from 0 to the budget, ascending", _ascending),
+    "cv_error": ("must hold one number in [0, 1] per cv_answered",
+                 lambda v, s: _list_of(v, lambda x: _real(x, 0, 1), len(s["cv_answered"]))),
+    "answers": ("must be [item, score in [0, 1]] pairs of distinct items of the test, at "
+                "most the budget", _pairs),
+    "pending": ("must list distinct unanswered items of the test, at most the budget",
+                _unanswered),
+    "applied": ("must be a list of sha256 fingerprints (64 lowercase hex digits)",
+                lambda v, s: _list_of(v, lambda x: isinstance(x, str) and bool(
+                    _HEX64.fullmatch(x)))),
+    "round": ("must be the number of applied results, at most the number of answers",
+              lambda v, s: _whole(v, 0, len(s["answers"])) and v == len(s["applied"])),
+}
+
+
+def _validated(data: object, where: str, fix: str = "start a new test") -> AdaptiveTest:
+    """`data` checked against `STATE_SCHEMA` as a test; nothing unchecked reaches numpy.
+
+    Raises
+    ------
+    DataError
+        One line naming `where`, the first wrong field and its rule, then `fix`.
+    """
     if not isinstance(data, dict):
-        raise DataError(f"{where}: not an adaptive test state (a JSON object expected)")
-    if data.get("format") != STATE_FORMAT:
-        raise bad("format", f"must be {STATE_FORMAT!r}, got {data.get('format')!r}")
-    items = data.get("item_ids")
-    if not isinstance(items, list) or not items or not all(isinstance(i, str) for i in items):
-        raise bad("item_ids", "must be a non-empty list of strings")
-    if len(set(items)) != len(items):
-        raise bad("item_ids", "lists an item twice")
-    n = len(items)
-    lm = data.get("lm_eval_items")
-    if lm is not None and (not isinstance(lm, list) or len(lm) != n):
-        raise bad("lm_eval_items", f"must be null or a list of {n} strings")
-    try:
-        a = np.asarray(data["discrimination"], dtype=np.float64)
-        b = np.asarray(data["difficulty"], dtype=np.float64)
-    except (KeyError, TypeError, ValueError):
-        raise bad("discrimination", "and difficulty must be numbers") from None
-    if a.ndim != 2 or a.shape[0] != n or b.shape != (n,) or not (
-            np.isfinite(a).all() and np.isfinite(b).all()):
-        raise bad("discrimination", f"must be {n} rows of finite numbers, difficulty {n} "
-                  "numbers")
-    for name in ("budget", "batch", "round"):
-        value = data.get(name)
-        if not isinstance(value, int) or isinstance(value, bool) or value < (
-                0 if name == "round" else 1):
-            raise bad(name, "must be a positive whole number")
-    if data["budget"] > n:
-        raise bad("budget", f"exceeds the {n} items")
-    target = data.get("target_se")
-    if target is not None and (not isinstance(target, int | float) or target <= 0):
-        raise bad("target_se", "must be null or a positive number")
-    cv_n, cv_e = data.get("cv_answered"), data.get("cv_error")
-    if (not isinstance(cv_n, list) or not isinstance(cv_e, list) or len(cv_n) != len(cv_e)
-            or not cv_n or sorted(cv_n) != cv_n):
-        raise bad("cv_answered", "and cv_error must be equal-length lists, ascending")
-    if not all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x for x in cv_n):
-        raise bad("cv_answered", "must be whole numbers >= 0")
-    if not all(isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
-               and x >= 0 for x in cv_e):
-        raise bad("cv_error", "must be finite numbers >= 0")
-    answers = data.get("answers")
-    if not isinstance(answers, list) or not all(
-            isinstance(x, list) and len(x) == 2 and x[0] in set(items)
-            and isinstance(x[1], int | float) and 0 <= x[1] <= 1 for x in answers):
-        raise bad("answers", "must be [item, score in [0, 1]] pairs of the test's items")
-    if len({x[0] for x in answers}) != len(answers) or len(answers) > data["budget"]:
-        raise bad("answers", "repeats an item or exceeds the budget")
-    pending = data.get("pending")
-    if not isinstance(pending, list) or not set(pending) <= set(items) or set(pending) & {
-            x[0] for x in answers} or len(set(pending)) != len(pending):
-        raise bad("pending", "must list unanswered items of the test, each once")
-    applied = data.get("applied")
-    if not isinstance(applied, list) or not all(isinstance(x, str) for x in applied):
-        raise bad("applied", "must be a list of fingerprints")
-    for name in ("dataset", "sha256", "method", "metric"):
-        if not isinstance(data.get(name), str):
-            raise bad(name, "must be a string")
-    if data["method"] not in ADAPTIVE_METHODS or a.shape[1] != ADAPTIVE_METHODS[data["method"]]:
-        raise bad("method", f"must be one of {', '.join(ADAPTIVE_METHODS)} with its dimensions")
+        raise DataError(f"{where}: not an adaptive test state (a JSON object expected); {fix}")
+    unknown = sorted(str(name) for name in set(data) - set(STATE_SCHEMA))
+    if unknown:
+        raise DataError(f"{where}: field {unknown[0][:100]!r} is not part of an "
+                        f"{STATE_FORMAT} state; {fix}")
+    for name, (rule, check) in STATE_SCHEMA.items():
+        if name not in data:
+            raise DataError(f"{where}: field {name!r} is missing; {fix}")
+        if not check(data[name], data):
+            raise DataError(f"{where}: field {name!r} {rule}; {fix}")
     return AdaptiveTest(
         dataset=data["dataset"], sha256=data["sha256"], method=data["method"],
-        metric=data["metric"], item_ids=items, lm_eval_items=lm, discrimination=a,
-        difficulty=b, budget=data["budget"], batch=data["batch"],
-        target_se=None if target is None else float(target),
-        cv_answered=[int(x) for x in cv_n], cv_error=[float(x) for x in cv_e],
-        answers={x[0]: float(x[1]) for x in answers}, pending=list(pending),
-        round=data["round"], applied=list(applied),
-        mdad_version=str(data.get("mdad_version", "")))
+        metric=data["metric"], item_ids=list(data["item_ids"]),
+        lm_eval_items=None if data["lm_eval_items"] is None else list(data["lm_eval_items"]),
+        discrimination=np.array(data["discrimination"], dtype=np.float64),
+        difficulty=np.array(data["difficulty"], dtype=np.float64), budget=data["budget"],
+        batch=data["batch"],
+        target_se=None if data["target_se"] is None else float(data["target_se"]),
+        cv_answered=list(data["cv_answered"]), cv_error=[float(x) for x in data["cv_error"]],
+        answers={item: float(value) for item, value in data["answers"]},
+        pending=list(data["pending"]), round=data["round"], applied=list(data["applied"]),
+        mdad_version=data["mdad_version"])
 
 
 # ----------------------------------------------------------------------- start
@@ -399,9 +512,11 @@ def start_adaptive_test(dataset: Dataset, *, budget: int, batch: int = 1,
     ------
     ConfigError
         For an unknown method, a budget outside 1..n_items, a batch outside
-        1..budget, or a target_se that is not positive.
+        1..budget, or a target_se that is not a finite positive number.
     DataError
-        When every model gave the same answers.
+        When every model gave the same answers, or the test would be a state
+        `STATE_SCHEMA` refuses (item ids with control characters, a fit beyond
+        `PARAMETER_BOUND`).
     """
     from mdad.selection.threads import one_thread
     from mdad.selection.tinybenchmarks import fit_irt
@@ -417,8 +532,9 @@ def start_adaptive_test(dataset: Dataset, *, budget: int, batch: int = 1,
     if not 1 <= batch <= budget:
         raise ConfigError(f"batch must lie in 1..budget ({budget}); got {batch}",
                           parameters=("batch",))
-    if target_se is not None and not target_se > 0:
-        raise ConfigError(f"target_se must be > 0; got {target_se}", parameters=("target_se",))
+    if target_se is not None and not 0 < target_se < math.inf:
+        raise ConfigError(f"target_se must be a finite number > 0; got {target_se}",
+                          parameters=("target_se",))
     if matrix.n_models < 2 * CV_FOLDS:
         raise ConfigError(f"an adaptive test needs at least {2 * CV_FOLDS} models to fit and "
                           f"cross-validate; {dataset.name} has {matrix.n_models}")
@@ -434,14 +550,19 @@ def start_adaptive_test(dataset: Dataset, *, budget: int, batch: int = 1,
         answered, error = _cross_validated_error(scores, dims, budget, batch, seed)
     ids = [str(i) for i in matrix.item_ids]
     spec = dataset.spec
+    lm_eval = _lm_eval_ids(ids, spec.lm_eval_task if spec else None)
+    if lm_eval is not None and not all(_LM_EVAL_NAME.fullmatch(name) for name in lm_eval):
+        lm_eval = None  # no task/doc-number names for lm-eval's --samples: a CSV of answers
     test = AdaptiveTest(
         dataset=dataset.name, sha256=matrix.sha256 or "", method=method,
         metric=metric or (spec.lm_eval_metric if spec else "acc"), item_ids=ids,
-        lm_eval_items=_lm_eval_ids(ids, spec.lm_eval_task if spec else None),
-        discrimination=model.discrimination_, difficulty=model.difficulty_, budget=budget,
-        batch=batch, target_se=target_se, cv_answered=answered, cv_error=error)
+        lm_eval_items=lm_eval, discrimination=model.discrimination_,
+        difficulty=model.difficulty_, budget=budget, batch=batch, target_se=target_se,
+        cv_answered=answered, cv_error=error)
     test.next_items()
-    return test
+    # the state it will be: what `load` refuses is refused now, before a file is written
+    return _validated(test.to_json(), f"the adaptive test of {dataset.name}",
+                      fix="this data cannot make an adaptive test")
 
 
 def run_batches(discrimination: np.ndarray, difficulty: np.ndarray, scores: np.ndarray,

@@ -122,7 +122,9 @@ def read_item_scores(path: Path, items: list[str], lm_eval_items: list[str] | No
     Raises
     ------
     DataError
-        For a file with several models, duplicated items, or none of `items`.
+        For a file with several models, duplicated items, or none of `items`; for
+        lm-eval records that hold only ``exact_match`` where `metric` is ``acc`` or
+        ``acc_norm`` (never scored by another metric than the one asked).
     """
     path = Path(path)
     if path.suffix.lower() == ".csv":
@@ -135,9 +137,12 @@ def read_item_scores(path: Path, items: list[str], lm_eval_items: list[str] | No
             raise DataError(f"{path}: lm-eval results, but the {what}'s dataset {dataset} has "
                             "no lm-eval task mapping; pass a CSV")
         wanted = lm_eval_items
-        # only the items' tasks: results of another task say so by name
+        # only the items' tasks: results of another task say so by name; no other
+        # metric stands in for `metric` (exact_match for acc_norm), which the MDAD and
+        # the fit were not measured on
         matrix = load_lm_eval_samples(path, metric=metric,
-                                      tasks={item.rsplit("/", 1)[0] for item in wanted})
+                                      tasks={item.rsplit("/", 1)[0] for item in wanted},
+                                      fallback_metric=False)
         if matrix.n_models != 1:
             raise DataError(f"{path}: holds results of {matrix.n_models} models; pass one "
                             "model's folder or file")
