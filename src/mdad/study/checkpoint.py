@@ -6,7 +6,9 @@ and, once all cells of a run are done, one file for the run that replaces its lo
 A cell is appended to its run's log as one checksummed record as soon as it is
 done (a write the kernel keeps even after SIGKILL; a record cut short is dropped
 when the log is read). Run files are written to a temporary name, flushed to disk
-and renamed into place, so they exist complete or not at all.
+and renamed into place, so they exist complete or not at all: through
+`mdad.safe_io.atomic_write` (a unique temporary, no planted link followed), whose
+leftovers from a killed study the next one removes while it holds the folder's lock.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ _LEGACY_MAGIC = b"MDC2"
 _LEGACY_HEADER = struct.Struct("<4s3i3dII")
 _CRC = struct.Struct("<I")
 LOCK = "lock"
+# Temporaries of mdad before safe_io: fixed names, removed like today's on lock.
+_OLD_TEMPORARIES = (f".{REQUEST}.tmp", "study*-run*.tmp.npz")
 
 
 def checkpoint_dir(study_dir: Path) -> Path:
@@ -80,15 +84,28 @@ class StudyCheckpoint:
 
     def lock(self) -> None:
         """Make this process the folder's only writer until it exits: a second study
-        on the same folder stops at once, naming this one's process id."""
+        on the same folder stops at once, naming this one's process id. Then remove the
+        temporaries a killed study left (only the lock's holder may: another writer's
+        temporary is in use).
+
+        Raises
+        ------
+        ConfigError
+            When another process holds the lock, or the folder or its lock file is a
+            link (never followed: the lock file is truncated), a pipe or a device.
+        """
+        from mdad.data.files import not_a_file
+
+        if self.folder.is_symlink():
+            raise ConfigError(f"{self.folder}: a link, where the study's checkpoint folder "
+                              "goes; remove it")
         self.folder.mkdir(parents=True, exist_ok=True)
         path = self.folder / LOCK
-        if path.exists() and not path.is_file():  # a pipe cannot be locked
-            from mdad.data.files import not_a_file
-
+        if path.is_symlink() or (path.exists() and not path.is_file()):  # a pipe: no lock
             raise ConfigError(f"{path}: {not_a_file(path)}, where the study's lock file goes; "
                               "remove it")
-        descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK,
+                             0o644)
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -100,6 +117,21 @@ class StudyCheckpoint:
         os.ftruncate(descriptor, 0)
         os.pwrite(descriptor, f"{os.getpid()}\n".encode("ascii"), 0)
         self._lock = descriptor
+        self._remove_stale_temporaries()
+
+    def _remove_stale_temporaries(self) -> list[Path]:
+        """Remove the temporaries a killed study left (call while holding the lock):
+        `atomic_write`'s, and the fixed-name ones of mdad before it. Links are
+        removed, never followed."""
+        from mdad.safe_io import remove_stale_temporaries
+
+        removed = remove_stale_temporaries(self.folder)
+        for pattern in _OLD_TEMPORARIES:
+            for path in self.folder.glob(pattern):
+                if path.is_symlink() or path.is_file():
+                    path.unlink(missing_ok=True)
+                    removed.append(path)
+        return removed
 
     def unlock(self) -> None:
         """Let another process take the folder (e.g. a later --resume)."""
@@ -115,7 +147,9 @@ class StudyCheckpoint:
         self.folder.mkdir(parents=True, exist_ok=True)
         path = self.folder / REQUEST
         if not path.exists():
-            _atomic_write(path, (json.dumps(request, indent=1) + "\n").encode("utf-8"))
+            from mdad.safe_io import atomic_write
+
+            atomic_write(path, (json.dumps(request, indent=1) + "\n").encode("utf-8"))
 
     def request(self) -> dict[str, Any]:
         """The saved request, as JSON.
@@ -157,8 +191,8 @@ class StudyCheckpoint:
                                *cell.exposure, estimates.size, len(notes))
                   + estimates.tobytes() + notes)
         record += _CRC.pack(zlib.crc32(record))
-        descriptor = os.open(self._log_path(study, cell.run),
-                             os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        descriptor = os.open(self._log_path(study, cell.run),  # a planted link: refused
+                             os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
         try:
             written = os.write(descriptor, record)
         finally:
@@ -173,7 +207,7 @@ class StudyCheckpoint:
         path = self._log_path(study, run)
         if not path.exists() and not path.is_symlink():
             return {}
-        if not path.is_file():
+        if path.is_symlink() or not path.is_file():  # a link's target is never truncated
             raise self._refuse_not_a_file(path, "where an unfinished run's cells are saved")
         content = path.read_bytes()
         cells, end, owners = _read_records(content, run)
@@ -193,12 +227,9 @@ class StudyCheckpoint:
             "targets": out.targets, "method_seconds": out.method_seconds,
             "exposure": out.exposure, "notes": np.array(notes),
             "owner": np.frombuffer(self.owner(study, out.run), dtype=np.uint8)}
-        temporary = self._path(study, out.run).with_suffix(".tmp.npz")
-        with temporary.open("wb") as handle:
-            np.savez(handle, **payload)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, self._path(study, out.run))
+        from mdad.safe_io import atomic_write
+
+        atomic_write(self._path(study, out.run), lambda handle: np.savez(handle, **payload))
         self._log_path(study, out.run).unlink(missing_ok=True)
 
     def load(self, study: int, run: int) -> RunOutput | None:
@@ -226,6 +257,7 @@ class StudyCheckpoint:
 
     def finished(self) -> tuple[int, int]:
         """(finished runs, finished cells of unfinished runs) saved in the folder."""
+        # a temporary of mdad before safe_io (study...-run....tmp.npz) is no finished run
         runs = sum(1 for path in self.folder.glob("study*-run*.npz")
                    if not path.name.endswith(".tmp.npz") and path.is_file())
         cells = sum(len(_read_records(path.read_bytes(), 0)[0])
@@ -270,8 +302,3 @@ def _read_records(content: bytes, run: int
         at = end
     return cells, at, owners
 
-
-def _atomic_write(path: Path, content: bytes) -> None:
-    temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_bytes(content)
-    os.replace(temporary, path)
