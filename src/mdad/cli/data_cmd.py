@@ -162,8 +162,24 @@ def pull(
     jobs: Annotated[int, typer.Option(help="Models downloaded at once.")] = 4,
     out: Annotated[Path | None, typer.Option(
         help="The dataset folder to write (default: the data cache, usable by name).")] = None,
+    force: Annotated[bool, typer.Option(
+        "--force", help="Replace an --out (and its partial files) holding another "
+                        "benchmark's pull.")] = False,
+    idle_timeout: Annotated[float, typer.Option(
+        help="Seconds a read waits for a byte before the file fails.")] = 60.0,
+    file_timeout: Annotated[float, typer.Option(
+        help="Seconds one file may take over all its attempts (0: no limit).")] = 1800.0,
+    deadline: Annotated[float, typer.Option(
+        help="Seconds the whole pull may take; finished models are kept (0: no "
+             "limit).")] = 0.0,
+    max_retry_after: Annotated[float, typer.Option(
+        help="The longest wait, in seconds, a hub's Retry-After may ask; a longer one "
+             "fails the file.")] = 60.0,
 ) -> None:
-    """Pull one benchmark's per-item results into a compact dataset (see the README)."""
+    """Pull one benchmark's per-item results into a compact dataset (see the README).
+
+    Ctrl-C or SIGTERM stops it at once, keeping the models finished as partial files:
+    the same command again resumes."""
     import os
 
     from rich.progress import (
@@ -174,15 +190,17 @@ def pull(
         TimeRemainingColumn,
     )
 
+    from mdad.cli.errors import Terminated, as_options, interrupted
     from mdad.data.datasets import cache_folder
     from mdad.data.files import read_name_list
-    from mdad.data.leaderboard import pull_leaderboard
+    from mdad.data.leaderboard import LIMIT_PARAMETERS, pull_leaderboard
     from mdad.errors import ConfigError
 
     if source != "leaderboard":
         raise ConfigError(f"SOURCE must be leaderboard; got {source!r}")
-    names = (read_name_list(model_list, option="--model-list", what="model names")
-             if model_list is not None else None)
+    names = (_checked_model_list(model_list, read_name_list(
+        model_list, option="--model-list", what="model names"))
+        if model_list is not None else None)
     cache = cache_folder()
     folder = out if out is not None else cache / "leaderboard" / bench
     columns = (TextColumn("{task.description}"), BarColumn(),
@@ -203,10 +221,19 @@ def pull(
             bar.update(task, description=f"pulling {bench} (the hub client: "
                                          f"{literal(message)})")
 
-        with hub_log_shown_by(retrying):
-            outcome = pull_leaderboard(bench, folder, models=models, model_list=names,
-                                       jobs=jobs, token=os.environ.get("HF_TOKEN"),
-                                       progress=show)
+        try:
+            with hub_log_shown_by(retrying):
+                outcome = pull_leaderboard(
+                    bench, folder, models=models, model_list=names, jobs=jobs,
+                    token=os.environ.get("HF_TOKEN"), progress=show, force=force,
+                    idle_timeout=idle_timeout, file_timeout=file_timeout or None,
+                    deadline=deadline or None, max_retry_after=max_retry_after)
+        except (KeyboardInterrupt, Terminated) as stop:
+            bar.stop()
+            kept = next((note for note in getattr(stop, "__notes__", ())
+                         if "partial files" in note), None)
+            raise interrupted(stop, kept or "models finished are kept as partial files; "
+                              "the same pull again resumes from them") from None
     console = Console()
     size = sum(f.stat().st_size for f in outcome.folder.iterdir() if f.is_file())
     console.print(literal(
@@ -218,11 +245,25 @@ def pull(
         console.print(literal(f"skipped {len(skipped)} models: {reason}"), soft_wrap=True,
                       highlight=False)
     for model, why in outcome.failed.items():
-        console.print(literal(f"failed: {model}: {why}; pull again to retry it"),
-                      soft_wrap=True, highlight=False)
+        console.print(literal(f"failed: {model}: {as_options(why, LIMIT_PARAMETERS)}; "
+                              "pull again to retry it"), soft_wrap=True, highlight=False)
     usable = (f"leaderboard:{bench}" if outcome.folder.resolve() == (
         cache / "leaderboard" / bench).resolve() else str(outcome.folder))
     console.print(literal(f"use it as: mdad run {usable}"), soft_wrap=True, highlight=False)
+
+
+def _checked_model_list(path: Path, names: tuple[str, ...]) -> list[str]:
+    """`names` (read from `path` by `read_name_list`), each checked as a Hub repo id: a
+    bad one is an error naming the file and its line (found as that function skips
+    blank lines and comments)."""
+    from mdad.data.leaderboard import repo_of
+
+    lines = path.read_text(encoding="utf-8-sig").splitlines()
+    numbers = {s: number for number, line in enumerate(lines, start=1)
+               if (s := line.split("#", 1)[0].strip())}
+    for name in names:
+        repo_of(name, where=f"--model-list {path}: line {numbers.get(name, '?')}")
+    return list(names)
 
 
 @contextmanager

@@ -14,15 +14,30 @@ reported, never half-counted. Each finished model is saved as a small partial fi
 (in ``.<out>.partial/`` beside the output folder), so an interrupted pull resumes
 without fetching it again; the compact dataset is assembled from the partial files at
 the end.
+
+What is trusted: the hub at ``HF_ENDPOINT`` to be the hub (its TLS, its answers' meaning).
+What is not: the repo ids of its listing and of a model list (each checked against the
+hub's id grammar before any path is built from it; a bad one is left out and counted),
+the sizes and bodies it sends (a body may not outgrow its listed size, a line its cap,
+and every read has an idle timeout, a per-file deadline and a cap on the wait a
+``Retry-After`` asks for), and the files found in the pull's folders (a link is
+replaced, never followed; a partial file that cannot be read is fetched again and
+replaced by an atomic write, never deleted by a name the pull did not create). One pull
+at a time holds a folder (`mdad.safe_io.FileLock`); a partial folder records its
+benchmark and metric, and one of another benchmark is refused unless ``force``.
 """
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import queue
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,14 +45,36 @@ from typing import Any
 
 import numpy as np
 
-from mdad.data.compact import check_replaceable, write_compact
-from mdad.data.lm_eval import _merge, _name_parts, _TaskScores, build_matrix, read_task_lines
+from mdad.data.compact import META, check_replaceable, write_compact
+from mdad.data.lm_eval import (
+    MAX_LINE_BYTES,
+    _merge,
+    _name_parts,
+    _TaskScores,
+    build_matrix,
+    read_task_lines,
+)
 from mdad.errors import ConfigError, DataError, MdadError
+from mdad.safe_io import FileLock, atomic_write, check_hub_id, remove_stale_temporaries
 
 AUTHOR = "open-llm-leaderboard"
 SUFFIX = "-details"
 RETRIES = 3  # attempts per file (HTTP 429/5xx are retried inside huggingface_hub too)
 _CHUNK = 1 << 20
+LINE_CAP = MAX_LINE_BYTES  # 256 MiB, as lm_eval's: a sample record is some kB, rarely 1 MB
+API_BODY_CAP = 64 << 20  # the most an answer of the hub's API may hold (a listing page)
+UNLISTED_CAP = 16 << 30  # the most a file whose size the hub does not list may hold
+PARTIAL_MARKER = "mdad-partial.json"  # which benchmark and metric a partial folder holds
+PARTIAL_FORMAT = "mdad-partial/1"
+LOCK_NAME = "mdad.lock"
+# Defaults of the pull's limits (seconds): a read that waits a minute for a byte has
+# lost its connection; 30 minutes is a 500 MB samples file at 280 kB/s; the hub's own
+# Retry-After is seconds to a minute, and a longer one means "come back later".
+IDLE_TIMEOUT = 60.0
+FILE_TIMEOUT = 1800.0
+MAX_RETRY_AFTER = 60.0
+LIMIT_PARAMETERS = ("idle_timeout", "file_timeout", "deadline", "max_retry_after", "jobs")
+INVALID_TOKEN = "Invalid credentials in Authorization header"
 
 
 @dataclass(frozen=True)
@@ -94,9 +131,11 @@ class PullOutcome:
     folder : the compact dataset written (None when no model had results).
     pulled, resumed : models fetched now, and models taken from an earlier pull's
         partial files.
-    skipped : reason -> models: without details for the benchmark, or gated (with
-        what to do).
-    failed : model -> why its files could not be read after the retries.
+    skipped : reason -> models: without details for the benchmark, no details repo,
+        gated (with what to do), or listed under an id that is not a Hub repo id (those
+        are given as the listing wrote them, escaped).
+    failed : model -> why its files could not be read after the retries, or which limit
+        fired (idle_timeout, file_timeout, max_retry_after, a body over its listed size).
     bytes_streamed : bytes read from the hub.
     """
 
@@ -108,8 +147,28 @@ class PullOutcome:
     bytes_streamed: int = 0
 
 
+@dataclass(frozen=True)
+class Limits:
+    """How long a pull waits (seconds; None: no limit): for a byte (`idle_timeout`),
+    for one file over its attempts (`file_timeout`), in all (`deadline`), and at most
+    what a ``Retry-After`` asks (`max_retry_after`; a longer one fails the file)."""
+
+    idle_timeout: float = IDLE_TIMEOUT
+    file_timeout: float | None = FILE_TIMEOUT
+    deadline: float | None = None
+    max_retry_after: float = MAX_RETRY_AFTER
+
+
 class _Skip(Exception):
     """This model has nothing to pull (no details for the benchmark, or gated)."""
+
+
+class _Final(DataError):
+    """A file cannot be read and another attempt would not help: a limit fired."""
+
+
+class _Stopped(Exception):
+    """The pull is stopping (Ctrl-C, SIGTERM, its deadline, a fatal error)."""
 
 
 def model_name(repo_id: str) -> str:
@@ -117,40 +176,245 @@ def model_name(repo_id: str) -> str:
     return repo_id.split("/", 1)[-1].removesuffix(SUFFIX)
 
 
-def repo_of(name: str) -> str:
+def repo_of(name: str, *, where: str = "model list") -> str:
     """A model list entry (``org/model``, ``org__model`` or the details repo) -> the
-    details repo id."""
+    details repo id, checked against the hub's id grammar (`where` names the entry).
+
+    Raises
+    ------
+    DataError
+        When the id it makes is no Hub repo id (``open-llm-leaderboard//abs/x``,
+        ``../x``): a name made from it could leave the pull's folder.
+    """
     name = name.strip()
     if name.startswith(f"{AUTHOR}/"):
-        return name if name.endswith(SUFFIX) else name + SUFFIX
-    return f"{AUTHOR}/{name.replace('/', '__')}{SUFFIX}"
+        repo = name if name.endswith(SUFFIX) else name + SUFFIX
+    else:
+        repo = f"{AUTHOR}/{name.replace('/', '__')}{SUFFIX}"
+    return check_hub_id(repo, where=where)
 
 
-def _lines(handle: Any, counter: Callable[[int], None]) -> Iterator[bytes]:
-    """The lines of a stream read in 1 MiB chunks, counting the bytes as they come."""
-    rest = b""
+def _lines(handle: Any, counter: Callable[[int], None], *,
+           where: str = "the stream") -> Iterator[bytes]:
+    """The lines of a stream read in 1 MiB chunks, counting the bytes as they come.
+
+    A line spread over many chunks is gathered as pieces and joined once, so reading
+    it takes time linear in its length; one longer than `LINE_CAP` stops the read.
+
+    Raises
+    ------
+    DataError
+        Naming `where` and the cap, for a line longer than `LINE_CAP`.
+    """
+    pieces: list[bytes] = []  # the line begun in earlier chunks
+    held = 0
     while True:
         chunk = handle.read(_CHUNK)
         if not chunk:
             break
         counter(len(chunk))
-        parts = (rest + chunk).split(b"\n")
-        rest = parts.pop()
-        yield from (part + b"\n" for part in parts)
-    if rest:
-        yield rest
+        parts = chunk.split(b"\n")
+        if held + len(parts[0]) > LINE_CAP:
+            raise _Final(f"{where}: a line longer than {LINE_CAP >> 20} MiB (LINE_CAP), "
+                         "far more than a sample record takes; the file is damaged or "
+                         "not a samples file")
+        if len(parts) == 1:
+            pieces.append(chunk)
+            held += len(chunk)
+            continue
+        yield b"".join([*pieces, parts[0], b"\n"]) if pieces else parts[0] + b"\n"
+        yield from (part + b"\n" for part in parts[1:-1])
+        pieces, held = ([parts[-1]], len(parts[-1])) if parts[-1] else ([], 0)
+    if pieces:
+        yield b"".join(pieces)
 
+
+# -- the network's limits, enforced in the hub client's own transport -----------------
+
+_CONTEXT = threading.local()  # the `_Budget` of what this thread is reading
+
+
+@dataclass
+class _Budget:
+    """What a thread reads now: its name (for errors), the most bytes its files' bodies
+    may hold, and the monotonic time it must be read by."""
+
+    what: str
+    limit: int
+    deadline: float | None
+
+
+@contextmanager
+def _reading(what: str, limit: int, deadline: float | None) -> Iterator[_Budget]:
+    budget = _Budget(what, limit, deadline)
+    _CONTEXT.budget = budget
+    try:
+        yield budget
+    finally:
+        _CONTEXT.budget = None
+
+
+class _Guard:
+    """A pull's limits and its stop event, checked on every request and every chunk
+    the hub client reads (`_GuardedTransport`)."""
+
+    def __init__(self, limits: Limits, stop: threading.Event) -> None:
+        self.limits, self.stop = limits, stop
+        self.deadline = (None if limits.deadline is None
+                         else time.monotonic() + limits.deadline)
+
+    def file_deadline(self) -> float | None:
+        timeout = self.limits.file_timeout
+        return None if timeout is None else time.monotonic() + timeout
+
+    def check(self, budget: _Budget) -> None:
+        if self.stop.is_set() or (self.deadline is not None
+                                  and time.monotonic() >= self.deadline):
+            raise _Stopped()
+        if budget.deadline is not None and time.monotonic() >= budget.deadline:
+            raise self.file_late(budget)
+
+    def file_late(self, budget: _Budget) -> _Final:
+        return _Final(f"{budget.what}: not read within file_timeout "
+                      f"({self.limits.file_timeout:g} s; the hub sends it too slowly); "
+                      "pull again later, or raise file_timeout")
+
+    def wait(self, budget: _Budget) -> float:
+        """The socket timeout of a request: the idle timeout, or less when a deadline
+        comes sooner."""
+        wait = self.limits.idle_timeout
+        for deadline in (budget.deadline, self.deadline):
+            if deadline is not None:
+                wait = min(wait, max(deadline - time.monotonic(), 0.01))
+        return wait
+
+    def timed_out(self, budget: _Budget) -> Exception:
+        now = time.monotonic() + 0.01
+        if budget.deadline is not None and now >= budget.deadline:
+            return self.file_late(budget)
+        if self.deadline is not None and now >= self.deadline:
+            return _Stopped()
+        return _Final(f"{budget.what}: no data from the hub for "
+                      f"{self.limits.idle_timeout:g} s (idle_timeout); check the network, "
+                      "or raise idle_timeout")
+
+
+def _asked_wait(response: Any) -> float | None:
+    """Seconds a 429 or 503 asks to wait (``Retry-After``, or the hub's rate-limit
+    headers, which its client honours too), else None."""
+    if response.status_code not in (429, 503):
+        return None
+    after = response.headers.get("Retry-After", "").strip()
+    if after.isdigit():
+        return float(after)
+    if response.status_code == 429:
+        from huggingface_hub.utils import parse_ratelimit_headers
+
+        info = parse_ratelimit_headers(response.headers)
+        if info is not None and info.remaining == 0:
+            return float(info.reset_in_seconds)
+    return None
+
+
+def _guarded_transport(inner: Any, guard: _Guard) -> Any:
+    import httpx2
+
+    class GuardedStream(httpx2.SyncByteStream):
+        def __init__(self, stream: Any, budget: _Budget, limit: int) -> None:
+            self.stream, self.budget, self.limit = stream, budget, limit
+            self.seen = 0
+
+        def __iter__(self) -> Iterator[bytes]:
+            chunks = iter(self.stream)
+            while True:
+                try:
+                    chunk = next(chunks)
+                except StopIteration:
+                    return
+                except httpx2.TimeoutException:
+                    raise guard.timed_out(self.budget) from None
+                self.seen += len(chunk)
+                if self.seen > self.limit:
+                    raise _Final(f"{self.budget.what}: the hub sent more than the "
+                                 f"{self.limit:,} bytes it lists; not read further")
+                guard.check(self.budget)
+                yield chunk
+
+        def close(self) -> None:
+            self.stream.close()
+
+    class GuardedTransport(httpx2.BaseTransport):
+        def handle_request(self, request: Any) -> Any:
+            budget = getattr(_CONTEXT, "budget", None) or _Budget(
+                f"the hub's answer to {request.url.path}", API_BODY_CAP, None)
+            guard.check(budget)
+            wait = guard.wait(budget)
+            request.extensions = {**request.extensions, "timeout": {
+                "connect": wait, "read": wait, "write": wait, "pool": wait}}
+            try:
+                response = inner.handle_request(request)
+            except httpx2.TimeoutException:
+                raise guard.timed_out(budget) from None
+            asked = _asked_wait(response)
+            if asked is not None and asked > guard.limits.max_retry_after:
+                response.close()
+                raise _Final(f"{budget.what}: the hub asked to wait {asked:g} s before "
+                             "trying again (Retry-After), more than max_retry_after "
+                             f"({guard.limits.max_retry_after:g} s); pull again later, or "
+                             "raise max_retry_after")
+            limit = API_BODY_CAP
+            if "/resolve/" in request.url.path:  # a file: its listed size, from the Range
+                start = request.headers.get("Range", "").removeprefix("bytes=")
+                start = start.split("-")[0]
+                limit = budget.limit - (int(start) if start.isdigit() else 0)
+            response.stream = GuardedStream(response.stream, budget, limit)
+            return response
+
+        def close(self) -> None:
+            inner.close()
+
+    return GuardedTransport()
+
+
+@contextmanager
+def _guarded_hub(guard: _Guard) -> Iterator[None]:
+    """Within the block, every request of `huggingface_hub` (one client for the
+    process) goes through the guard; the client factory in use before comes back after.
+
+    The hub client has no timeout of its own on API calls, streams a file with a
+    per-read timeout only (``HF_HUB_DOWNLOAD_TIMEOUT``, 10 s: a body fed a byte every
+    2 s never trips it) and sleeps whatever ``Retry-After`` asks; its one hook is the
+    client factory, so the guard wraps the transports of the client it makes.
+    """
+    from huggingface_hub.utils import _http, set_client_factory
+
+    previous = _http._GLOBAL_CLIENT_FACTORY  # the hub client's own, or the user's
+
+    def factory() -> Any:
+        client = previous()
+        client._transport = _guarded_transport(client._transport, guard)
+        client._mounts = {pattern: None if transport is None
+                          else _guarded_transport(transport, guard)
+                          for pattern, transport in client._mounts.items()}
+        return client
+
+    set_client_factory(factory)  # closes the client in use: the next call makes ours
+    try:
+        yield
+    finally:
+        set_client_factory(previous)  # closing ours ends the reads still in it
+
+
+# -- one pull --------------------------------------------------------------------------
 
 class _Puller:
     """One pull's shared state: the hub clients, the byte counter and the folder."""
 
-    def __init__(self, benchmark: Benchmark, out: Path, *, token: str | None,
-                 endpoint: str | None) -> None:
+    def __init__(self, benchmark: Benchmark, out: Path, partial: Path, guard: _Guard, *,
+                 token: str | None, endpoint: str | None) -> None:
         from huggingface_hub import HfApi, HfFileSystem
 
-        self.benchmark, self.out = benchmark, out
-        # beside the dataset folder, which is replaced whole when it is written
-        self.partial = out.parent / f".{out.name}.partial"
+        self.benchmark, self.out, self.partial, self.guard = benchmark, out, partial, guard
         self.api = HfApi(endpoint=endpoint, token=token)
         self.fs = HfFileSystem(endpoint=endpoint, token=token, skip_instance_cache=True)
         self._lock = threading.Lock()
@@ -161,23 +425,29 @@ class _Puller:
             self.bytes += n
 
     def partial_path(self, repo: str) -> Path:
-        return self.partial / f"{model_name(repo)}.npz"
+        return self.partial / f"{model_name(repo)}.npz"  # the id is checked: one name
 
-    def files_of(self, repo: str) -> tuple[str, dict[str, int]]:
+    def files_of(self, repo: str) -> tuple[str, dict[str, int | None]]:
         """The repo's revision (commit sha) and its sample files of the benchmark, with
-        their sizes."""
-        info = _retried(lambda: self.api.dataset_info(repo, files_metadata=True))
-        files = {}
+        their sizes (None: not listed)."""
+        with _reading(f"{repo} (its list of files)", API_BODY_CAP,
+                      self.guard.file_deadline()):
+            info = _retried(lambda: self.api.dataset_info(repo, files_metadata=True),
+                            self.guard)
+        files: dict[str, int | None] = {}
         for sibling in info.siblings or []:
             name = Path(sibling.rfilename).name
             if not name.startswith("samples_") or not name.endswith(".jsonl"):
                 continue
             if self.benchmark.holds(_name_parts(Path(name))[0]):
-                files[sibling.rfilename] = int(sibling.size or 0)
+                files[sibling.rfilename] = None if sibling.size is None else int(sibling.size)
         return str(info.sha), files
 
-    def read_file(self, repo: str, revision: str, path: str, size: int) -> _TaskScores:
-        """One sample file, streamed and reduced; retried when cut short."""
+    def read_file(self, repo: str, revision: str, path: str, size: int | None) -> _TaskScores:
+        """One sample file, streamed and reduced; retried when cut short, not when a
+        limit fired (the file's deadline covers all its attempts)."""
+        what = f"{repo}/{path}"
+        deadline = self.guard.file_deadline()
         last: Exception | None = None
         for _ in range(RETRIES):
             streamed = 0
@@ -188,50 +458,54 @@ class _Puller:
                 self.count(n)
 
             try:
-                with self.fs.open(f"datasets/{repo}/{path}", "rb", revision=revision,
-                                  block_size=0) as handle:
-                    scores = read_task_lines(_lines(handle, counted), f"{repo}/{path}",
-                                             self.benchmark.metric)
-                if size and streamed != size:
-                    raise DataError(f"{repo}/{path}: {streamed} of {size} bytes arrived")
+                with _reading(what, UNLISTED_CAP if size is None else size, deadline):
+                    with self.fs.open(f"datasets/{repo}/{path}", "rb", revision=revision,
+                                      block_size=0) as handle:
+                        scores = read_task_lines(_lines(handle, counted, where=what), what,
+                                                 self.benchmark.metric)
+                if size is not None and streamed != size:
+                    raise DataError(f"{what}: {streamed} of {size} bytes arrived")
                 return scores
+            except (_Final, _Stopped):
+                raise
             except Exception as exc:  # a cut stream, a parse error of a cut line, HTTP
-                if _is_gated(exc):
+                if _refusal(exc) is not None or _fatal(exc) is not None:
                     raise
                 last = exc
-        raise DataError(f"{repo}/{path}: could not be read in {RETRIES} attempts "
+        raise DataError(f"{what}: could not be read in {RETRIES} attempts "
                         f"({_reason(last)})")
 
     def pull_model(self, repo: str) -> None:
         """Fetch one model's files of the benchmark and save its partial file."""
         try:
             revision, files = self.files_of(repo)
-        except Exception as exc:
-            if _is_gated(exc):
-                raise _Skip(_gated_reason(repo)) from None
-            if type(exc).__name__ == "RepositoryNotFoundError":
-                raise _Skip("no details repo") from None
-            raise
-        if not files:
-            raise _Skip(f"no {self.benchmark.name} details")
-        by_task: dict[str, list[str]] = {}
-        for path in sorted(files, key=lambda p: (*_name_parts(Path(p)), p)):  # oldest first
-            by_task.setdefault(_name_parts(Path(path))[0], []).append(path)
-        try:
-            tasks = {task: _merge([self.read_file(repo, revision, p, files[p]) for p in paths])
+            if not files:
+                raise _Skip(f"no {self.benchmark.name} details")
+            by_task: dict[str, list[str]] = {}
+            for path in sorted(files, key=lambda p: (*_name_parts(Path(p)), p)):  # oldest first
+                by_task.setdefault(_name_parts(Path(path))[0], []).append(path)
+            tasks = {task: _merge([self.read_file(repo, revision, p, files[p])
+                                   for p in paths])
                      for task, paths in by_task.items()}
         except Exception as exc:
-            if _is_gated(exc):
+            refusal = _refusal(exc)
+            if refusal == "gated":
                 raise _Skip(_gated_reason(repo)) from None
+            if refusal == "missing":
+                raise _Skip("no details repo on the hub (check the model's name)") from None
             raise
         provenance = {"repo": repo, "revision": revision, "files": sorted(files),
+                      "benchmark": self.benchmark.name, "metric": self.benchmark.metric,
                       "pulled_at": datetime.now(UTC).isoformat(timespec="seconds")}
+        if self.guard.stop.is_set():  # the lock may be gone: write nothing more
+            raise _Stopped()
         _save_partial(self.partial_path(repo), tasks, provenance)
 
 
-def _retried(call: Callable[[], Any]) -> Any:
-    """`call`, retried with backoff on HTTP 429 and 5xx, honouring Retry-After (the
-    hub client retries its file reads and listings itself, not its repo info)."""
+def _retried(call: Callable[[], Any], guard: _Guard) -> Any:
+    """`call`, retried with backoff on HTTP 429 and 5xx, honouring Retry-After up to
+    the guard's cap (the hub client retries its file reads and listings itself, not its
+    repo info); the wait ends when the pull stops."""
     wait = 1.0
     for attempt in range(RETRIES + 2):
         try:
@@ -242,15 +516,50 @@ def _retried(call: Callable[[], Any]) -> Any:
                 raise
             if attempt == RETRIES + 1:
                 raise
-            after = exc.response.headers.get("Retry-After")
-            time.sleep(float(after) if after and after.isdigit() else wait)
+            asked = _asked_wait(exc.response)
+            if guard.stop.wait(min(asked if asked is not None else wait,
+                                   guard.limits.max_retry_after)):
+                raise _Stopped() from None
             wait = min(wait * 2, 30.0)
     raise AssertionError("unreachable")
 
 
-def _is_gated(exc: BaseException) -> bool:
-    status = getattr(getattr(exc, "response", None), "status_code", None)
-    return type(exc).__name__ == "GatedRepoError" or status in (401, 403)
+def _chain(exc: BaseException | None) -> Iterator[BaseException]:
+    seen: list[BaseException] = []
+    while exc is not None and exc not in seen and len(seen) < 10:
+        seen.append(exc)
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def _refusal(exc: BaseException) -> str | None:
+    """How the hub refused: "token" (HF_TOKEN invalid: 401 with the hub's invalid
+    credentials message), "gated" (403, GatedRepo), "missing" (RepositoryNotFound: a
+    404, or the 401 the hub gives an anonymous request for a repo it does not show),
+    else None."""
+    for cause in _chain(exc):
+        response = getattr(cause, "response", None)
+        status = getattr(response, "status_code", None)
+        message = response.headers.get("X-Error-Message", "") if status else ""
+        if status == 401 and message == INVALID_TOKEN:
+            return "token"
+        if type(cause).__name__ == "GatedRepoError" or status == 403:
+            return "gated"
+        if type(cause).__name__ == "RepositoryNotFoundError" or status in (401, 404):
+            return "missing"
+    return None
+
+
+def _fatal(exc: BaseException) -> str | None:
+    """"space" or "files" when `exc` is a disk full or too many open files: every
+    model would meet it, so the pull stops; else None."""
+    for cause in _chain(exc):
+        number = getattr(cause, "errno", None)
+        if number in (errno.ENOSPC, getattr(errno, "EDQUOT", -1)):
+            return "space"
+        if number in (errno.EMFILE, errno.ENFILE) or "Too many open files" in str(cause):
+            return "files"
+    return None
 
 
 def _gated_reason(repo: str) -> str:
@@ -259,27 +568,50 @@ def _gated_reason(repo: str) -> str:
 
 
 def _reason(exc: BaseException | None) -> str:
-    return " ".join(f"{type(exc).__name__}: {exc}".split())[:200] if exc else "unknown"
+    """`exc` on one line, whole: only words over 80 characters (paths, URLs) lose
+    their middle."""
+    if exc is None:
+        return "unknown"
+    text = str(exc) if isinstance(exc, MdadError) else f"{type(exc).__name__}: {exc}"
+    return " ".join(word if len(word) <= 80 else f"{word[:32]}...{word[-44:]}"
+                    for word in text.split())
 
 
 def _save_partial(path: Path, tasks: dict[str, _TaskScores], provenance: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
     arrays: dict[str, np.ndarray] = {"provenance": np.array(json.dumps(provenance))}
     for k, (task, scores) in enumerate(sorted(tasks.items())):
         arrays[f"task{k}"] = np.array(task)
         arrays[f"docs{k}"] = np.array(scores.doc_ids)
         arrays[f"scores{k}"] = scores.scores.astype(np.float32)
         arrays[f"confidence{k}"] = scores.confidence.astype(np.float32)
-    temporary = path.with_suffix(".tmp.npz")
-    with temporary.open("wb") as handle:
-        np.savez(handle, **arrays)
-    temporary.replace(path)
+    atomic_write(path, lambda handle: np.savez(handle, **arrays))
 
 
-def _load_partial(path: Path) -> tuple[dict[str, _TaskScores], dict] | None:
-    """A saved model, or None when the file is damaged (the model is fetched again)."""
+def _open_regular(path: Path) -> int | None:
+    """A read descriptor of `path` if it is a regular file (no link followed, a pipe
+    not waited on), else None."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
-        with np.load(path, allow_pickle=False) as data:
+        descriptor = os.open(path, flags)
+    except OSError:
+        return None
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        os.close(descriptor)
+        return None
+    return descriptor
+
+
+def _load_partial(path: Path, benchmark: Benchmark
+                  ) -> tuple[dict[str, _TaskScores], dict] | None:
+    """A saved model of `benchmark`, or None when the file is missing, damaged, a link,
+    or of another benchmark or metric: the model is then fetched again and the file
+    replaced by an atomic write (never deleted here)."""
+    descriptor = _open_regular(path)
+    if descriptor is None:
+        return None
+    try:
+        with os.fdopen(descriptor, "rb") as handle, np.load(handle,
+                                                             allow_pickle=False) as data:
             provenance = json.loads(str(data["provenance"]))
             tasks, k = {}, 0
             while f"task{k}" in data:
@@ -287,60 +619,146 @@ def _load_partial(path: Path) -> tuple[dict[str, _TaskScores], dict] | None:
                     [str(d) for d in data[f"docs{k}"]], data[f"scores{k}"].astype(np.float64),
                     data[f"confidence{k}"].astype(np.float64))
                 k += 1
-        return tasks, provenance
     except Exception:
-        path.unlink(missing_ok=True)
         return None
+    if (provenance.get("benchmark", benchmark.name) != benchmark.name
+            or provenance.get("metric", benchmark.metric) != benchmark.metric
+            or not tasks or not all(benchmark.holds(task) for task in tasks)):
+        return None  # an earlier mdad wrote no benchmark: its tasks tell
+    return tasks, provenance
+
+
+@dataclass
+class Listing:
+    """The details repos to pull, and the listing's entries left out (reason -> ids,
+    escaped)."""
+
+    repos: list[str]
+    rejected: dict[str, list[str]] = field(default_factory=dict)
 
 
 def list_repos(bench: str, *, models: int | str = "all", model_list: list[str] | None = None,
-               token: str | None = None, endpoint: str | None = None) -> list[str]:
+               token: str | None = None, endpoint: str | None = None) -> Listing:
     """The details repos to pull: those of `model_list`, or the hub's listing of
-    ``open-llm-leaderboard/*-details`` in its order (the first `models` of them)."""
+    ``open-llm-leaderboard/*-details`` in its order (the first `models` valid ones).
+
+    An entry of the listing that is no Hub repo id, or not under
+    ``open-llm-leaderboard``, is left out and counted in `Listing.rejected`.
+
+    Raises
+    ------
+    DataError
+        For a `model_list` entry that makes no Hub repo id (naming its position).
+    """
     from huggingface_hub import HfApi
 
     if model_list is not None:
-        return list(dict.fromkeys(repo_of(name) for name in model_list if name.strip()))
+        names = [name for name in model_list if name.strip()]
+        return Listing(list(dict.fromkeys(
+            repo_of(name, where=f"model_list entry {k}") for k, name in
+            enumerate(names, start=1))))
     api = HfApi(endpoint=endpoint, token=token)
-    repos = (info.id for info in api.list_datasets(author=AUTHOR, search=SUFFIX)
-             if info.id.endswith(SUFFIX))
-    if models == "all":
-        return list(repos)
-    found = []
-    for repo in repos:
-        found.append(repo)
-        if len(found) >= int(models):
+    listing = Listing([])
+    for info in api.list_datasets(author=AUTHOR, search=SUFFIX):
+        repo = str(info.id)
+        if not repo.endswith(SUFFIX):
+            continue  # the organisation's other datasets (contents, requests)
+        try:
+            check_hub_id(repo, where="the hub's listing")
+            reason = None if repo.startswith(f"{AUTHOR}/") else f"not under {AUTHOR}"
+        except DataError:
+            reason = "not a Hub repo id (namespace/name), so no folder name can be made of it"
+        if reason is not None:
+            listing.rejected.setdefault(f"listed by the hub under an id {reason}; left out",
+                                        []).append(ascii(repo[:200])[1:-1])
+            continue
+        listing.repos.append(repo)
+        if models != "all" and len(listing.repos) >= int(models):
             break
-    return found
+    return listing
+
+
+_ONE_PULL = threading.Lock()  # the hub client's factory is the process's: one pull at once
 
 
 def pull_leaderboard(bench: str, out: Path, *, models: int | str = "all",
                      model_list: list[str] | None = None, jobs: int = 4,
                      token: str | None = None, endpoint: str | None = None,
-                     progress: Callable[[PullProgress], None] | None = None) -> PullOutcome:
+                     progress: Callable[[PullProgress], None] | None = None,
+                     force: bool = False, idle_timeout: float = IDLE_TIMEOUT,
+                     file_timeout: float | None = FILE_TIMEOUT, deadline: float | None = None,
+                     max_retry_after: float = MAX_RETRY_AFTER) -> PullOutcome:
     """Pull benchmark `bench` of the Open LLM Leaderboard into the compact dataset `out`.
 
     Parameters
     ----------
     bench : one of `BENCHMARKS` (gpqa, gpqa-diamond, bbh, mmlu-pro, musr).
     out : the dataset folder (e.g. ``~/.cache/mdad/leaderboard/bbh``), replaced whole
-        at the end; the partial files beside it let an interrupted pull resume.
+        at the end; the partial files beside it (``.<out>.partial/``) let an
+        interrupted pull resume.
     models : "all", or how many of the hub's listing, in its order.
     model_list : model names (``org/model``) to pull instead of the listing.
     jobs : models fetched at once.
     token, endpoint : for huggingface_hub (default: its own, e.g. ``HF_TOKEN`` and
         ``HF_ENDPOINT``).
     progress : called as models finish, with a `PullProgress`.
+    force : replace an `out`, or a partial folder, of another benchmark or metric.
+    idle_timeout : seconds a read waits for a byte (default 60).
+    file_timeout : seconds one file may take over all its attempts (default 1800; None:
+        no limit). It is what stops a body fed a byte at a time.
+    deadline : seconds the whole pull may take (default None: no limit); when it
+        passes, the pull stops, keeping the models finished.
+    max_retry_after : the longest wait (seconds, default 60) a ``Retry-After`` may ask;
+        a longer one fails the file at once.
 
     Raises
     ------
     ConfigError
-        For an unknown benchmark, jobs / models below 1, or an `out` that is a file or
-        a folder of other files (checked before any download).
+        For an unknown benchmark, jobs / models below 1, a limit that is not positive,
+        an `out` that is a link, a file, a folder of other files or (without `force`)
+        another benchmark's dataset or partial folder, a folder another pull holds
+        (naming its pid), or a token the hub calls invalid (401).
     DataError
-        When the hub's listing cannot be read, or no model has results for the
-        benchmark.
+        When the hub's listing cannot be read, a `model_list` entry is no repo id, the
+        disk is full or too many files are open, the `deadline` passes, or no model has
+        results for the benchmark.
+    KeyboardInterrupt
+        Ctrl-C (or any BaseException, such as the CLI's SIGTERM) within 0.2 s; a note
+        on it says what was kept. The finished models' partial files stay.
     """
+    benchmark, limits = _checked(bench, jobs, models, idle_timeout, file_timeout, deadline,
+                                 max_retry_after)
+    out = Path(out).expanduser()
+    _check_out(out, benchmark, force)
+    repos_given = (None if model_list is None else
+                   list_repos(bench, model_list=model_list).repos)  # checked before all
+    partial = _partial_folder(out)
+    if not _ONE_PULL.acquire(blocking=False):
+        raise ConfigError("another pull runs in this process; wait for it to finish")
+    stop = threading.Event()
+    try:
+        with FileLock(partial / LOCK_NAME, f"the pull into {out}"):
+            remove_stale_temporaries(partial)  # a killed pull's, under our lock
+            _claim(partial, benchmark, force)
+            guard = _Guard(limits, stop)
+            with _guarded_hub(guard):
+                return _pull(benchmark, out, partial, guard, repos_given, models=models,
+                             jobs=jobs, token=token, endpoint=endpoint, progress=progress)
+    except MdadError:
+        raise
+    except Exception as exc:  # a disk full, too many open files: one line; else a bug
+        error = _fatal_error(exc, partial, jobs)
+        if error is None:
+            raise
+        raise error from None
+    finally:
+        stop.set()  # workers still in a read write nothing more
+        _ONE_PULL.release()
+
+
+def _checked(bench: str, jobs: int, models: int | str, idle_timeout: float,
+             file_timeout: float | None, deadline: float | None,
+             max_retry_after: float) -> tuple[Benchmark, Limits]:
     if bench not in BENCHMARKS:
         raise ConfigError(f"bench must be one of {', '.join(BENCHMARKS)}; got {bench!r}",
                           parameters=("bench",))
@@ -349,23 +767,125 @@ def pull_leaderboard(bench: str, out: Path, *, models: int | str = "all",
     if models != "all" and (not str(models).isdigit() or int(models) < 1):
         raise ConfigError(f"models must be 'all' or a whole number >= 1; got {models!r}",
                           parameters=("models",))
-    benchmark = BENCHMARKS[bench]
-    out = Path(out).expanduser()
-    check_replaceable(out, "out")
-    started = time.perf_counter()
-    try:
-        repos = list_repos(bench, models=models, model_list=model_list, token=token,
-                           endpoint=endpoint)
-    except MdadError:
-        raise
-    except Exception as exc:  # the hub client's connection and HTTP errors
-        from huggingface_hub import constants
+    for name, value, optional in (("idle_timeout", idle_timeout, False),
+                                  ("file_timeout", file_timeout, True),
+                                  ("deadline", deadline, True),
+                                  ("max_retry_after", max_retry_after, False)):
+        if value is None and optional:
+            continue
+        if not isinstance(value, int | float) or not 0 < value < float("inf"):
+            raise ConfigError(f"{name} must be a number of seconds > 0; got {value!r}",
+                              parameters=(name,))
+    return BENCHMARKS[bench], Limits(float(idle_timeout), file_timeout, deadline,
+                                     float(max_retry_after))
 
-        raise DataError(f"could not list the leaderboard's details on "
-                        f"{endpoint or constants.ENDPOINT} ({_reason(exc)}); check the "
-                        "network connection and HF_ENDPOINT, or pass a model list") from None
-    puller = _Puller(benchmark, out, token=token, endpoint=endpoint)
-    outcome = PullOutcome(folder=None)
+
+def _check_out(out: Path, benchmark: Benchmark, force: bool) -> None:
+    """Refuse an `out` that is a link, not replaceable (`check_replaceable`), or
+    another benchmark's dataset unless `force`."""
+    if out.is_symlink():
+        raise ConfigError(f"out {out} is a symbolic link, which writing the dataset would "
+                          "not follow; give the folder it points to, or another folder",
+                          parameters=("out",))
+    check_replaceable(out, "out")
+    if out.is_dir() and (out / META).is_file() and not force:
+        held = _recorded(out / META)
+        if (held.get("benchmark"), held.get("metric")) != (benchmark.name, benchmark.metric):
+            raise ConfigError(
+                f"out {out} holds the dataset of another pull ({held.get('benchmark')}, "
+                f"{held.get('metric')}), not {benchmark.name} ({benchmark.metric}); give "
+                "another out, or force to replace it", parameters=("out", "force"))
+
+
+def _recorded(path: Path) -> dict:
+    """The JSON object in `path` (a regular file, no link followed), or {}."""
+    descriptor = _open_regular(path)
+    if descriptor is None:
+        return {}
+    try:
+        with os.fdopen(descriptor, "rb") as handle:
+            value = json.loads(handle.read(1 << 20 if path.name == PARTIAL_MARKER
+                                           else 1 << 30))
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _partial_folder(out: Path) -> Path:
+    """``.<out>.partial`` beside `out` (the dataset folder is replaced whole), made if
+    missing; a link or a file there is refused."""
+    partial = out.parent / f".{out.name}.partial"
+    for _ in range(2):  # before and after making it: nothing is planted between
+        if partial.is_symlink() or (partial.exists() and not partial.is_dir()):
+            raise ConfigError(f"{partial}: the pull's folder of partial files is a link or "
+                              "a file; remove it, or give another out", parameters=("out",))
+        partial.mkdir(parents=True, exist_ok=True)
+    return partial
+
+
+def _claim(partial: Path, benchmark: Benchmark, force: bool) -> None:
+    """Record in `partial` the benchmark and metric its files belong to; refuse one of
+    another benchmark unless `force` (its files are then fetched again and replaced
+    by name as the models come, never read as this benchmark's)."""
+    marker = partial / PARTIAL_MARKER
+    held = _recorded(marker)
+    mine = {"format": PARTIAL_FORMAT, "benchmark": benchmark.name, "metric": benchmark.metric}
+    if held.get("benchmark") and not force and (
+            held.get("benchmark"), held.get("metric")) != (benchmark.name, benchmark.metric):
+        raise ConfigError(
+            f"{partial} holds the partial files of a {held.get('benchmark')} pull "
+            f"({held.get('metric')}), not {benchmark.name}; give another out, or force to "
+            "replace them", parameters=("out", "force"))
+    if held != mine:
+        atomic_write(marker, (json.dumps(mine) + "\n").encode())
+
+
+def _fatal_error(exc: BaseException, partial: Path, jobs: int) -> MdadError | None:
+    """The one-line error of a disk full or too many open files, else None."""
+    kind = _fatal(exc)
+    if kind == "space":
+        where = next((str(c.filename) for c in _chain(exc)
+                      if getattr(c, "filename", None)), str(partial))
+        return DataError(f"{where}: no space left on device; free some space, then run the "
+                         "same pull again: it resumes from the models kept in "
+                         f"{partial}")
+    if kind == "files":
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        return DataError(f"too many open files (the limit is {soft}); raise it (ulimit -n "
+                         f"1024) or lower jobs (now {jobs})", parameters=("jobs",))
+    return None
+
+
+def _pull(benchmark: Benchmark, out: Path, partial: Path, guard: _Guard,
+          repos_given: list[str] | None, *, models: int | str, jobs: int,
+          token: str | None, endpoint: str | None,
+          progress: Callable[[PullProgress], None] | None) -> PullOutcome:
+    started = time.perf_counter()
+    if repos_given is None:
+        try:
+            with _reading("the hub's listing", API_BODY_CAP, guard.file_deadline()):
+                listing = list_repos(benchmark.name, models=models, token=token,
+                                     endpoint=endpoint)
+        except (MdadError, _Stopped):
+            raise
+        except Exception as exc:  # the hub client's connection and HTTP errors
+            from huggingface_hub import constants
+
+            if _refusal(exc) == "token":
+                raise _invalid_token(endpoint) from None
+            if _fatal(exc):
+                raise
+            raise DataError(f"could not list the leaderboard's details on "
+                            f"{endpoint or constants.ENDPOINT} ({_reason(exc)}); check the "
+                            "network connection and HF_ENDPOINT, or pass a model list"
+                            ) from None
+    else:
+        listing = Listing(repos_given)
+    repos = listing.repos
+    puller = _Puller(benchmark, out, partial, guard, token=token, endpoint=endpoint)
+    outcome = PullOutcome(folder=None, skipped=dict(listing.rejected))
     done = 0
 
     def finished() -> None:
@@ -377,26 +897,94 @@ def pull_leaderboard(bench: str, out: Path, *, models: int | str = "all",
 
     todo = []
     for repo in repos:
-        if puller.partial_path(repo).is_file() and _load_partial(puller.partial_path(repo)):
+        if _load_partial(puller.partial_path(repo), benchmark) is not None:
             outcome.resumed.append(model_name(repo))
             finished()
         else:
             todo.append(repo)
-    with ThreadPoolExecutor(max_workers=min(jobs, max(len(todo), 1))) as pool:
-        futures = {pool.submit(puller.pull_model, repo): repo for repo in todo}
-        for future in as_completed(futures):
-            name = model_name(futures[future])
-            try:
-                future.result()
+    try:
+        for repo, exc in _fetched(puller, todo, jobs):
+            name = model_name(repo)
+            if exc is None:
                 outcome.pulled.append(name)
-            except _Skip as skip:
-                outcome.skipped.setdefault(str(skip), []).append(name)
-            except Exception as exc:
+            elif isinstance(exc, _Skip):
+                outcome.skipped.setdefault(str(exc), []).append(name)
+            elif _refusal(exc) == "token":
+                raise _invalid_token(endpoint)
+            elif _fatal(exc):
+                raise _fatal_error(exc, partial, jobs) or DataError(_reason(exc))
+            else:
                 outcome.failed[name] = _reason(exc)
             finished()
+    except BaseException as stop:
+        guard.stop.set()
+        kept = len(outcome.pulled) + len(outcome.resumed)
+        if isinstance(stop, _Stopped):  # only the deadline stops the loop so
+            raise DataError(f"the pull reached its deadline ({guard.limits.deadline:g} s) "
+                            f"with {len(todo) - len(outcome.pulled)} models to go; "
+                            f"{_kept(kept, partial)}", parameters=("deadline",)) from None
+        if not isinstance(stop, Exception):  # Ctrl-C, SIGTERM: say what stays
+            stop.add_note(_kept(kept, partial))
+        raise
     outcome.bytes_streamed = puller.bytes
     outcome.folder = _assemble(puller, repos, benchmark, outcome)
     return outcome
+
+
+def _kept(kept: int, partial: Path) -> str:
+    return (f"{kept} models are kept as partial files in {partial}; the same pull again "
+            "resumes from them")
+
+
+def _invalid_token(endpoint: str | None) -> ConfigError:
+    from huggingface_hub import constants
+
+    return ConfigError(f"the hub at {endpoint or constants.ENDPOINT} calls the token invalid "
+                       "(401: invalid credentials); check HF_TOKEN (or the token saved by "
+                       "`hf auth login`), or unset it: the leaderboard's details are public")
+
+
+def _fetched(puller: _Puller, todo: list[str], jobs: int
+             ) -> Iterator[tuple[str, BaseException | None]]:
+    """(repo, None or why it failed) as each model of `todo` finishes, fetched by `jobs`
+    daemon threads: on Ctrl-C, SIGTERM or the deadline the main thread leaves at once
+    (within 0.1 s), not waiting for a thread blocked in a read; the stop event keeps
+    them from starting another model or writing another file.
+
+    Raises
+    ------
+    _Stopped
+        When the pull's deadline passes.
+    """
+    tasks: queue.SimpleQueue[str] = queue.SimpleQueue()
+    for repo in todo:
+        tasks.put(repo)
+    results: queue.SimpleQueue[tuple[str, BaseException | None]] = queue.SimpleQueue()
+    stop = puller.guard.stop
+
+    def work() -> None:
+        while not stop.is_set():
+            try:
+                repo = tasks.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                puller.pull_model(repo)
+                results.put((repo, None))
+            except BaseException as exc:  # reported by the main thread
+                results.put((repo, exc))
+
+    for k in range(min(jobs, max(len(todo), 1))):
+        threading.Thread(target=work, name=f"mdad-pull-{k}", daemon=True).start()
+    for _ in todo:
+        while True:
+            if puller.guard.deadline is not None and time.monotonic() >= puller.guard.deadline:
+                raise _Stopped()
+            try:
+                yield results.get(timeout=0.1)
+                break
+            except queue.Empty:
+                continue
 
 
 def _assemble(puller: _Puller, repos: list[str], benchmark: Benchmark,
@@ -407,8 +995,7 @@ def _assemble(puller: _Puller, repos: list[str], benchmark: Benchmark,
     per_model: dict[str, dict[str, _TaskScores]] = {}
     provenance: dict[str, dict] = {}
     for repo in repos:
-        path = puller.partial_path(repo)
-        saved = _load_partial(path) if path.is_file() else None
+        saved = _load_partial(puller.partial_path(repo), benchmark)
         if saved is not None:
             per_model[model_name(repo)], provenance[model_name(repo)] = saved
     if not per_model:
@@ -417,7 +1004,8 @@ def _assemble(puller: _Puller, repos: list[str], benchmark: Benchmark,
             first = next(iter(outcome.failed.items()))
             reasons.append(f"{len(outcome.failed)} failed, e.g. {first[0]}: {first[1]}")
         raise DataError(f"no model has {benchmark.name} details to pull "
-                        f"({'; '.join(reasons) or 'none listed'})")
+                        f"({'; '.join(reasons) or 'none listed'})",
+                        parameters=LIMIT_PARAMETERS)
     matrix = build_matrix(per_model, source=f"leaderboard:{benchmark.name}")
     metadata = {
         "benchmark": benchmark.name, "metric": benchmark.metric,
