@@ -65,6 +65,20 @@ def test_refused_fallback_names_what_the_records_hold(tmp_path):
     assert read_task_lines(lines_of([gsm8k]), PATH, "acc_norm").metric == "exact_match"
 
 
+def test_a_substitution_in_one_of_merged_files_is_noted(tmp_path):
+    write_samples(tmp_path / "a", "task", [mc_record(0, [-1.0], 0, 1.0)], "2024-01-01T00-00-00")
+    write_samples(tmp_path / "a", "task", [{"doc_id": 1, "exact_match": 0.0}],
+                  "2024-02-01T00-00-00")
+    write_samples(tmp_path / "b", "task", [mc_record(0, [-1.0], 0, 0.0)])
+    matrix = load_lm_eval_samples(tmp_path)
+    assert np.array_equal(matrix.correctness, [[1.0, 0.0], [0.0, np.nan]], equal_nan=True)
+    assert matrix.notes == ("1 task(s) without acc scored by exact_match instead (generative "
+                            "records, no option log-likelihoods), for 1 model(s): task",)
+    with pytest.raises(DataError, match=r"samples_task_2024-02-01T00-00-00\.jsonl: line 1: "
+                                        r"these records hold only exact_match"):
+        load_lm_eval_samples(tmp_path, fallback_metric=False)
+
+
 # --- repeats without a filter field ------------------------------------------------------
 
 

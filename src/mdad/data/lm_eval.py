@@ -626,7 +626,7 @@ def _fallback_note(per_model: dict[str, dict[str, _TaskScores]], metric: str) ->
     """A note naming the tasks scored by exact_match where `metric` was asked, or ""."""
     substituted = {(model, task) for model, scores in per_model.items()
                    for task, part in scores.items()
-                   if part.metric and metric not in part.metric.split("/")}
+                   if any(used and used != metric for used in part.metric.split("/"))}
     if not substituted:
         return ""
     models = sorted({model for model, _ in substituted})
