@@ -16,6 +16,16 @@ this server instead (the README says so). It implements:
 Faults are injected per file, each used once, in order: ``"429"`` (with
 ``Retry-After: 1``), ``"500"``, and ``"truncate"`` (a full ``Content-Length`` but the
 connection closed after half the body).
+
+Hostile modes, per file and lasting (``Repo.modes``), stand for a server that stalls a
+client or feeds it more than it asked for: ``"drip"`` (the listed body, one byte every
+`HubStandIn.drip_seconds`), ``"stall"`` (the headers, then nothing), ``"longer"`` (the
+body and then `HubStandIn.extra_bytes` more blank lines, its ``Content-Length``
+saying so, while the listing keeps the true size), ``"endless"`` (blank lines without
+end, chunked) and ``"retry-after:N"`` (429 with ``Retry-After: N``, every time).
+`HubStandIn.listed` adds ids to the listing only (a hostile listing's), and
+`HubStandIn.tokens`, when set, makes any other bearer token a 401 with the hub's
+"Invalid credentials in Authorization header".
 """
 
 from __future__ import annotations
@@ -36,6 +46,7 @@ class Repo:
     files: dict[str, bytes]
     gated: bool = False
     faults: dict[str, list[str]] = field(default_factory=dict)
+    modes: dict[str, str] = field(default_factory=dict)
 
     @property
     def sha(self) -> str:
@@ -52,6 +63,11 @@ class HubStandIn:
     def __init__(self, repos: dict[str, Repo]) -> None:
         self.repos = repos
         self.requests: list[tuple[str, str, int]] = []
+        self.listed: list[str] = []
+        self.tokens: set[str] | None = None
+        self.drip_seconds = 0.5
+        self.extra_bytes = 8 << 20
+        self.closing = threading.Event()
         self._lock = threading.Lock()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
@@ -65,6 +81,7 @@ class HubStandIn:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.closing.set()  # ends the drips and endless bodies
         self.server.shutdown()
         self.server.server_close()
 
@@ -109,6 +126,10 @@ class HubStandIn:
 
             def _route(self, head: bool) -> None:
                 url = urlparse(self.path)
+                given = self.headers.get("Authorization", "").removeprefix("Bearer ")
+                if hub.tokens is not None and given and given not in hub.tokens:
+                    return self._json(401, {"error": "Invalid credentials"}, {
+                        "X-Error-Message": "Invalid credentials in Authorization header"})
                 parts = [unquote(p) for p in url.path.strip("/").split("/")]
                 if parts[:2] == ["api", "datasets"] and len(parts) == 2:
                     return self._listing(parse_qs(url.query))
@@ -129,6 +150,9 @@ class HubStandIn:
                           "sha": repo.sha, "tags": []}
                          for repo_id, repo in hub.repos.items()
                          if repo_id.startswith(f"{author}/") and search in repo_id]
+                found += [{"id": repo_id, "_id": repo_id, "author": author, "private": False,
+                           "gated": False, "sha": "0" * 40, "tags": []}
+                          for repo_id in hub.listed]
                 self._json(200, found)
 
             def _info(self, repo_id: str) -> None:
@@ -185,6 +209,12 @@ class HubStandIn:
                     return self._json(429, {"error": "rate limited"}, {"Retry-After": "1"})
                 if fault == "500":
                     return self._json(500, {"error": "internal"})
+                mode = repo.modes.get(path, "")
+                if mode.startswith("retry-after:"):
+                    return self._json(429, {"error": "rate limited"},
+                                      {"Retry-After": mode.split(":", 1)[1]})
+                if mode and not head:
+                    return self._hostile(mode, repo.files[path])
                 data = repo.files[path]
                 start = 0
                 header = self.headers.get("Range", "")
@@ -199,5 +229,36 @@ class HubStandIn:
                     return self._send(206, data[start:], headers, head,
                                       cut=fault == "truncate")
                 self._send(200, data, headers, head, cut=fault == "truncate")
+
+            def _hostile(self, mode: str, data: bytes) -> None:
+                with hub._lock:
+                    hub.requests.append((self.command, self.path, 200))
+                self.send_response(200)
+                self.send_header("Content-Type", "application/octet-stream")
+                if mode == "endless":
+                    self.send_header("Transfer-Encoding", "chunked")
+                else:
+                    extra = hub.extra_bytes if mode == "longer" else 0
+                    self.send_header("Content-Length", str(len(data) + extra))
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.close_connection = True
+                try:
+                    if mode == "drip":
+                        for k in range(len(data)):
+                            if hub.closing.wait(hub.drip_seconds):
+                                return
+                            self.wfile.write(data[k:k + 1])
+                            self.wfile.flush()
+                    elif mode == "stall":
+                        hub.closing.wait(600)
+                    elif mode == "longer":
+                        self.wfile.write(data + b"\n" * hub.extra_bytes)
+                    elif mode == "endless":
+                        piece = b"\n" * 65536
+                        while not hub.closing.is_set():
+                            self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                except OSError:  # the client gave up: as it should
+                    return
 
         return Handler

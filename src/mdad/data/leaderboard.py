@@ -347,6 +347,8 @@ def _guarded_transport(inner: Any, guard: _Guard) -> Any:
         def handle_request(self, request: Any) -> Any:
             budget = getattr(_CONTEXT, "budget", None) or _Budget(
                 f"the hub's answer to {request.url.path}", API_BODY_CAP, None)
+            # a worker left reading by an ended pull stops here, not in this pull's client
+            getattr(_CONTEXT, "guard", guard).check(budget)
             guard.check(budget)
             wait = guard.wait(budget)
             request.extensions = {**request.extensions, "timeout": {
@@ -568,12 +570,12 @@ def _gated_reason(repo: str) -> str:
 
 
 def _reason(exc: BaseException | None) -> str:
-    """`exc` on one line, whole: only words over 80 characters (paths, URLs) lose
-    their middle."""
+    """`exc` on one line, whole: only words over 160 characters (paths, URLs) lose
+    their middle, keeping the file's name at their end."""
     if exc is None:
         return "unknown"
     text = str(exc) if isinstance(exc, MdadError) else f"{type(exc).__name__}: {exc}"
-    return " ".join(word if len(word) <= 80 else f"{word[:32]}...{word[-44:]}"
+    return " ".join(word if len(word) <= 160 else f"{word[:40]}...{word[-110:]}"
                     for word in text.split())
 
 
@@ -963,6 +965,7 @@ def _fetched(puller: _Puller, todo: list[str], jobs: int
     stop = puller.guard.stop
 
     def work() -> None:
+        _CONTEXT.guard = puller.guard
         while not stop.is_set():
             try:
                 repo = tasks.get_nowait()

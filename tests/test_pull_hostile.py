@@ -1,0 +1,330 @@
+"""`mdad data pull leaderboard` against a hostile hub (tests/hub_standin.py's hostile
+modes) and a hostile file system, through the real huggingface_hub client: repo ids
+that are paths, bodies that drip, stall, outgrow their listed size or never end, a
+Retry-After of a day, lines without end, another benchmark's folders, a second pull,
+links planted at every name the pull writes, Ctrl-C and SIGTERM, and the hub's 404,
+gated 403 and invalid-token 401 told apart. Limits are small so each test is fast."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hub_standin import HubStandIn, Repo
+from test_leaderboard_pull import AUTHOR, OLD, fixture_repos, mdad
+
+import mdad.data.leaderboard as leaderboard
+from mdad.data.compact import load_compact
+from mdad.data.leaderboard import pull_leaderboard
+from mdad.errors import ConfigError, DataError
+
+BBH_FILE = "org{k}__model-{k}/samples_leaderboard_bbh_navigate_" + OLD + ".jsonl"
+FAST = {"idle_timeout": 1.0, "file_timeout": 2.0, "max_retry_after": 5.0}
+
+
+def repo_id(k: int) -> str:
+    return f"{AUTHOR}/org{k}__model-{k}-details"
+
+
+def few(n: int = 3) -> dict[str, Repo]:
+    repos = fixture_repos()
+    for repo in repos.values():
+        repo.faults = {}  # those of test_leaderboard_pull outlast the small file_timeout
+    return {repo_id(k): repos[repo_id(k)] for k in range(n)}
+
+
+def pull(hub: HubStandIn, out: Path, **options) -> leaderboard.PullOutcome:
+    return pull_leaderboard("bbh", out, endpoint=hub.endpoint, **{**FAST, **options})
+
+
+# -- repo ids that are paths -----------------------------------------------------------
+
+def test_path_ids_in_the_listing_are_left_out_counted_and_touch_nothing(tmp_path):
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "victim.npz").write_bytes(b"keep me")
+    (tmp_path / "a" / "b" / "c").mkdir(parents=True)
+    (tmp_path / "a" / "victim.npz").write_bytes(b"keep me too")
+    with HubStandIn(few(2)) as hub:
+        hub.listed = [f"{AUTHOR}/{victim}/victim-details", f"{AUTHOR}/../../../victim-details"]
+        outcome = pull(hub, tmp_path / "a" / "b" / "c" / "bbh")
+    assert (victim / "victim.npz").read_bytes() == b"keep me"
+    assert (tmp_path / "a" / "victim.npz").read_bytes() == b"keep me too"
+    assert sorted(outcome.pulled) == ["org0__model-0", "org1__model-1"]
+    [(reason, ids)] = outcome.skipped.items()
+    assert "not a Hub repo id" in reason and len(ids) == 2
+    assert f"{AUTHOR}/../../../victim-details" in ids
+
+
+def test_a_path_in_the_model_list_is_one_line_naming_the_file_and_line(tmp_path):
+    victim = tmp_path / "victim.npz"
+    victim.write_bytes(b"keep me")
+    names = tmp_path / "models.txt"
+    names.write_text(f"# models\norg0/model-0\n{AUTHOR}/{tmp_path}/victim\n")
+    with HubStandIn(few(1)) as hub:
+        proc = mdad(tmp_path, hub.endpoint, "data", "pull", "leaderboard", "bbh",
+                    "--model-list", str(names), "--out", str(tmp_path / "bbh"))
+        assert hub.requests == []
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert f"--model-list {names}: line 3:" in proc.stderr
+    assert "is not a Hugging Face Hub repo id" in proc.stderr
+    assert victim.read_bytes() == b"keep me"
+
+
+# -- bodies that stall the client ------------------------------------------------------
+
+@pytest.mark.parametrize(("mode", "message"), [
+    ("drip", "not read within file_timeout (2 s"),
+    ("stall", "no data from the hub for 1 s (idle_timeout)"),
+    ("longer", "the hub sent more than the"),
+    ("endless", "the hub sent more than the"),
+    ("retry-after:86400", "asked to wait 86400 s before trying again (Retry-After), "
+                          "more than max_retry_after (5 s)"),
+])
+def test_a_stalling_or_flooding_body_fails_its_model_in_time(mode, message, tmp_path):
+    repos = few(2)
+    repos[repo_id(1)].modes = {BBH_FILE.format(k=1): mode}
+    listed = len(repos[repo_id(1)].files[BBH_FILE.format(k=1)])
+    with HubStandIn(repos) as hub:
+        hub.drip_seconds = 0.2
+        started = time.monotonic()
+        # a stall meets the idle timeout (twice: the client tries once more) first
+        outcome = pull(hub, tmp_path / "bbh", file_timeout=10 if mode == "stall" else 2)
+        took = time.monotonic() - started
+    assert outcome.pulled == ["org0__model-0"]
+    assert message in outcome.failed["org1__model-1"]
+    assert BBH_FILE.format(k=1) in outcome.failed["org1__model-1"]
+    assert took < 15  # today's pull waited a day, or for ever
+    if mode in ("longer", "endless"):  # stopped once over the listed size, not at its end
+        assert outcome.bytes_streamed < 2 * listed + 3 * (1 << 20)
+
+
+def test_a_pull_past_its_deadline_stops_keeping_what_is_done(tmp_path):
+    repos = few(3)
+    repos[repo_id(2)].modes = {BBH_FILE.format(k=2): "drip"}
+    with HubStandIn(repos) as hub, pytest.raises(
+            DataError, match=r"reached its deadline \(1\.5 s\) with 1 models to go; 2 "
+                             r"models are kept as partial files in .*the same pull again "
+                             "resumes") as caught:
+        hub.drip_seconds = 0.2
+        pull(hub, tmp_path / "bbh", jobs=3, deadline=1.5, file_timeout=60)
+    assert caught.value.parameters and "deadline" in caught.value.parameters
+    assert len(list((tmp_path / ".bbh.partial").glob("*.npz"))) == 2
+
+
+# -- long lines ------------------------------------------------------------------------
+
+def test_a_line_over_the_cap_fails_its_file_naming_the_cap(tmp_path, monkeypatch):
+    monkeypatch.setattr(leaderboard, "LINE_CAP", 1 << 20)
+    repos = few(2)
+    repos[repo_id(1)].files[BBH_FILE.format(k=1)] = b"x" * (3 << 20)
+    with HubStandIn(repos) as hub:
+        outcome = pull(hub, tmp_path / "bbh")
+    why = outcome.failed["org1__model-1"]
+    assert "a line longer than 1 MiB (LINE_CAP)" in why and BBH_FILE.format(k=1) in why
+    assert outcome.bytes_streamed < len(repos[repo_id(1)].files[BBH_FILE.format(k=1)])
+
+
+def test_a_long_line_is_read_in_linear_time(monkeypatch):
+    """32 MiB in 1 KiB chunks: the former ``rest + chunk`` copied 512 GiB (minutes);
+    gathering the pieces and joining once copies 64 MiB."""
+    monkeypatch.setattr(leaderboard, "_CHUNK", 1024)
+    data = b"y" * (32 << 20) + b"\n" + b"z" * 10
+    started = time.perf_counter()
+    lines = list(leaderboard._lines(io.BytesIO(data), lambda n: None))
+    took = time.perf_counter() - started
+    assert [len(line) for line in lines] == [(32 << 20) + 1, 10]
+    assert took < 5
+
+
+# -- another benchmark's folders, a second pull ----------------------------------------
+
+def gpqa_and_bbh() -> dict[str, Repo]:
+    repos = few(3)
+    for k, repo in repos.items():
+        gpqa = repo.files[next(p for p in repo.files if "bbh_snarks" in p)].replace(
+            b"leaderboard_bbh_snarks", b"leaderboard_gpqa_main")
+        repo.files = {p: d for p, d in repo.files.items() if "gpqa" not in p}
+        repo.files[f"{k.split('/')[1].removesuffix('-details')}/samples_leaderboard_"
+                   f"gpqa_main_{OLD}.jsonl"] = gpqa
+    return repos
+
+
+def test_a_pull_into_another_benchmark_s_folders_is_refused_unless_forced(tmp_path):
+    out = tmp_path / "data"
+    with HubStandIn(gpqa_and_bbh()) as hub:
+        pull_leaderboard("gpqa", out, endpoint=hub.endpoint)
+        with pytest.raises(ConfigError, match=r"out .*data holds the dataset of another "
+                                              r"pull \(gpqa, acc_norm\), not bbh"):
+            pull(hub, out)
+        import shutil
+
+        shutil.rmtree(out)  # the partial folder alone is refused too
+        with pytest.raises(ConfigError, match=r"\.data\.partial holds the partial files of "
+                                              r"a gpqa pull .*force to replace them"):
+            pull(hub, out)
+        outcome = pull(hub, out, force=True)
+    assert outcome.resumed == [] and len(outcome.pulled) == 3
+    items = load_compact(out).item_ids.tolist()
+    assert items and all(i.startswith("leaderboard_bbh_") for i in items)
+    marker = json.loads((tmp_path / ".data.partial" / "mdad-partial.json").read_text())
+    assert (marker["benchmark"], marker["metric"]) == ("bbh", "acc_norm")
+
+
+def test_a_second_pull_into_the_same_folder_stops_naming_the_first(tmp_path):
+    repos = few(2)
+    repos[repo_id(1)].modes = {BBH_FILE.format(k=1): "drip"}
+    with HubStandIn(repos) as hub:
+        hub.drip_seconds = 0.5
+        first = start_pull(tmp_path, hub, "--file-timeout", "60")
+        try:
+            lock = tmp_path / ".bbh.partial" / "mdad.lock"
+            wait_for(lambda: lock.is_file() and lock.read_text().strip())
+            started = time.monotonic()
+            with pytest.raises(ConfigError, match=rf"is in use by process {first.pid} "):
+                pull(hub, tmp_path / "bbh")
+            assert time.monotonic() - started < 2
+        finally:
+            first.kill()
+            first.communicate()
+
+
+# -- links planted at every name the pull writes ---------------------------------------
+
+def test_links_at_the_files_the_pull_writes_are_replaced_never_followed(tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me\n")
+    partial = tmp_path / ".bbh.partial"
+    partial.mkdir()
+    for name in ("mdad-partial.json", "org0__model-0.npz", "org1__model-1.npz",
+                 ".org0__model-0.npz.abcdefgh.mdad-tmp"):
+        (partial / name).symlink_to(victim)
+    with HubStandIn(few(2)) as hub:
+        outcome = pull(hub, tmp_path / "bbh")
+    assert victim.read_text() == "keep me\n"
+    assert sorted(outcome.pulled) == ["org0__model-0", "org1__model-1"]
+    assert not any(p.is_symlink() for p in partial.iterdir())
+
+
+@pytest.mark.parametrize("where", ["out", "partial folder", "lock"])
+def test_a_link_at_the_out_partial_folder_or_lock_is_refused(where, tmp_path):
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "file").write_text("keep me\n")
+    out, partial = tmp_path / "bbh", tmp_path / ".bbh.partial"
+    if where == "out":
+        out.symlink_to(victim)
+    elif where == "partial folder":
+        partial.symlink_to(victim)
+    else:
+        partial.mkdir()
+        (partial / "mdad.lock").symlink_to(victim / "file")
+    with HubStandIn(few(1)) as hub, pytest.raises(ConfigError, match="link"):
+        pull(hub, out)
+    assert [p.name for p in victim.iterdir()] == ["file"]
+    assert (victim / "file").read_text() == "keep me\n"
+
+
+def test_a_disk_full_names_the_file_leaves_no_temporary_and_says_it_resumes(
+        tmp_path, monkeypatch):
+    import errno
+
+    def full(handle, **arrays):  # the disk fills as the partial file is written
+        handle.write(b"PK")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(leaderboard.np, "savez", full)
+    with HubStandIn(few(1)) as hub, pytest.raises(
+            DataError, match=r"org0__model-0\.npz: no space left on device; free some space"
+                             r", then run the same pull again: it resumes"):
+        pull(hub, tmp_path / "bbh")
+    assert [p.name for p in (tmp_path / ".bbh.partial").iterdir()] == [
+        "mdad-partial.json", "mdad.lock"] or sorted(
+        p.name for p in (tmp_path / ".bbh.partial").iterdir()) == [
+        "mdad-partial.json", "mdad.lock"]
+
+
+# -- the hub's refusals ----------------------------------------------------------------
+
+def test_missing_gated_and_invalid_token_are_told_apart(tmp_path):
+    repos = few(2)
+    repos[repo_id(1)].gated = True
+    names = ["org0/model-0", "org1/model-1", "nobody/nothing"]
+    with HubStandIn(repos) as hub:
+        outcome = pull(hub, tmp_path / "bbh", model_list=names)
+        hub.tokens = {"hf_good"}
+        with pytest.raises(ConfigError, match=r"calls the token invalid \(401: invalid "
+                                              r"credentials\); check HF_TOKEN .*or unset it"):
+            pull(hub, tmp_path / "bbh", model_list=names, token="hf_bad")
+    assert outcome.pulled == ["org0__model-0"]
+    assert outcome.skipped == {
+        leaderboard._gated_reason(repo_id(1)): ["org1__model-1"],
+        "no details repo on the hub (check the model's name)": ["nobody__nothing"]}
+
+
+def test_a_failure_keeps_its_cause_after_a_long_path():
+    long = "/".join(["folder"] * 60) + "/file.jsonl"
+    reason = leaderboard._reason(DataError(f"{long}: line 3: not JSON (Expecting value)"))
+    assert reason.endswith("line 3: not JSON (Expecting value)") and len(reason) < 200
+
+
+# -- Ctrl-C and SIGTERM ------------------------------------------------------------------
+
+def start_pull(tmp_path: Path, hub: HubStandIn, *args: str) -> subprocess.Popen:
+    env = {**os.environ, "HF_ENDPOINT": hub.endpoint, "XDG_CACHE_HOME": str(tmp_path / "c"),
+           "HF_HOME": str(tmp_path / "hf"), "MDAD_DATA": str(tmp_path / "c" / "mdad")}
+    env.pop("HF_TOKEN", None)
+    env.pop("HF_HUB_OFFLINE", None)
+    return subprocess.Popen([sys.executable, "-m", "mdad", "data", "pull", "leaderboard",
+                             "bbh", "--out", str(tmp_path / "bbh"), *args], cwd=tmp_path,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def wait_for(condition, seconds: float = 60) -> None:
+    end = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < end, "timed out"
+        time.sleep(0.05)
+
+
+@pytest.mark.slow  # three pulls through the CLI
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_ends_the_pull_at_once_and_the_same_pull_resumes(signum, code, tmp_path):
+    repos = few(4)
+    drip = BBH_FILE.format(k=3)
+    repos[repo_id(3)].modes = {drip: "drip"}
+    partial = tmp_path / ".bbh.partial"
+    with HubStandIn(repos) as hub:
+        proc = start_pull(tmp_path, hub, "--jobs", "4", "--file-timeout", "120")
+        wait_for(lambda: len(list(partial.glob("*.npz"))) == 3)
+        time.sleep(0.3)  # in the drip's read
+        sent = time.monotonic()
+        proc.send_signal(signum)
+        _, stderr = proc.communicate(timeout=30)
+        took = time.monotonic() - sent
+        assert proc.returncode == code, stderr
+        assert took < 2, took
+        lines = stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("interrupted: 3 models are kept as "
+                                                       f"partial files in {partial}")
+        assert "the same pull again resumes" in lines[0]
+        repos[repo_id(3)].modes = {}
+        again = start_pull(tmp_path, hub, "--jobs", "4")
+        out, err = again.communicate(timeout=120)
+        assert again.returncode == 0, err
+        assert "4 models (1 fetched, 3 from an earlier pull)" in " ".join(out.split())
+        clean = pull_leaderboard("bbh", tmp_path / "clean", endpoint=hub.endpoint)
+    resumed, fresh = load_compact(tmp_path / "bbh"), load_compact(clean.folder)
+    assert resumed.model_names.tolist() == fresh.model_names.tolist()
+    assert resumed.item_ids.tolist() == fresh.item_ids.tolist()
+    np.testing.assert_array_equal(resumed.correctness, fresh.correctness)
+    np.testing.assert_array_equal(resumed.confidence, fresh.confidence)
