@@ -1,0 +1,546 @@
+"""The adaptive test's state file held to the core's standard (issue 34): one schema
+refuses every damaged field before numpy sees it, one lock per state keeps two writers
+from losing an update, no planted link is written through, the fingerprint reads only
+the batch's files, and a full answers CSV serves every round."""
+
+from __future__ import annotations
+
+import ast
+import copy
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_cli import MDAD, assert_ok, assert_user_error, flat, mdad_cli
+
+from mdad.errors import DataError
+from mdad.practice.adaptive import (
+    PARAMETER_BOUND,
+    STATE_SCHEMA,
+    AdaptiveTest,
+    start_adaptive_test,
+)
+
+TASK = "leaderboard_gpqa_main"
+
+
+@pytest.fixture(scope="module")
+def saved_state(gpqa_data, tmp_path_factory) -> dict:
+    """A real state after one applied round: every field has values to damage."""
+    test = start_adaptive_test(gpqa_data, budget=20, batch=5)
+    answers = tmp_path_factory.mktemp("answers") / "round1.csv"
+    answers.write_text("item_id,correct\n" + "".join(f"{i},{k % 2}\n"
+                                                    for k, i in enumerate(test.pending)))
+    test.apply_results(answers)
+    test.next_items()
+    data = test.to_json()
+    assert data["round"] == 1 and len(data["answers"]) == 5 and len(data["pending"]) == 5
+    return data
+
+
+def checked(data: object) -> AdaptiveTest:
+    """`from_json` of `data` as a file would hold it, numpy's warnings as errors; an
+    accepted state must also work: estimate, next batch, lm-eval file, round trip."""
+    text = json.dumps(data)  # NaN and Infinity as Python's json writes and reads them
+    with warnings.catch_warnings(), np.errstate(all="raise"):
+        warnings.simplefilter("error")
+        test = AdaptiveTest.from_json(json.loads(text), "state.json")
+        test.estimate()
+        test.next_items()
+        if test.lm_eval_items is not None:
+            test.samples_json()
+        AdaptiveTest.from_json(json.loads(json.dumps(test.to_json())), "again")
+    return test
+
+
+# ------------------------------------------------------------------ the schema
+
+JUNK = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-10**300, max_value=10**300)
+    | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=8)
+    | st.sampled_from([1e300, -1e300, math.inf, math.nan, "\x1b[2J", "a/1", "0" * 64]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner,
+                                                                 max_size=2),
+    max_leaves=6)
+NOT_A_LIST = JUNK.filter(lambda v: not isinstance(v, list))
+NOT_A_STR = JUNK.filter(lambda v: not isinstance(v, str))
+NOT_A_NUMBER = JUNK.filter(lambda v: not isinstance(v, int | float) or isinstance(v, bool))
+NOT_AN_INT = JUNK.filter(lambda v: not isinstance(v, int) or isinstance(v, bool))
+NOT_FINITE = st.sampled_from([math.inf, -math.inf, math.nan])
+CONTROL = st.text(max_size=5).map(lambda s: s + "\x1b[31m")
+
+
+def beyond(bound: float) -> st.SearchStrategy:
+    """Numbers outside [-bound, bound]: huge floats and integers, and non-finite."""
+    return (st.floats(min_value=bound, exclude_min=True, allow_infinity=False)
+            | st.floats(max_value=-bound, exclude_max=True, allow_infinity=False)
+            | st.integers(min_value=int(bound) + 1, max_value=10**400)
+            | st.integers(min_value=-10**400, max_value=-int(bound) - 1) | NOT_FINITE)
+
+
+BAD_SCORE = NOT_A_NUMBER | NOT_FINITE | st.floats(min_value=1, exclude_min=True) | st.floats(
+    max_value=-1e-300) | st.integers(min_value=2) | st.integers(max_value=-1)
+BAD_PARAMETER = NOT_A_NUMBER | beyond(PARAMETER_BOUND)
+BAD_ITEM = NOT_A_STR | CONTROL | st.text(max_size=6).map(lambda s: "no such item " + s)
+
+
+def _set(path: tuple, value: object):
+    def mutate(data: dict) -> dict:
+        data = copy.deepcopy(data)
+        target = data
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+        return data
+    return mutate
+
+
+# (field, where in it, strategy of values wrong for it whatever the other fields hold)
+WRONG = [
+    ("format", (), JUNK.filter(lambda v: v != "mdad-adaptive/1")),
+    ("mdad_version", (), NOT_A_STR | CONTROL | st.just("")),
+    ("dataset", (), NOT_A_STR | CONTROL | st.just("")),
+    ("sha256", (), NOT_A_STR | st.sampled_from(["0" * 63, "G" * 64, "A" * 64, "0" * 65])),
+    ("method", (), JUNK.filter(lambda v: v not in ("adaptive", "adaptive-md"))),
+    ("metric", (), NOT_A_STR | CONTROL),
+    ("item_ids", (), NOT_A_LIST | st.just([])),
+    ("item_ids", (0,), NOT_A_STR | CONTROL | st.just("")),
+    ("item_ids", (1,), st.just("DUPLICATE-OF-0")),
+    ("lm_eval_items", (), NOT_A_LIST.filter(lambda v: v is not None) | st.just([])),
+    ("lm_eval_items", (3,), NOT_A_STR | st.sampled_from(
+        ["noslash", f"{TASK}/x", f"{TASK}/1.5", f"{TASK}/-1", f"{TASK}/", "/3", "a b/3",
+         f"{TASK}/\u0663", f"{TASK}/1" + "0" * 20])),
+    ("discrimination", (), NOT_A_LIST),
+    ("discrimination", (2,), NOT_A_LIST | st.just([]) | st.just([1.0, 1.0])),
+    ("discrimination", (2, 0), BAD_PARAMETER),
+    ("difficulty", (), NOT_A_LIST),
+    ("difficulty", (7,), BAD_PARAMETER),
+    ("budget", (), NOT_AN_INT | st.integers(max_value=0) | st.integers(min_value=449)),
+    ("batch", (), NOT_AN_INT | st.integers(max_value=0) | st.integers(min_value=21)),
+    ("target_se", (), NOT_A_NUMBER.filter(lambda v: v is not None) | NOT_FINITE
+     | st.floats(max_value=0, allow_infinity=False) | st.integers(max_value=0)),
+    ("cv_answered", (), NOT_A_LIST | st.just([]) | st.just([0, 10, 5, 15, 20])),
+    ("cv_answered", (1,), NOT_AN_INT | st.integers(max_value=-1) | st.integers(min_value=21)),
+    ("cv_error", (), NOT_A_LIST | st.just([0.1])),
+    ("cv_error", (2,), BAD_SCORE),
+    ("answers", (), NOT_A_LIST),
+    ("answers", (0,), NOT_A_LIST | st.lists(JUNK, max_size=1) | st.lists(JUNK, min_size=3,
+                                                                          max_size=4)),
+    ("answers", (0, 0), BAD_ITEM),
+    ("answers", (0, 1), BAD_SCORE),
+    ("pending", (), NOT_A_LIST),
+    ("pending", (0,), BAD_ITEM | st.just("ANSWERED") | st.just("DUPLICATE-OF-1")),
+    ("applied", (), NOT_A_LIST),
+    ("applied", (0,), NOT_A_STR | st.sampled_from(["", "0" * 63, "A" * 64, "g" * 64])),
+    ("round", (), NOT_AN_INT | st.integers(max_value=0) | st.integers(min_value=2)),
+]
+
+
+def _placeholders(data: dict, value: object) -> object:
+    """Stand-ins that need the state: an answered item, another's duplicate."""
+    if value == "ANSWERED":
+        return data["answers"][0][0]
+    if value == "DUPLICATE-OF-0":
+        return data["item_ids"][0]
+    if value == "DUPLICATE-OF-1":
+        return data["pending"][1]
+    return value
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("error")
+@settings(max_examples=600, deadline=None, suppress_health_check=[
+    HealthCheck.function_scoped_fixture, HealthCheck.filter_too_much])
+@given(case=st.sampled_from(WRONG).flatmap(
+    lambda c: st.tuples(st.just(c[0]), st.just(c[1]), c[2])))
+def test_a_wrong_type_or_range_names_its_field(saved_state, case):
+    """Each field, and a value nested in it, replaced by a wrong type, a string where a
+    list belongs, an unhashable where an item belongs, a huge or non-finite number: a
+    one-line DataError naming that very field, nothing else, no numpy warning."""
+    field, where, value = case
+    data = _set((field, *where), _placeholders(saved_state, value))(saved_state)
+    with pytest.raises(DataError) as caught:
+        checked(data)
+    message = str(caught.value)
+    assert message.startswith(f"state.json: field {field!r} "), message
+    assert message.endswith("; start a new test") and "\n" not in message
+
+
+def _paths(data: object, prefix: tuple = ()) -> list[tuple]:
+    """Every place in `data`, a few per list (first, second and last)."""
+    places = [prefix] if prefix else []
+    if isinstance(data, dict):
+        for key, value in data.items():
+            places += _paths(value, (*prefix, key))
+    elif isinstance(data, list):
+        for k in sorted({0, 1, len(data) - 1} & set(range(len(data)))):
+            places += _paths(data[k], (*prefix, k))
+    return places
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("error")
+@settings(max_examples=600, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(index=st.integers(min_value=0), value=JUNK, drop=st.booleans())
+def test_any_damage_is_a_data_error_or_a_working_state(saved_state, index, value, drop):
+    """Any value anywhere (or a field removed, or one added): either a DataError naming a
+    field of the schema, or a state that works without a numpy warning, never another
+    exception."""
+    places = _paths(saved_state)
+    path = places[index % len(places)]
+    if drop and len(path) == 1:
+        data = {k: v for k, v in saved_state.items() if k != path[0]}
+    else:
+        data = _set(path, value)(saved_state)
+    try:
+        checked(data)
+    except DataError as exc:
+        named = str(exc).split("field ", 1)[1].split(" ", 1)[0].strip("'")
+        assert named in STATE_SCHEMA, str(exc)
+
+
+def test_an_extra_or_missing_field_is_named(saved_state):
+    with pytest.raises(DataError, match=r"^state.json: field 'extra' is not part of an "
+                       r"mdad-adaptive/1 state; start a new test$"):
+        AdaptiveTest.from_json({**saved_state, "extra": 1}, "state.json")
+    with pytest.raises(DataError, match=r"^state.json: field 'pending' is missing; start a new "
+                       r"test$"):
+        AdaptiveTest.from_json({k: v for k, v in saved_state.items() if k != "pending"},
+                               "state.json")
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("discrimination", "1e300"), ("answers", [[["x"], 1]]), ("pending", [["x"]]),
+    ("pending", [{"x": 1}]), ("lm_eval_items", "ints"), ("lm_eval_items", "noslash"),
+    ("lm_eval_items", "notint")])
+def test_the_reviews_damaged_states_are_one_line_each(saved_state, tmp_path, field, value):
+    """The review's cases through the real CLI: exit 2, one line naming the field, no
+    numpy warning on stderr (the discrimination 1e300 gave warnings and an ability
+    standard error of 0.000)."""
+    data = copy.deepcopy(saved_state)
+    n = len(data["item_ids"])
+    if value == "1e300":
+        data["discrimination"][0][0] = 1e300
+    elif field == "lm_eval_items":
+        data[field] = {"ints": list(range(n)), "noslash": [f"x{k}" for k in range(n)],
+                       "notint": [f"{TASK}/d{k}" for k in range(n)]}[value]
+    else:
+        data[field] = value
+    state = tmp_path / "state.json"
+    state.write_text(json.dumps(data))
+    for command in ("estimate", "next"):
+        proc = mdad_cli("adaptive", command, state,
+                        *([tmp_path / "r.csv"] if command == "next" else []), cwd=tmp_path)
+        assert_user_error(proc, rf"^mdad: error: \S+state\.json: field '{field}' .*; start a "
+                          "new test$")
+        assert "Warning" not in proc.stderr
+
+
+def test_a_state_too_large_or_too_deep_is_refused(tmp_path):
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(DataError, match=r"deep\.json: not an adaptive test state \(nested "
+                       r"too deeply\); start a new test$"):
+        AdaptiveTest.load(deep)
+    big = tmp_path / "big.json"
+    with open(big, "wb") as handle:
+        handle.truncate(65 << 20)  # sparse: no disk used
+    with pytest.raises(DataError, match=r"big\.json: over 64 MB, not an adaptive test state"):
+        AdaptiveTest.load(big)
+
+
+def test_real_fits_lie_well_inside_the_bound(gpqa_data):
+    """The bound is no limit for real data (see `PARAMETER_BOUND` for MMLU-Pro's)."""
+    test = start_adaptive_test(gpqa_data, budget=5, method="adaptive-md")
+    assert np.abs(test.discrimination).max() < PARAMETER_BOUND / 10
+    assert np.abs(test.difficulty).max() < PARAMETER_BOUND / 10
+
+
+# ------------------------------------------------------------ the CLI's files
+
+def _start(tmp_path: Path, *extra: object, dataset: object = "gpqa") -> Path:
+    state = tmp_path / "state.json"
+    assert_ok(mdad_cli("adaptive", "start", dataset, "--budget", "6", "--batch", "3",
+                       "--out", state, *extra, cwd=tmp_path))
+    return state
+
+
+def _batch_answers(state: Path, gpqa_data, path: Path, *, everything: bool = False) -> dict:
+    """A CSV of model 2's answers to the pending batch (or to every item)."""
+    matrix = gpqa_data.matrix
+    truth = {str(item): int(matrix.correctness[2, k]) for k, item in enumerate(matrix.item_ids)}
+    items = truth if everything else json.loads(state.read_text())["pending"]
+    path.write_text("item_id,correct\n" + "".join(f"{i},{truth[i]}\n" for i in items))
+    return truth
+
+
+def _consistent(state: Path) -> dict:
+    """The state loads, and its batch file lists exactly its pending batch."""
+    data = json.loads(state.read_text())
+    test = AdaptiveTest.from_json(data)
+    batch = state.with_suffix(".samples.json")
+    if test.pending:
+        assert json.loads(batch.read_text()) == test.samples_json()
+    assert not state.is_symlink()
+    return data
+
+
+@pytest.fixture
+def holder(tmp_path):
+    """A process holding a state's lock, as a running `next` or `start` would."""
+    processes = []
+
+    def hold(state: Path) -> subprocess.Popen:
+        code = ("import sys; from mdad.safe_io import FileLock; "
+                f"FileLock({str(state.with_name('.' + state.name + '.lock'))!r}, 'x')"
+                ".acquire(); print('held', flush=True); sys.stdin.read()")
+        proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, text=True)
+        processes.append(proc)
+        assert proc.stdout.readline() == "held\n"
+        return proc
+
+    yield hold
+    for proc in processes:
+        if not proc.stdin.closed:
+            proc.stdin.close()
+        proc.wait(timeout=30)
+        proc.stdout.close()
+
+
+def test_a_held_lock_stops_next_and_start_at_once_naming_the_holder(tmp_path, gpqa_data,
+                                                                    holder):
+    state = _start(tmp_path)
+    _batch_answers(state, gpqa_data, tmp_path / "answers.csv")
+    before = {p: p.read_bytes() for p in (state, state.with_suffix(".samples.json"))}
+    held = holder(state)
+    for args in (("next", state, tmp_path / "answers.csv"),
+                 ("start", "gpqa", "--budget", "4", "--out", state, "--force")):
+        began = time.monotonic()
+        proc = mdad_cli("adaptive", *args, cwd=tmp_path)
+        assert time.monotonic() - began < 30  # stops at once, never waits
+        assert_user_error(proc, rf"^mdad: error: the adaptive test \S+state\.json is in use "
+                          rf"by process {held.pid} \(lock \S+\.state\.json\.lock\); wait for "
+                          "it to finish")
+    assert {p: p.read_bytes() for p in before} == before
+    held.stdin.close()
+    held.wait(timeout=30)
+    assert_ok(mdad_cli("adaptive", "next", state, tmp_path / "answers.csv", cwd=tmp_path))
+    assert _consistent(state)["round"] == 1
+
+
+def test_two_concurrent_next_record_one_answer_set(tmp_path, gpqa_data):
+    """Two real `next` with the same batch's answers at once: one records them, the
+    other stops (the lock, or, if it came after, "applied already"); the state and its
+    batch file agree."""
+    state = _start(tmp_path)
+    _batch_answers(state, gpqa_data, tmp_path / "answers.csv")
+    env = {**os.environ, "NO_COLOR": "1"}
+    runs = [subprocess.Popen([str(MDAD), "adaptive", "next", str(state),
+                              str(tmp_path / "answers.csv")], cwd=tmp_path, env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for _ in range(2)]
+    outcomes = sorted((run.wait(timeout=300), run.stderr.read()) for run in runs)
+    for run in runs:
+        run.stdout.close()
+        run.stderr.close()
+    assert [code for code, _ in outcomes] == [0, 2], outcomes
+    assert ("is in use by process" in outcomes[1][1]
+            or "applied already (round 1)" in flat(outcomes[1][1])), outcomes
+    data = _consistent(state)
+    assert data["round"] == 1 and len(data["answers"]) == 3 and len(data["pending"]) == 3
+
+
+@pytest.mark.slow
+def test_next_during_a_real_start_stops_naming_it(tmp_path):
+    """`start --force` holds the lock through its fit (MMLU-Pro's 29 models: seconds):
+    a `next` meanwhile stops naming it, and the new test is whole when start ends."""
+    state = _start(tmp_path)
+    lock = tmp_path / ".state.json.lock"
+    start = subprocess.Popen([str(MDAD), "adaptive", "start", "mmlu-pro-29",
+                              "--budget", "4", "--out", str(state), "--force"], cwd=tmp_path,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while lock.read_text().strip() != str(start.pid):
+            assert time.monotonic() < deadline and start.poll() is None
+            time.sleep(0.05)
+        assert_user_error(mdad_cli("adaptive", "next", state, tmp_path / "x.csv",
+                                   cwd=tmp_path),
+                          rf"in use by process {start.pid} ")
+    finally:
+        assert start.wait(timeout=600) == 0, start.stderr.read()
+        start.stderr.close()
+    data = json.loads(state.read_text())
+    assert data["round"] == 0 and data["budget"] == 4 and data["dataset"] == "mmlu-pro-29"
+    written = sorted(state.parent.glob("state.*.*"), key=lambda p: p.stat().st_mtime)[-1]
+    pending = (written.read_text().split() if written.suffix == ".txt" else
+               AdaptiveTest.from_json(data).samples_json())
+    assert pending == (data["pending"] if written.suffix == ".txt"
+                       else json.loads(written.read_text()))
+
+
+def test_no_planted_link_is_written_through(tmp_path, gpqa_data):
+    """Links planted at the state, its old fixed temporary, a leftover temporary, the
+    batch file: `next` and `start --force` replace them or remove them; every victim
+    stays as it was. A link as the lock file is refused."""
+    state = _start(tmp_path)
+    _batch_answers(state, gpqa_data, tmp_path / "answers.csv")
+    victims = {name: tmp_path / f"victim-{name}.txt" for name in ("state", "tmp", "left",
+                                                                   "batch", "lock")}
+    for victim in victims.values():
+        victim.write_text("precious\n")
+    (tmp_path / "victim-state.txt").write_bytes(state.read_bytes())  # a state to read
+    kept = {v: v.read_bytes() for v in victims.values()}
+    batch = state.with_suffix(".samples.json")
+    state.unlink()
+    state.symlink_to(victims["state"])
+    batch.unlink()
+    batch.symlink_to(victims["batch"])
+    (tmp_path / ".state.json.tmp").symlink_to(victims["tmp"])
+    (tmp_path / ".state.json.x1y2.mdad-tmp").symlink_to(victims["left"])
+    assert_ok(mdad_cli("adaptive", "next", state, tmp_path / "answers.csv", cwd=tmp_path))
+    assert {v: v.read_bytes() for v in victims.values()} == kept
+    assert not state.is_symlink() and not batch.is_symlink()
+    assert _consistent(state)["round"] == 1
+    assert sorted(p.name for p in tmp_path.glob(".*")) == [".state.json.lock"]
+
+    for target in (state, batch):  # start --force over links
+        target.unlink()
+        target.symlink_to(victims["state" if target == state else "batch"])
+    assert_ok(mdad_cli("adaptive", "start", "gpqa", "--budget", "4", "--out", state,
+                       "--force", cwd=tmp_path))
+    assert {v: v.read_bytes() for v in victims.values()} == kept
+    assert _consistent(state)["round"] == 0
+
+    lock = tmp_path / ".state.json.lock"
+    lock.unlink()
+    lock.symlink_to(victims["lock"])
+    assert_user_error(mdad_cli("adaptive", "next", state, tmp_path / "answers.csv",
+                               cwd=tmp_path), r"\.state\.json\.lock: cannot open the lock file")
+    assert victims["lock"].read_bytes() == kept[victims["lock"]]
+
+
+def test_no_link_is_written_through_for_a_list_of_ids(tmp_path, gpqa_data):
+    """A dataset without lm-eval names writes its batch as ``.items.txt``."""
+    matrix = gpqa_data.matrix
+    rows = ["item_id," + ",".join(str(m) for m in matrix.model_names)]
+    rows += [f"q{j}," + ",".join(str(int(v)) for v in matrix.correctness[:, j])
+             for j in range(40)]
+    (tmp_path / "data.csv").write_text("\n".join(rows) + "\n")
+    state = _start(tmp_path, dataset=tmp_path / "data.csv")
+    batch = state.with_suffix(".items.txt")
+    pending = batch.read_text().split()
+    (tmp_path / "answers.csv").write_text("item_id,correct\n" + "".join(
+        f"{i},1\n" for i in pending))
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    batch.unlink()
+    batch.symlink_to(victim)
+    assert_ok(mdad_cli("adaptive", "next", state, tmp_path / "answers.csv", cwd=tmp_path))
+    assert victim.read_text() == "precious\n" and not batch.is_symlink()
+    assert batch.read_text().split() == json.loads(state.read_text())["pending"]
+
+
+# -------------------------------------------------------------- the fingerprint
+
+# `mdad` with every file it opens recorded (the "open" audit event of open and os.open)
+_AUDITED = """
+import atexit, sys
+opened = []
+sys.addaudithook(lambda event, args: opened.append(str(args[0])) if event == "open" else None)
+atexit.register(lambda: sys.stderr.write("OPENED " + repr(opened) + "\\n"))
+from mdad.cli.app import main
+sys.argv = ["mdad", *sys.argv[1:]]
+main()
+"""
+
+
+def test_the_fingerprint_reads_only_the_batchs_files(tmp_path, gpqa_data):
+    """A results folder with a 2 GB unrelated file, a pipe (opening it would hang) and
+    another task's samples: `next` opens only the batch's sample file, streamed."""
+    state = _start(tmp_path)
+    docs = json.loads(state.with_suffix(".samples.json").read_text())[TASK]
+    model = tmp_path / "results" / "org__model"
+    model.mkdir(parents=True)
+    mine = model / f"samples_{TASK}_2024-06-01T00-00-00.000000.jsonl"
+    mine.write_text("".join(json.dumps({"doc_id": d, "acc_norm": 1.0}) + "\n" for d in docs))
+    other = model / "samples_leaderboard_other_2024-06-01T00-00-00.000000.jsonl"
+    other.write_text(json.dumps({"doc_id": 0, "acc_norm": 1.0}) + "\n")
+    with open(model / "results_2024-06-01.json", "wb") as handle:
+        handle.truncate(2 << 30)  # sparse
+    os.mkfifo(model / "notes.txt")
+    proc = subprocess.run([sys.executable, "-c", _AUDITED, "adaptive", "next", str(state),
+                           str(tmp_path / "results")], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "NO_COLOR": "1"})
+    assert proc.returncode == 0, proc.stderr
+    opened = ast.literal_eval(proc.stderr.rsplit("OPENED ", 1)[1])
+    read = {Path(p).name for p in opened if str(tmp_path / "results") in p}
+    assert read == {mine.name}, read
+    data = _consistent(state)
+    assert data["round"] == 1 and all(v == 1.0 for _, v in data["answers"])
+
+
+def test_results_scored_by_another_metric_are_refused(tmp_path):
+    """GPQA's test is on acc_norm: records holding only exact_match are not scored by it
+    (the estimate said 100.0 points)."""
+    state = _start(tmp_path)
+    docs = json.loads(state.with_suffix(".samples.json").read_text())[TASK]
+    model = tmp_path / "results" / "org__model"
+    model.mkdir(parents=True)
+    (model / f"samples_{TASK}_2024-06-01T00-00-00.000000.jsonl").write_text("".join(
+        json.dumps({"doc_id": d, "filtered_resps": ["A"], "exact_match": 1.0}) + "\n"
+        for d in docs))
+    saved = state.read_bytes()
+    line = assert_user_error(mdad_cli("adaptive", "next", state, tmp_path / "results",
+                                      cwd=tmp_path), r"samples_leaderboard_gpqa_main_\S+")
+    assert "exact_match" in line and "acc_norm" in line
+    assert state.read_bytes() == saved
+
+
+# ------------------------------------------------------------- a full answers CSV
+
+def test_a_full_answers_csv_serves_every_round(tmp_path, gpqa_data):
+    """Issue 38: the same CSV of all the model's answers, given every round, records
+    each batch once; last round's batch-only CSV again is still refused."""
+    state = _start(tmp_path)
+    truth = _batch_answers(state, gpqa_data, tmp_path / "round1.csv")
+    _batch_answers(state, gpqa_data, tmp_path / "all.csv", everything=True)
+    assert_ok(mdad_cli("adaptive", "next", state, tmp_path / "round1.csv", cwd=tmp_path))
+    assert_user_error(mdad_cli("adaptive", "next", state, tmp_path / "round1.csv",
+                               cwd=tmp_path),
+                      r"round1\.csv: these results were applied already \(round 1\) and do "
+                      r"not hold the pending batch; run the model on the new batch first$")
+    proc = mdad_cli("adaptive", "next", state, tmp_path / "all.csv", cwd=tmp_path)
+    assert_ok(proc)
+    assert "all.csv has 445 items that are not in the batch; they are not recorded" in flat(
+        proc.stderr)
+    data = json.loads(state.read_text())
+    assert data["round"] == 2 and len(data["answers"]) == 6
+    assert {i: truth[i] for i, _ in data["answers"]} == {i: v for i, v in data["answers"]}
+    assert len(set(data["applied"])) == 2
+
+    # a full CSV from round 1 on: accepted in both rounds, each answer once
+    again = tmp_path / "again"
+    again.mkdir()
+    state = _start(again)
+    for round_ in (1, 2):
+        proc = mdad_cli("adaptive", "next", state, tmp_path / "all.csv", cwd=again)
+        assert_ok(proc)
+        data = json.loads(state.read_text())
+        assert data["round"] == round_ and len(data["answers"]) == 3 * round_
+    assert data["applied"][0] == data["applied"][1]
+    assert {i: truth[i] for i, _ in data["answers"]} == {i: v for i, v in data["answers"]}
+    assert "FINAL" in flat(proc.stdout)
+    assert_user_error(mdad_cli("adaptive", "next", state, tmp_path / "all.csv", cwd=again),
+                      r"the test is finished \(6 items answered\)")
