@@ -544,3 +544,40 @@ def test_a_full_answers_csv_serves_every_round(tmp_path, gpqa_data):
     assert "FINAL" in flat(proc.stdout)
     assert_user_error(mdad_cli("adaptive", "next", state, tmp_path / "all.csv", cwd=again),
                       r"the test is finished \(6 items answered\)")
+
+
+def test_last_rounds_folder_again_is_refused_whichever_tasks_are_pending(tmp_path,
+                                                                         gpqa_data):
+    """A dataset of two lm-eval tasks: the fingerprint covers the test's tasks' sample
+    files, so last round's unchanged folder is named as applied already even when the
+    new batch asks for the other task."""
+    matrix = gpqa_data.matrix
+    ids = [f"task_{'ab'[j % 2]}/{j // 2}" for j in range(40)]
+    rows = ["item_id," + ",".join(str(m) for m in matrix.model_names)]
+    rows += [f"{item}," + ",".join(str(int(v)) for v in matrix.correctness[:, j])
+             for j, item in enumerate(ids)]
+    (tmp_path / "two.csv").write_text("\n".join(rows) + "\n")
+    state = tmp_path / "state.json"
+    assert_ok(mdad_cli("adaptive", "start", tmp_path / "two.csv", "--budget", "8", "--batch",
+                       "1", "--out", state, cwd=tmp_path))
+    model = tmp_path / "results" / "m"
+    model.mkdir(parents=True)
+    batch = json.loads(state.with_suffix(".samples.json").read_text())
+    for task, docs in batch.items():
+        (model / f"samples_{task}_2024-06-01T00-00-00.000000.jsonl").write_text("".join(
+            json.dumps({"doc_id": d, "acc": 1.0}) + "\n" for d in docs))
+    assert_ok(mdad_cli("adaptive", "next", state, model, cwd=tmp_path))
+    for _ in range(6):  # until a batch of the other task is pending (or the budget ends)
+        pending = json.loads(state.with_suffix(".samples.json").read_text())
+        assert_user_error(mdad_cli("adaptive", "next", state, model, cwd=tmp_path),
+                          r"these results were applied already \(round \d\)")
+        if set(pending) != set(batch):
+            break
+        # answer it in a new file, as the next lm-eval run would
+        stamp = f"2024-06-0{len(json.loads(state.read_text())['answers']) + 1}T00-00-00.0"
+        for task, docs in pending.items():
+            (model / f"samples_{task}_{stamp}.jsonl").write_text("".join(
+                json.dumps({"doc_id": d, "acc": 0.0}) + "\n" for d in docs))
+        assert_ok(mdad_cli("adaptive", "next", state, model, cwd=tmp_path))
+        batch = pending
+    assert set(pending) != set(batch), "every batch asked for the same task"

@@ -245,25 +245,31 @@ class AdaptiveTest:
             scores = read_item_scores(path, wanted, names, metric=metric,
                                       dataset=self.dataset, what="batch")
         except DataError:
-            self._refuse_if_applied(path, names)
+            self._refuse_if_applied(path)
             raise
         if scores.missing:
-            self._refuse_if_applied(path, names)
+            self._refuse_if_applied(path)
             raise DataError(f"{path}: the results lack {len(scores.missing)} of the batch's "
                             f"{len(wanted)} items (e.g. {scores.missing[0]!r}); run the model "
                             "on the whole batch")
-        fingerprint = _fingerprint(path, names)
+        fingerprint = _fingerprint(path, self._tasks())
         for item, value in zip(wanted, scores.scores, strict=True):
             self.record(item, float(value))
         self.applied.append(fingerprint)
         self.round += 1
         return scores
 
-    def _refuse_if_applied(self, path: Path, names: list[str] | None) -> None:
+    def _tasks(self) -> set[str] | None:
+        """The lm-eval tasks of all the test's items (None without lm-eval names)."""
+        if self.lm_eval_items is None:
+            return None
+        return {name.rsplit("/", 1)[0] for name in self.lm_eval_items}
+
+    def _refuse_if_applied(self, path: Path) -> None:
         """Say so when results that do not hold the batch were applied before: the
         likeliest slip is passing last round's results again."""
         try:
-            fingerprint = _fingerprint(path, names)
+            fingerprint = _fingerprint(path, self._tasks())
         except (DataError, OSError):
             return  # the reading's own error says what is wrong
         if fingerprint in self.applied:
@@ -344,10 +350,11 @@ def _sigmoid(z: np.ndarray) -> np.ndarray:
     return expit(z)
 
 
-def _fingerprint(path: Path, names: list[str] | None) -> str:
-    """The sha256 of the result files a batch's answers are read from, streamed: a CSV,
-    or the sample files of the batch's tasks (`names` are its ``task/doc``), never the
-    other files of the folder.
+def _fingerprint(path: Path, tasks: set[str] | None) -> str:
+    """The sha256 of the result files the test reads its answers from, streamed: a CSV,
+    or the lm-eval sample files of the test's `tasks` (every batch's, so that the same
+    folder gives the same fingerprint whichever batch is pending); never another task's
+    samples, nor any other file of the folder.
 
     Raises
     ------
@@ -356,13 +363,12 @@ def _fingerprint(path: Path, names: list[str] | None) -> str:
     """
     from mdad.data.files import check_regular_file, files_sha256
 
-    if names is None or path.suffix.lower() == ".csv":
+    if tasks is None or path.suffix.lower() == ".csv":
         check_regular_file(path, fix="pass the model's results: an lm-eval --log_samples "
                            "folder or file, or a CSV item_id,correct")
         return files_sha256([path], path.parent)
     from mdad.data.lm_eval import lm_eval_files, task_of
 
-    tasks = {name.rsplit("/", 1)[0] for name in names}
     files = [file for group in lm_eval_files(path).models.values() for file in group
              if task_of(file) in tasks]
     return files_sha256(files, path if path.is_dir() else path.parent)
