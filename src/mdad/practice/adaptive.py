@@ -12,6 +12,10 @@ time is the predicted accuracy on all the dataset's items, with a 95% interval o
 model-based standard error (the IRT fit's own view, which leaves out its
 misfit). The test is finished when the budget is spent or the ability's standard
 error falls below `target_se`.
+
+Between batches the test lives in a JSON state file (`AdaptiveTest.save` / `load`).
+`STATE_SCHEMA` checks every field of it, types, ranges and how fields relate, before
+any number reaches numpy: a damaged or tampered file is refused naming the field.
 """
 
 from __future__ import annotations
@@ -482,15 +486,15 @@ def _validated(data: object, where: str, fix: str = "start a new test") -> Adapt
     """
     if not isinstance(data, dict):
         raise DataError(f"{where}: not an adaptive test state (a JSON object expected); {fix}")
-    unknown = sorted(str(name) for name in set(data) - set(STATE_SCHEMA))
-    if unknown:
-        raise DataError(f"{where}: field {unknown[0][:100]!r} is not part of an "
-                        f"{STATE_FORMAT} state; {fix}")
     for name, (rule, check) in STATE_SCHEMA.items():
         if name not in data:
             raise DataError(f"{where}: field {name!r} is missing; {fix}")
         if not check(data[name], data):
             raise DataError(f"{where}: field {name!r} {rule}; {fix}")
+    unknown = sorted(str(name) for name in set(data) - set(STATE_SCHEMA))
+    if unknown:  # after 'format': another format's fields are named by it
+        raise DataError(f"{where}: field {unknown[0][:100]!r} is not part of an "
+                        f"{STATE_FORMAT} state; {fix}")
     return AdaptiveTest(
         dataset=data["dataset"], sha256=data["sha256"], method=data["method"],
         metric=data["metric"], item_ids=list(data["item_ids"]),
