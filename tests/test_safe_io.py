@@ -96,11 +96,15 @@ def test_a_planted_link_or_pipe_is_no_lock_file(tmp_path):
     victim = tmp_path / "victim"
     victim.write_text("keep")
     (tmp_path / "link.lock").symlink_to(victim)
-    with pytest.raises(ConfigError, match="link.lock"):
+    with pytest.raises(ConfigError, match=r"link\.lock"):
         FileLock(tmp_path / "link.lock", "x").acquire()
     os.mkfifo(tmp_path / "pipe.lock")
     with pytest.raises(ConfigError, match="not a regular file"):
         FileLock(tmp_path / "pipe.lock", "x").acquire()
+    assert victim.read_text() == "keep"
+    os.link(victim, tmp_path / "hard.lock")
+    with pytest.raises(ConfigError, match="hard link"):
+        FileLock(tmp_path / "hard.lock", "x").acquire()
     assert victim.read_text() == "keep"
 
 

@@ -114,6 +114,10 @@ class FileLock:
             os.close(descriptor)
             raise ConfigError(f"{self.path}: the lock file of {self.what} is not a regular "
                               "file; remove it")
+        if os.fstat(descriptor).st_nlink != 1:  # a hard link: the pid would overwrite it
+            os.close(descriptor)
+            raise ConfigError(f"{self.path}: the lock file of {self.what} has other names "
+                              "(a hard link); remove it")
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
