@@ -192,15 +192,12 @@ def pull(
 
     from mdad.cli.errors import Terminated, as_options, interrupted
     from mdad.data.datasets import cache_folder
-    from mdad.data.files import read_name_list
     from mdad.data.leaderboard import LIMIT_PARAMETERS, pull_leaderboard
     from mdad.errors import ConfigError
 
     if source != "leaderboard":
         raise ConfigError(f"SOURCE must be leaderboard; got {source!r}")
-    names = (_checked_model_list(model_list, read_name_list(
-        model_list, option="--model-list", what="model names"))
-        if model_list is not None else None)
+    names = _checked_model_list(model_list) if model_list is not None else None
     cache = cache_folder()
     folder = out if out is not None else cache / "leaderboard" / bench
     columns = (TextColumn("{task.description}"), BarColumn(),
@@ -252,18 +249,16 @@ def pull(
     console.print(literal(f"use it as: mdad run {usable}"), soft_wrap=True, highlight=False)
 
 
-def _checked_model_list(path: Path, names: tuple[str, ...]) -> list[str]:
-    """`names` (read from `path` by `read_name_list`), each checked as a Hub repo id: a
-    bad one is an error naming the file and its line (found as that function skips
-    blank lines and comments)."""
+def _checked_model_list(path: Path) -> list[str]:
+    """The names of the --model-list file `path` (`numbered_names`), each checked as a
+    Hub repo id: a bad one is an error naming the file and its line."""
+    from mdad.data.files import numbered_names
     from mdad.data.leaderboard import repo_of
 
-    lines = path.read_text(encoding="utf-8-sig").splitlines()
-    numbers = {s: number for number, line in enumerate(lines, start=1)
-               if (s := line.split("#", 1)[0].strip())}
-    for name in names:
-        repo_of(name, where=f"--model-list {path}: line {numbers.get(name, '?')}")
-    return list(names)
+    numbered = numbered_names(path, option="--model-list", what="model names")
+    for number, name in numbered:
+        repo_of(name, where=f"--model-list {path}: line {number}")
+    return [name for _, name in numbered]
 
 
 @contextmanager

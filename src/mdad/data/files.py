@@ -34,7 +34,27 @@ def read_name_list(path: str | Path, *, option: str, what: str = "models"
                    ) -> tuple[str, ...]:
     """Names from a UTF-8 text file (a byte-order mark allowed), one per line; blank
     lines and '#' comments are skipped, a name listed twice is refused. `what` is what
-    the names are ("models", "item ids"), for the error message."""
+    the names are ("models", "item ids"), for the error message.
+
+    Raises
+    ------
+    DataError
+        As `numbered_names`.
+    """
+    return tuple(name for _, name in numbered_names(path, option=option, what=what))
+
+
+def numbered_names(path: str | Path, *, option: str, what: str) -> list[tuple[int, str]]:
+    """(line number, name) of each name in a file read as `read_name_list` reads it:
+    UTF-8 (a byte-order mark allowed), one name a line, numbered from 1 as an editor
+    shows them; blank lines and '#' comments are skipped (their numbers too).
+
+    Raises
+    ------
+    DataError
+        Naming `option` and `path`: not a regular file, not UTF-8 text, no name in it,
+        or a name listed twice (both lines given).
+    """
     from mdad.errors import DataError
 
     path = Path(path)
@@ -54,7 +74,7 @@ def read_name_list(path: str | Path, *, option: str, what: str = "models"
             raise DataError(f"{option} {path}: line {number} lists {name!r} again (first on "
                             f"line {first[name]}); list each once")
         first[name] = number
-    return tuple(name for _, name in numbered)
+    return numbered
 
 
 def check_regular_file(path: Path, *, option: str = "", fix: str = "pass a file") -> None:
