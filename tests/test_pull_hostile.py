@@ -241,7 +241,7 @@ def test_a_disk_full_names_the_file_leaves_no_temporary_and_says_it_resumes(
         handle.write(b"PK")
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(leaderboard.np, "savez", full)
+    monkeypatch.setattr(np, "savez", full)
     with HubStandIn(few(1)) as hub, pytest.raises(
             DataError, match=r"org0__model-0\.npz: no space left on device; free some space"
                              r", then run the same pull again: it resumes"):
@@ -272,6 +272,49 @@ def test_a_failure_keeps_its_cause_after_a_long_path():
     long = "/".join(["folder"] * 60) + "/file.jsonl"
     reason = leaderboard._reason(DataError(f"{long}: line 3: not JSON (Expecting value)"))
     assert reason.endswith("line 3: not JSON (Expecting value)") and len(reason) < 200
+
+
+# -- another huggingface_hub -----------------------------------------------------------
+
+def _client_without_mounts():
+    from huggingface_hub.utils._http import default_client_factory
+
+    client = default_client_factory()
+    del client._mounts  # as a client of another httpx2 release might lack it
+    return client
+
+
+@pytest.mark.parametrize("missing", ["factory", "mounts"])
+def test_a_hub_client_without_the_parts_the_guard_wraps_is_one_config_error(
+        missing, tmp_path, monkeypatch):
+    import huggingface_hub
+    from huggingface_hub.utils import _http
+
+    if missing == "factory":
+        monkeypatch.delattr(_http, "_GLOBAL_CLIENT_FACTORY")
+    else:
+        monkeypatch.setattr(_http, "_GLOBAL_CLIENT_FACTORY", _client_without_mounts)
+    with HubStandIn(few(1)) as hub:
+        with pytest.raises(ConfigError) as raised:
+            pull(hub, tmp_path / "bbh", model_list=["org0/model-0"])
+        assert hub.requests == []  # refused before any request
+    message = str(raised.value)
+    assert "\n" not in message
+    assert f"the installed huggingface_hub {huggingface_hub.__version__} lacks" in message
+    assert "mdad supports huggingface_hub 2.x" in message
+    assert ("_GLOBAL_CLIENT_FACTORY" if missing == "factory" else "_mounts") in message
+    assert not (tmp_path / "bbh").exists()
+    if missing == "mounts":  # the factory in use before is back
+        assert _http._GLOBAL_CLIENT_FACTORY is _client_without_mounts
+
+
+def test_the_pull_s_modules_load_the_hub_client_only_when_a_pull_runs():
+    probe = ("import sys, mdad.data.leaderboard, mdad.data.hub_guard, "
+             "mdad.data.leaderboard_partial; print(sorted({m.split('.')[0] for m in "
+             "sys.modules} & {'huggingface_hub', 'httpx2'}))")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=True, timeout=120)
+    assert proc.stdout.strip() == "[]"
 
 
 # -- Ctrl-C and SIGTERM ------------------------------------------------------------------

@@ -25,27 +25,45 @@ replaced, never followed; a partial file that cannot be read is fetched again an
 replaced by an atomic write, never deleted by a name the pull did not create). One pull
 at a time holds a folder (`mdad.safe_io.FileLock`); a partial folder records its
 benchmark and metric, and one of another benchmark is refused unless ``force``.
+
+The limits are enforced by `mdad.data.hub_guard`; the partial files are
+`mdad.data.leaderboard_partial`'s.
 """
 
 from __future__ import annotations
 
 import errno
-import json
-import os
 import queue
-import stat
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from mdad.data.compact import META, check_replaceable, write_compact
+from mdad.data.hub_guard import (
+    API_BODY_CAP,
+    FILE_TIMEOUT,
+    IDLE_TIMEOUT,
+    MAX_RETRY_AFTER,
+    Final,
+    Guard,
+    Limits,
+    Stopped,
+    asked_wait,
+    guarded_hub,
+    reading,
+    work_for,
+)
+from mdad.data.leaderboard_partial import (
+    claim,
+    load_partial,
+    partial_folder,
+    recorded,
+    save_partial,
+)
 from mdad.data.lm_eval import (
     MAX_LINE_BYTES,
     _merge,
@@ -55,24 +73,15 @@ from mdad.data.lm_eval import (
     read_task_lines,
 )
 from mdad.errors import ConfigError, DataError, MdadError
-from mdad.safe_io import FileLock, atomic_write, check_hub_id, remove_stale_temporaries
+from mdad.safe_io import FileLock, check_hub_id, remove_stale_temporaries
 
 AUTHOR = "open-llm-leaderboard"
 SUFFIX = "-details"
 RETRIES = 3  # attempts per file (HTTP 429/5xx are retried inside huggingface_hub too)
 _CHUNK = 1 << 20
 LINE_CAP = MAX_LINE_BYTES  # 256 MiB, as lm_eval's: a sample record is some kB, rarely 1 MB
-API_BODY_CAP = 64 << 20  # the most an answer of the hub's API may hold (a listing page)
 UNLISTED_CAP = 16 << 30  # the most a file whose size the hub does not list may hold
-PARTIAL_MARKER = "mdad-partial.json"  # which benchmark and metric a partial folder holds
-PARTIAL_FORMAT = "mdad-partial/1"
 LOCK_NAME = "mdad.lock"
-# Defaults of the pull's limits (seconds): a read that waits a minute for a byte has
-# lost its connection; 30 minutes is a 500 MB samples file at 280 kB/s; the hub's own
-# Retry-After is seconds to a minute, and a longer one means "come back later".
-IDLE_TIMEOUT = 60.0
-FILE_TIMEOUT = 1800.0
-MAX_RETRY_AFTER = 60.0
 LIMIT_PARAMETERS = ("idle_timeout", "file_timeout", "deadline", "max_retry_after", "jobs")
 INVALID_TOKEN = "Invalid credentials in Authorization header"
 
@@ -147,28 +156,8 @@ class PullOutcome:
     bytes_streamed: int = 0
 
 
-@dataclass(frozen=True)
-class Limits:
-    """How long a pull waits (seconds; None: no limit): for a byte (`idle_timeout`),
-    for one file over its attempts (`file_timeout`), in all (`deadline`), and at most
-    what a ``Retry-After`` asks (`max_retry_after`; a longer one fails the file)."""
-
-    idle_timeout: float = IDLE_TIMEOUT
-    file_timeout: float | None = FILE_TIMEOUT
-    deadline: float | None = None
-    max_retry_after: float = MAX_RETRY_AFTER
-
-
 class _Skip(Exception):
     """This model has nothing to pull (no details for the benchmark, or gated)."""
-
-
-class _Final(DataError):
-    """A file cannot be read and another attempt would not help: a limit fired."""
-
-
-class _Stopped(Exception):
-    """The pull is stopping (Ctrl-C, SIGTERM, its deadline, a fatal error)."""
 
 
 def model_name(repo_id: str) -> str:
@@ -215,7 +204,7 @@ def _lines(handle: Any, counter: Callable[[int], None], *,
         counter(len(chunk))
         parts = chunk.split(b"\n")
         if held + len(parts[0]) > LINE_CAP:
-            raise _Final(f"{where}: a line longer than {LINE_CAP >> 20} MiB (LINE_CAP), "
+            raise Final(f"{where}: a line longer than {LINE_CAP >> 20} MiB (LINE_CAP), "
                          "far more than a sample record takes; the file is damaged or "
                          "not a samples file")
         if len(parts) == 1:
@@ -229,190 +218,12 @@ def _lines(handle: Any, counter: Callable[[int], None], *,
         yield b"".join(pieces)
 
 
-# -- the network's limits, enforced in the hub client's own transport -----------------
-
-_CONTEXT = threading.local()  # the `_Budget` of what this thread is reading
-
-
-@dataclass
-class _Budget:
-    """What a thread reads now: its name (for errors), the most bytes its files' bodies
-    may hold, and the monotonic time it must be read by."""
-
-    what: str
-    limit: int
-    deadline: float | None
-
-
-@contextmanager
-def _reading(what: str, limit: int, deadline: float | None) -> Iterator[_Budget]:
-    budget = _Budget(what, limit, deadline)
-    _CONTEXT.budget = budget
-    try:
-        yield budget
-    finally:
-        _CONTEXT.budget = None
-
-
-class _Guard:
-    """A pull's limits and its stop event, checked on every request and every chunk
-    the hub client reads (`_GuardedTransport`)."""
-
-    def __init__(self, limits: Limits, stop: threading.Event) -> None:
-        self.limits, self.stop = limits, stop
-        self.deadline = (None if limits.deadline is None
-                         else time.monotonic() + limits.deadline)
-
-    def file_deadline(self) -> float | None:
-        timeout = self.limits.file_timeout
-        return None if timeout is None else time.monotonic() + timeout
-
-    def check(self, budget: _Budget) -> None:
-        if self.stop.is_set() or (self.deadline is not None
-                                  and time.monotonic() >= self.deadline):
-            raise _Stopped()
-        if budget.deadline is not None and time.monotonic() >= budget.deadline:
-            raise self.file_late(budget)
-
-    def file_late(self, budget: _Budget) -> _Final:
-        return _Final(f"{budget.what}: not read within file_timeout "
-                      f"({self.limits.file_timeout:g} s; the hub sends it too slowly); "
-                      "pull again later, or raise file_timeout")
-
-    def wait(self, budget: _Budget) -> float:
-        """The socket timeout of a request: the idle timeout, or less when a deadline
-        comes sooner."""
-        wait = self.limits.idle_timeout
-        for deadline in (budget.deadline, self.deadline):
-            if deadline is not None:
-                wait = min(wait, max(deadline - time.monotonic(), 0.01))
-        return wait
-
-    def timed_out(self, budget: _Budget) -> Exception:
-        now = time.monotonic() + 0.01
-        if budget.deadline is not None and now >= budget.deadline:
-            return self.file_late(budget)
-        if self.deadline is not None and now >= self.deadline:
-            return _Stopped()
-        return _Final(f"{budget.what}: no data from the hub for "
-                      f"{self.limits.idle_timeout:g} s (idle_timeout); check the network, "
-                      "or raise idle_timeout")
-
-
-def _asked_wait(response: Any) -> float | None:
-    """Seconds a 429 or 503 asks to wait (``Retry-After``, or the hub's rate-limit
-    headers, which its client honours too), else None."""
-    if response.status_code not in (429, 503):
-        return None
-    after = response.headers.get("Retry-After", "").strip()
-    if after.isdigit():
-        return float(after)
-    if response.status_code == 429:
-        from huggingface_hub.utils import parse_ratelimit_headers
-
-        info = parse_ratelimit_headers(response.headers)
-        if info is not None and info.remaining == 0:
-            return float(info.reset_in_seconds)
-    return None
-
-
-def _guarded_transport(inner: Any, guard: _Guard) -> Any:
-    import httpx2
-
-    class GuardedStream(httpx2.SyncByteStream):
-        def __init__(self, stream: Any, budget: _Budget, limit: int) -> None:
-            self.stream, self.budget, self.limit = stream, budget, limit
-            self.seen = 0
-
-        def __iter__(self) -> Iterator[bytes]:
-            chunks = iter(self.stream)
-            while True:
-                try:
-                    chunk = next(chunks)
-                except StopIteration:
-                    return
-                except httpx2.TimeoutException:
-                    raise guard.timed_out(self.budget) from None
-                self.seen += len(chunk)
-                if self.seen > self.limit:
-                    raise _Final(f"{self.budget.what}: the hub sent more than the "
-                                 f"{self.limit:,} bytes it lists; not read further")
-                guard.check(self.budget)
-                yield chunk
-
-        def close(self) -> None:
-            self.stream.close()
-
-    class GuardedTransport(httpx2.BaseTransport):
-        def handle_request(self, request: Any) -> Any:
-            budget = getattr(_CONTEXT, "budget", None) or _Budget(
-                f"the hub's answer to {request.url.path}", API_BODY_CAP, None)
-            # a worker left reading by an ended pull stops here, not in this pull's client
-            getattr(_CONTEXT, "guard", guard).check(budget)
-            guard.check(budget)
-            wait = guard.wait(budget)
-            request.extensions = {**request.extensions, "timeout": {
-                "connect": wait, "read": wait, "write": wait, "pool": wait}}
-            try:
-                response = inner.handle_request(request)
-            except httpx2.TimeoutException:
-                raise guard.timed_out(budget) from None
-            asked = _asked_wait(response)
-            if asked is not None and asked > guard.limits.max_retry_after:
-                response.close()
-                raise _Final(f"{budget.what}: the hub asked to wait {asked:g} s before "
-                             "trying again (Retry-After), more than max_retry_after "
-                             f"({guard.limits.max_retry_after:g} s); pull again later, or "
-                             "raise max_retry_after")
-            limit = API_BODY_CAP
-            if "/resolve/" in request.url.path:  # a file: its listed size, from the Range
-                start = request.headers.get("Range", "").removeprefix("bytes=")
-                start = start.split("-")[0]
-                limit = budget.limit - (int(start) if start.isdigit() else 0)
-            response.stream = GuardedStream(response.stream, budget, limit)
-            return response
-
-        def close(self) -> None:
-            inner.close()
-
-    return GuardedTransport()
-
-
-@contextmanager
-def _guarded_hub(guard: _Guard) -> Iterator[None]:
-    """Within the block, every request of `huggingface_hub` (one client for the
-    process) goes through the guard; the client factory in use before comes back after.
-
-    The hub client has no timeout of its own on API calls, streams a file with a
-    per-read timeout only (``HF_HUB_DOWNLOAD_TIMEOUT``, 10 s: a body fed a byte every
-    2 s never trips it) and sleeps whatever ``Retry-After`` asks; its one hook is the
-    client factory, so the guard wraps the transports of the client it makes.
-    """
-    from huggingface_hub.utils import _http, set_client_factory
-
-    previous = _http._GLOBAL_CLIENT_FACTORY  # the hub client's own, or the user's
-
-    def factory() -> Any:
-        client = previous()
-        client._transport = _guarded_transport(client._transport, guard)
-        client._mounts = {pattern: None if transport is None
-                          else _guarded_transport(transport, guard)
-                          for pattern, transport in client._mounts.items()}
-        return client
-
-    set_client_factory(factory)  # closes the client in use: the next call makes ours
-    try:
-        yield
-    finally:
-        set_client_factory(previous)  # closing ours ends the reads still in it
-
-
 # -- one pull --------------------------------------------------------------------------
 
 class _Puller:
     """One pull's shared state: the hub clients, the byte counter and the folder."""
 
-    def __init__(self, benchmark: Benchmark, out: Path, partial: Path, guard: _Guard, *,
+    def __init__(self, benchmark: Benchmark, out: Path, partial: Path, guard: Guard, *,
                  token: str | None, endpoint: str | None) -> None:
         from huggingface_hub import HfApi, HfFileSystem
 
@@ -432,7 +243,7 @@ class _Puller:
     def files_of(self, repo: str) -> tuple[str, dict[str, int | None]]:
         """The repo's revision (commit sha) and its sample files of the benchmark, with
         their sizes (None: not listed)."""
-        with _reading(f"{repo} (its list of files)", API_BODY_CAP,
+        with reading(f"{repo} (its list of files)", API_BODY_CAP,
                       self.guard.file_deadline()):
             info = _retried(lambda: self.api.dataset_info(repo, files_metadata=True),
                             self.guard)
@@ -460,7 +271,7 @@ class _Puller:
                 self.count(n)
 
             try:
-                with _reading(what, UNLISTED_CAP if size is None else size, deadline):
+                with reading(what, UNLISTED_CAP if size is None else size, deadline):
                     with self.fs.open(f"datasets/{repo}/{path}", "rb", revision=revision,
                                       block_size=0) as handle:
                         scores = read_task_lines(_lines(handle, counted, where=what), what,
@@ -468,7 +279,7 @@ class _Puller:
                 if size is not None and streamed != size:
                     raise DataError(f"{what}: {streamed} of {size} bytes arrived")
                 return scores
-            except (_Final, _Stopped):
+            except (Final, Stopped):
                 raise
             except Exception as exc:  # a cut stream, a parse error of a cut line, HTTP
                 if _refusal(exc) is not None or _fatal(exc) is not None:
@@ -500,11 +311,11 @@ class _Puller:
                       "benchmark": self.benchmark.name, "metric": self.benchmark.metric,
                       "pulled_at": datetime.now(UTC).isoformat(timespec="seconds")}
         if self.guard.stop.is_set():  # the lock may be gone: write nothing more
-            raise _Stopped()
-        _save_partial(self.partial_path(repo), tasks, provenance)
+            raise Stopped()
+        save_partial(self.partial_path(repo), tasks, provenance)
 
 
-def _retried(call: Callable[[], Any], guard: _Guard) -> Any:
+def _retried(call: Callable[[], Any], guard: Guard) -> Any:
     """`call`, retried with backoff on HTTP 429 and 5xx, honouring Retry-After up to
     the guard's cap (the hub client retries its file reads and listings itself, not its
     repo info); the wait ends when the pull stops."""
@@ -518,10 +329,10 @@ def _retried(call: Callable[[], Any], guard: _Guard) -> Any:
                 raise
             if attempt == RETRIES + 1:
                 raise
-            asked = _asked_wait(exc.response)
+            asked = asked_wait(exc.response)
             if guard.stop.wait(min(asked if asked is not None else wait,
                                    guard.limits.max_retry_after)):
-                raise _Stopped() from None
+                raise Stopped() from None
             wait = min(wait * 2, 30.0)
     raise AssertionError("unreachable")
 
@@ -577,57 +388,6 @@ def _reason(exc: BaseException | None) -> str:
     text = str(exc) if isinstance(exc, MdadError) else f"{type(exc).__name__}: {exc}"
     return " ".join(word if len(word) <= 160 else f"{word[:40]}...{word[-110:]}"
                     for word in text.split())
-
-
-def _save_partial(path: Path, tasks: dict[str, _TaskScores], provenance: dict) -> None:
-    arrays: dict[str, np.ndarray] = {"provenance": np.array(json.dumps(provenance))}
-    for k, (task, scores) in enumerate(sorted(tasks.items())):
-        arrays[f"task{k}"] = np.array(task)
-        arrays[f"docs{k}"] = np.array(scores.doc_ids)
-        arrays[f"scores{k}"] = scores.scores.astype(np.float32)
-        arrays[f"confidence{k}"] = scores.confidence.astype(np.float32)
-    atomic_write(path, lambda handle: np.savez(handle, **arrays))
-
-
-def _open_regular(path: Path) -> int | None:
-    """A read descriptor of `path` if it is a regular file (no link followed, a pipe
-    not waited on), else None."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    try:
-        descriptor = os.open(path, flags)
-    except OSError:
-        return None
-    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-        os.close(descriptor)
-        return None
-    return descriptor
-
-
-def _load_partial(path: Path, benchmark: Benchmark
-                  ) -> tuple[dict[str, _TaskScores], dict] | None:
-    """A saved model of `benchmark`, or None when the file is missing, damaged, a link,
-    or of another benchmark or metric: the model is then fetched again and the file
-    replaced by an atomic write (never deleted here)."""
-    descriptor = _open_regular(path)
-    if descriptor is None:
-        return None
-    try:
-        with os.fdopen(descriptor, "rb") as handle, np.load(handle,
-                                                             allow_pickle=False) as data:
-            provenance = json.loads(str(data["provenance"]))
-            tasks, k = {}, 0
-            while f"task{k}" in data:
-                tasks[str(data[f"task{k}"])] = _TaskScores(
-                    [str(d) for d in data[f"docs{k}"]], data[f"scores{k}"].astype(np.float64),
-                    data[f"confidence{k}"].astype(np.float64))
-                k += 1
-    except Exception:
-        return None
-    if (provenance.get("benchmark", benchmark.name) != benchmark.name
-            or provenance.get("metric", benchmark.metric) != benchmark.metric
-            or not tasks or not all(benchmark.holds(task) for task in tasks)):
-        return None  # an earlier mdad wrote no benchmark: its tasks tell
-    return tasks, provenance
 
 
 @dataclass
@@ -734,16 +494,16 @@ def pull_leaderboard(bench: str, out: Path, *, models: int | str = "all",
     _check_out(out, benchmark, force)
     repos_given = (None if model_list is None else
                    list_repos(bench, model_list=model_list).repos)  # checked before all
-    partial = _partial_folder(out)
+    partial = partial_folder(out)
     if not _ONE_PULL.acquire(blocking=False):
         raise ConfigError("another pull runs in this process; wait for it to finish")
     stop = threading.Event()
     try:
         with FileLock(partial / LOCK_NAME, f"the pull into {out}"):
             remove_stale_temporaries(partial)  # a killed pull's, under our lock
-            _claim(partial, benchmark, force)
-            guard = _Guard(limits, stop)
-            with _guarded_hub(guard):
+            claim(partial, benchmark, force)
+            guard = Guard(limits, stop)
+            with guarded_hub(guard):
                 return _pull(benchmark, out, partial, guard, repos_given, models=models,
                              jobs=jobs, token=token, endpoint=endpoint, progress=progress)
     except MdadError:
@@ -791,55 +551,12 @@ def _check_out(out: Path, benchmark: Benchmark, force: bool) -> None:
                           parameters=("out",))
     check_replaceable(out, "out")
     if out.is_dir() and (out / META).is_file() and not force:
-        held = _recorded(out / META)
+        held = recorded(out / META)
         if (held.get("benchmark"), held.get("metric")) != (benchmark.name, benchmark.metric):
             raise ConfigError(
                 f"out {out} holds the dataset of another pull ({held.get('benchmark')}, "
                 f"{held.get('metric')}), not {benchmark.name} ({benchmark.metric}); give "
                 "another out, or force to replace it", parameters=("out", "force"))
-
-
-def _recorded(path: Path) -> dict:
-    """The JSON object in `path` (a regular file, no link followed), or {}."""
-    descriptor = _open_regular(path)
-    if descriptor is None:
-        return {}
-    try:
-        with os.fdopen(descriptor, "rb") as handle:
-            value = json.loads(handle.read(1 << 20 if path.name == PARTIAL_MARKER
-                                           else 1 << 30))
-    except (OSError, ValueError):
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
-def _partial_folder(out: Path) -> Path:
-    """``.<out>.partial`` beside `out` (the dataset folder is replaced whole), made if
-    missing; a link or a file there is refused."""
-    partial = out.parent / f".{out.name}.partial"
-    for _ in range(2):  # before and after making it: nothing is planted between
-        if partial.is_symlink() or (partial.exists() and not partial.is_dir()):
-            raise ConfigError(f"{partial}: the pull's folder of partial files is a link or "
-                              "a file; remove it, or give another out", parameters=("out",))
-        partial.mkdir(parents=True, exist_ok=True)
-    return partial
-
-
-def _claim(partial: Path, benchmark: Benchmark, force: bool) -> None:
-    """Record in `partial` the benchmark and metric its files belong to; refuse one of
-    another benchmark unless `force` (its files are then fetched again and replaced
-    by name as the models come, never read as this benchmark's)."""
-    marker = partial / PARTIAL_MARKER
-    held = _recorded(marker)
-    mine = {"format": PARTIAL_FORMAT, "benchmark": benchmark.name, "metric": benchmark.metric}
-    if held.get("benchmark") and not force and (
-            held.get("benchmark"), held.get("metric")) != (benchmark.name, benchmark.metric):
-        raise ConfigError(
-            f"{partial} holds the partial files of a {held.get('benchmark')} pull "
-            f"({held.get('metric')}), not {benchmark.name}; give another out, or force to "
-            "replace them", parameters=("out", "force"))
-    if held != mine:
-        atomic_write(marker, (json.dumps(mine) + "\n").encode())
 
 
 def _fatal_error(exc: BaseException, partial: Path, jobs: int) -> MdadError | None:
@@ -860,17 +577,17 @@ def _fatal_error(exc: BaseException, partial: Path, jobs: int) -> MdadError | No
     return None
 
 
-def _pull(benchmark: Benchmark, out: Path, partial: Path, guard: _Guard,
+def _pull(benchmark: Benchmark, out: Path, partial: Path, guard: Guard,
           repos_given: list[str] | None, *, models: int | str, jobs: int,
           token: str | None, endpoint: str | None,
           progress: Callable[[PullProgress], None] | None) -> PullOutcome:
     started = time.perf_counter()
     if repos_given is None:
         try:
-            with _reading("the hub's listing", API_BODY_CAP, guard.file_deadline()):
+            with reading("the hub's listing", API_BODY_CAP, guard.file_deadline()):
                 listing = list_repos(benchmark.name, models=models, token=token,
                                      endpoint=endpoint)
-        except (MdadError, _Stopped):
+        except (MdadError, Stopped):
             raise
         except Exception as exc:  # the hub client's connection and HTTP errors
             from huggingface_hub import constants
@@ -899,7 +616,7 @@ def _pull(benchmark: Benchmark, out: Path, partial: Path, guard: _Guard,
 
     todo = []
     for repo in repos:
-        if _load_partial(puller.partial_path(repo), benchmark) is not None:
+        if load_partial(puller.partial_path(repo), benchmark) is not None:
             outcome.resumed.append(model_name(repo))
             finished()
         else:
@@ -921,7 +638,7 @@ def _pull(benchmark: Benchmark, out: Path, partial: Path, guard: _Guard,
     except BaseException as stop:
         guard.stop.set()
         kept = len(outcome.pulled) + len(outcome.resumed)
-        if isinstance(stop, _Stopped):  # only the deadline stops the loop so
+        if isinstance(stop, Stopped):  # only the deadline stops the loop so
             raise DataError(f"the pull reached its deadline ({guard.limits.deadline:g} s) "
                             f"with {len(todo) - len(outcome.pulled)} models to go; "
                             f"{_kept(kept, partial)}", parameters=("deadline",)) from None
@@ -955,7 +672,7 @@ def _fetched(puller: _Puller, todo: list[str], jobs: int
 
     Raises
     ------
-    _Stopped
+    Stopped
         When the pull's deadline passes.
     """
     tasks: queue.SimpleQueue[str] = queue.SimpleQueue()
@@ -965,7 +682,7 @@ def _fetched(puller: _Puller, todo: list[str], jobs: int
     stop = puller.guard.stop
 
     def work() -> None:
-        _CONTEXT.guard = puller.guard
+        work_for(puller.guard)
         while not stop.is_set():
             try:
                 repo = tasks.get_nowait()
@@ -982,7 +699,7 @@ def _fetched(puller: _Puller, todo: list[str], jobs: int
     for _ in todo:
         while True:
             if puller.guard.deadline is not None and time.monotonic() >= puller.guard.deadline:
-                raise _Stopped()
+                raise Stopped()
             try:
                 yield results.get(timeout=0.1)
                 break
@@ -998,7 +715,7 @@ def _assemble(puller: _Puller, repos: list[str], benchmark: Benchmark,
     per_model: dict[str, dict[str, _TaskScores]] = {}
     provenance: dict[str, dict] = {}
     for repo in repos:
-        saved = _load_partial(puller.partial_path(repo), benchmark)
+        saved = load_partial(puller.partial_path(repo), benchmark)
         if saved is not None:
             per_model[model_name(repo)], provenance[model_name(repo)] = saved
     if not per_model:
