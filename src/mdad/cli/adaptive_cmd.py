@@ -28,7 +28,6 @@ from mdad.cli.practice_common import (
 from mdad.data.choices import MissingPolicy
 from mdad.display import points
 from mdad.errors import ConfigError
-from mdad.safe_io import FileLock, atomic_write, remove_stale_temporaries
 
 if TYPE_CHECKING:
     from mdad.practice.adaptive import AdaptiveTest
@@ -55,6 +54,8 @@ def _locked(state: Path) -> Iterator[None]:
     remove what killed runs left: temporaries of the state and its batch files, and the
     fixed ``.<state name>.tmp`` earlier versions wrote through (a link there is
     removed, never followed)."""
+    from mdad.safe_io import FileLock, remove_stale_temporaries
+
     with FileLock(state.with_name(f".{state.name}.lock"), f"the adaptive test {state}"):
         for name in (state.name, *(batch.name for batch in _batch_files(state))):
             remove_stale_temporaries(state.parent, name)
@@ -66,6 +67,8 @@ def _locked(state: Path) -> Iterator[None]:
 
 def _write_batch(test: AdaptiveTest, state: Path) -> None:
     """Write the pending batch beside the state."""
+    from mdad.safe_io import atomic_write
+
     batch = _batch_file_of(test, state)
     if test.lm_eval_items is None:
         text = "".join(f"{item}\n" for item in test.pending)
