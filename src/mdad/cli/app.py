@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import importlib
+import logging
 import os
 import sys
 from typing import Annotated
@@ -89,7 +90,8 @@ def main() -> None:
     command ending at once."""
     from mdad.cli import errors
 
-    errors.stop_on_sigterm()  # SIGTERM takes Ctrl-C's path: cleanup, one line
+    errors.stop_on_signals()  # SIGTERM takes Ctrl-C's path: cleanup, one line
+    logging.raiseExceptions = False  # a handler failing (no memory) prints no half-traceback
     try:
         _main()
     except SystemExit as done:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import functools
+import os
 import re
 import signal
 import sys
+import threading
+import time
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
@@ -49,9 +52,44 @@ def _raise_terminated(signum: int, frame: object) -> None:
     raise Terminated()
 
 
-def stop_on_sigterm() -> None:
-    """Make SIGTERM raise `Terminated` in the main thread (call from the main thread)."""
+# Seconds the main thread has, after Ctrl-C or SIGTERM, to clean up and end by itself.
+INTERRUPT_GRACE_SECONDS = 1.5
+_state = {"kept": None, "shown": False}  # the running command's `kept`; line printed?
+
+
+def stop_on_signals(grace: float = INTERRUPT_GRACE_SECONDS) -> None:
+    """Make SIGTERM raise `Terminated` in the main thread, as Ctrl-C raises
+    KeyboardInterrupt (call from the main thread, once); and end the process `grace`
+    seconds after either, with the ``interrupted:`` line, if the main thread has not
+    ended by then: Python acts on a signal only between bytecodes, so a library call
+    that waits forever (pyarrow's reader when it cannot start a thread) would ignore
+    both. Cleanup skipped so is a killed command's, which the next one undoes."""
     signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        read, write = os.pipe()
+        os.set_blocking(write, False)
+        # the C-level handler writes each signal's number here at once, held main or not
+        signal.set_wakeup_fd(write, warn_on_full_buffer=False)
+        threading.Thread(target=_watch, args=(read, grace), daemon=True,
+                         name="mdad-interrupt-watchdog").start()
+    except (OSError, RuntimeError, ValueError):  # no thread or pipe to spare: no watchdog
+        pass
+
+
+def _watch(descriptor: int, grace: float) -> None:
+    """Wait for SIGINT or SIGTERM on the wakeup pipe; `grace` seconds later, end."""
+    wanted = {int(signal.SIGINT), int(signal.SIGTERM)}
+    while not (got := [n for n in os.read(descriptor, 64) if n in wanted]):
+        pass
+    time.sleep(grace)
+    stop = KeyboardInterrupt() if got[0] == signal.SIGINT else Terminated()
+    code = interrupted(stop, _state["kept"]).exit_code if not _state["shown"] else (
+        130 if isinstance(stop, KeyboardInterrupt) else 143)
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass
+    os._exit(code)
 
 
 # Options that make a command's work, and so its memory, smaller, in the order named.
@@ -76,7 +114,9 @@ def interrupted(stop: BaseException, kept: str | None = None) -> typer.Exit:
                 f"{'was' if len(WRITTEN) == 1 else 'were'} written" if WRITTEN
                 else "nothing was written")
         kept = f"{done} (mdad writes each file whole or not at all); run it again"
-    print(f"interrupted: {visible(kept)}", file=sys.stderr, flush=True)
+    if not _state["shown"]:  # once, whether the command or the watchdog gets here first
+        _state["shown"] = True
+        print(f"interrupted: {visible(kept)}", file=sys.stderr, flush=True)
     return typer.Exit(code=130 if isinstance(stop, KeyboardInterrupt) else 143)
 
 
@@ -98,6 +138,7 @@ def user_errors(command: Callable[P, R] | None = None, *, kept: str | None = Non
 
     @functools.wraps(command)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        _state["kept"] = kept
         try:
             return command(*args, **kwargs)
         except typer.Exit:  # the command's own exit (a RuntimeError): as it is
@@ -267,7 +308,6 @@ def _parse_list(text: str, option: str, kind: Callable[[str], T], what: str
 
 def available_cores() -> int:
     """CPU cores this process may use."""
-    import os
 
     try:
         return len(os.sched_getaffinity(0))

@@ -12,9 +12,9 @@ from mdad.cli.errors import literal, user_errors
 from mdad.errors import ConfigError
 
 
-@user_errors(kept="the report was not finished and its staging folder was removed; the "
-                  "previous report, if any, is kept (with the new page if it was written); "
-                  "run it again with --force")
+@user_errors(kept="the report was not finished: the previous one, if any, is kept (its page "
+                  "perhaps replaced), and the next report removes what this one left; run "
+                  "it again with --force")
 def report(
     run_dir: Annotated[Path, typer.Argument(help="A folder written by `mdad run`.")],
     force: Annotated[bool, typer.Option(
