@@ -119,10 +119,10 @@ def remove_stale_report_files(study_dir: Path) -> list[Path]:
         match = _STALE.match(entry.name)
         if match is None or (match[2] and _alive(int(match[2]))):
             continue
-        if match[1] == "figures" and entry.is_dir() and not entry.is_symlink():
+        if entry.is_symlink() or (match[1] == "report.html" and entry.is_file()):
+            entry.unlink(missing_ok=True)  # a link goes, never what it points to
+        elif match[1] == "figures" and entry.is_dir():
             shutil.rmtree(entry, ignore_errors=True)
-        elif match[1] == "report.html" and (entry.is_symlink() or entry.is_file()):
-            entry.unlink(missing_ok=True)
         else:
             continue
         removed.append(entry)
