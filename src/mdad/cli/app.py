@@ -92,6 +92,7 @@ def main() -> None:
 
     errors.stop_on_signals()  # SIGTERM takes Ctrl-C's path: cleanup, one line
     logging.raiseExceptions = False  # a handler failing (no memory) prints no half-traceback
+    logging.getLogger().addFilter(_not_hashlib_fallback)
     try:
         _main()
     except SystemExit as done:
@@ -115,6 +116,12 @@ def main() -> None:
                 pass
         os._exit(code)
     raise SystemExit(code)
+
+
+def _not_hashlib_fallback(record: logging.LogRecord) -> bool:
+    """False for hashlib's traceback when OpenSSL cannot be loaded (low memory): it then
+    uses its built-in hashes, and the command goes on or fails in one line of its own."""
+    return not (record.name == "root" and str(record.msg).startswith("code for hash"))
 
 
 def _main() -> None:

@@ -70,10 +70,14 @@ def remove_stale_staging(folder: Path) -> list[Path]:
         return removed
     for entry in folder.parent.iterdir():
         match = pattern.match(entry.name)
-        if (match is None or not entry.is_dir() or entry.is_symlink()
-                or (match[1] and _alive(int(match[1])))):
+        if match is None or (match[1] and _alive(int(match[1]))):
             continue
-        shutil.rmtree(entry, ignore_errors=True)
+        if entry.is_symlink():
+            entry.unlink()  # the link goes, never what it points to
+        elif entry.is_dir():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            continue
         removed.append(entry)
     return removed
 

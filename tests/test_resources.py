@@ -1,0 +1,332 @@
+"""Resources running out, and the temporaries of every writer.
+
+Low memory (an address-space limit set in the child), a worker killed as the OOM
+killer kills, and a full disk each give one line and exit 2: the cause, the file if
+any, and how to go on; never a traceback. Every file `mdad` writes goes through a
+unique temporary: a link planted at an old fixed temporary name, at a stale
+temporary or at the output itself never leads a write elsewhere.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import resource
+import signal
+import subprocess
+import time
+from collections import Counter
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+
+import numpy as np
+import pytest
+from shared import GPQA_CSV, shared_data
+from test_cli import MDAD, assert_ok, assert_user_error
+
+from mdad.cli.errors import resource_message, smaller_options
+
+
+def _limited(kilobytes: int):
+    def limit() -> None:
+        os.umask(0o022)
+        resource.setrlimit(resource.RLIMIT_AS, (kilobytes * 1024, kilobytes * 1024))
+    return limit
+
+
+def mdad_limited(*args: object, cwd: Path, kilobytes: int) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "NO_COLOR": "1"}
+    return subprocess.run([str(MDAD), *map(str, args)], cwd=cwd, env=env, text=True,
+                          capture_output=True, timeout=120, check=False,
+                          preexec_fn=_limited(kilobytes))
+
+
+# ---------------------------------------------------------------- the one-line messages
+
+
+@pytest.mark.parametrize(("exc", "pattern"), [
+    (MemoryError(), r"^out of memory \(MemoryError\); ask for less \(lower --size\) or "
+                    r"free some memory \(close other programs\), then run it again$"),
+    (ImportError("libx.so: failed to map segment from shared object", name="_imaging"),
+     r"^out of memory loading _imaging \(libx\.so: failed to map segment"),
+    (RuntimeError("can't start new thread"), r"^out of memory or threads: cannot start"),
+    (BrokenProcessPool("A process in the process pool was terminated abruptly"),
+     r"^a worker process ended abruptly \(killed: .*\); ask for less"),
+    (OSError(errno.ENOSPC, "No space left on device", "/data/mb.json"),
+     r"^/data/mb\.json: No space left on device; free some space, then run it again$"),
+    (OSError(errno.EMFILE, "Too many open files"), r"^too many open files .*ulimit -n"),
+    (OSError(errno.EACCES, "Permission denied", "/x"),
+     r"^/x: Permission denied; check the path, its permissions and the free space$"),
+])
+def test_a_resource_running_out_is_one_line_with_its_cause(exc: BaseException,
+                                                           pattern: str) -> None:
+    import re
+
+    line = resource_message(exc, ["--size"])
+    assert line is not None and "\n" not in line and re.search(pattern, line), line
+
+
+def test_pyarrow_errors_are_recognised_without_importing_pyarrow_first() -> None:
+    import pyarrow.lib
+
+    assert resource_message(pyarrow.lib.ArrowMemoryError("malloc of size 64 failed"))
+    thread = resource_message(pyarrow.lib.ArrowException(
+        "Unknown error: Failed to launch worker thread: Resource temporarily unavailable"))
+    assert thread and thread.startswith("out of memory in pyarrow (Unknown error: Failed")
+    assert resource_message(pyarrow.lib.ArrowException("an unrelated bug")) is None
+    assert resource_message(ValueError("a bug")) is None  # its traceback is kept
+
+
+def test_the_advice_names_the_commands_own_options_and_how_to_go_on() -> None:
+    # `mdad run`'s options as its command gets them; `adaptive next` has none of these
+    run = smaller_options({"runs": 50, "resamples": 1000, "sizes": None, "models": None,
+                           "workers": 0, "dataset": "gpqa"})
+    assert run == ["--runs", "--resamples", "--workers"]
+    assert smaller_options({"state": "s.json", "results": "r", "metric": None}) == []
+    line = resource_message(MemoryError(), [])
+    assert line == ("out of memory (MemoryError); free some memory (close other programs), "
+                    "then run it again")
+    stopped = MemoryError()
+    stopped.add_note("continue with: mdad run --resume runs/x")
+    assert resource_message(stopped, run).endswith(
+        "or free some memory (close other programs), then continue with: mdad run --resume "
+        "runs/x")
+    wrapped = RuntimeError("a library's own error")  # raised while memory ran out
+    wrapped.__context__ = MemoryError()
+    assert resource_message(wrapped, run).startswith("out of memory (MemoryError)")
+
+
+# ------------------------------------------------------------------------- real processes
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kilobytes", [300_000, 400_000, 450_000])
+@pytest.mark.parametrize("command", [
+    ("select", "gpqa", "--method", "random", "--size", "10", "--out", "mb.json"),
+    ("plan", "gpqa", "--size", "10"),
+    ("data", "info", "gpqa"),
+])
+def test_low_memory_is_one_line_or_success(command: tuple[str, ...], kilobytes: int,
+                                           tmp_path: Path) -> None:
+    """Under an address-space limit the command succeeds or says, in one line, that
+    memory ran out and how to go on; the advice names only its own options."""
+    shared_data(GPQA_CSV)
+    proc = mdad_limited(*command, cwd=tmp_path, kilobytes=kilobytes)
+    if proc.returncode == 0:
+        return
+    line = assert_user_error(proc, r"out of memory|cannot start a thread")
+    assert line.endswith("then run it again")
+    assert "--runs" not in line and "--resamples" not in line
+    if command[0] == "data":
+        assert "ask for less" not in line  # `data info gpqa` has nothing to lower
+    assert not (tmp_path / "mb.json").exists()
+
+
+@pytest.mark.slow
+def test_report_under_low_memory_never_hangs(tmp_path: Path) -> None:
+    """At 430,000 KB pyarrow could not start a thread and waited for it forever; the
+    report now fails in one line, or Ctrl-C ends it at once (the watchdog)."""
+    shared_data(GPQA_CSV)
+    folder = tmp_path / "run"
+    assert_ok(subprocess.run([str(MDAD), "run", "gpqa", "--methods", "random", "--sizes", "10",
+                              "--runs", "2", "--resamples", "20", "--out", str(folder)],
+                             cwd=tmp_path, capture_output=True, text=True, timeout=300))
+    for kilobytes in (350_000, 430_000):
+        process = subprocess.Popen([str(MDAD), "report", str(folder), "--force"], text=True,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   start_new_session=True, preexec_fn=_limited(kilobytes))
+        try:
+            _, stderr = process.communicate(timeout=15)
+        except subprocess.TimeoutExpired:  # held in a library: Ctrl-C must still work
+            os.kill(process.pid, signal.SIGINT)
+            _, stderr = process.communicate(timeout=5)
+            assert process.returncode == 130, stderr
+            assert stderr.startswith("interrupted: the report was not finished"), stderr
+            continue
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+        assert process.returncode in (0, 2), stderr
+        assert "Traceback" not in stderr and len(stderr.strip().splitlines()) <= 1, stderr
+        assert process.returncode == 0 or "out of memory" in stderr, stderr
+    assert sorted(p.name for p in folder.iterdir() if p.name.startswith(".")) == []
+
+
+@pytest.mark.slow
+def test_a_killed_fit_worker_is_one_line(tmp_path: Path) -> None:
+    """The OOM killer ends a process with SIGKILL: select's fit worker, killed so, is one
+    line naming it and how to go on, and no micro-benchmark file."""
+    shared_data(GPQA_CSV)
+    process = subprocess.Popen([str(MDAD), "select", "gpqa", "--method", "tinybenchmarks",
+                                "--size", "50", "--out", "mb.json"], cwd=tmp_path, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               start_new_session=True)
+    worker = None
+    deadline = time.monotonic() + 120
+    while worker is None and time.monotonic() < deadline and process.poll() is None:
+        found = subprocess.run(["pgrep", "-g", str(process.pid), "-f", "spawn_main"],
+                               capture_output=True, text=True).stdout.split()
+        worker = int(found[0]) if found else None
+        time.sleep(0.05)
+    assert worker is not None, "the fit worker never started"
+    time.sleep(0.5)
+    os.kill(worker, signal.SIGKILL)
+    stdout, stderr = process.communicate(timeout=120)
+    errors = [line for line in stderr.splitlines() if not line.startswith("mdad select: ")]
+    proc = subprocess.CompletedProcess(process.args, process.returncode, stdout,
+                                       "\n".join(errors) + "\n")
+    line = assert_user_error(proc, r"a worker process ended abruptly")
+    assert line.endswith("ask for less (lower --size) or free some memory (close other "
+                         "programs), then run it again")
+    assert not (tmp_path / "mb.json").exists()
+
+
+def test_a_full_disk_is_one_line_naming_the_file(tmp_path: Path, monkeypatch) -> None:
+    """`select`'s write fails as on a full disk: one line naming the file."""
+    from typer.testing import CliRunner
+
+    import mdad.safe_io
+    from mdad.cli.app import app
+
+    shared_data(GPQA_CSV)
+
+    def full(path, content) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(mdad.safe_io, "atomic_write", full)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["select", "gpqa", "--method", "random", "--size", "10",
+                                      "--out", "mb.json"])
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    assert result.output.strip().splitlines()[-1] == (
+        "mdad: error: mb.json: No space left on device; free some space, then run it again")
+
+
+# ------------------------------------------------------------------ planted links, modes
+
+
+def _victim(tmp_path: Path) -> Path:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("the user's")
+    return victim
+
+
+def test_select_writes_through_no_planted_link_and_as_the_umask_allows(
+        tmp_path: Path) -> None:
+    shared_data(GPQA_CSV)
+    victim = _victim(tmp_path)
+    (tmp_path / "mb.json").symlink_to(victim)
+    (tmp_path / ".mb.json.k9x_2abc.mdad-tmp").symlink_to(victim)  # a killed writer's
+    (tmp_path / ".mb.json.tmp").symlink_to(victim)  # a fixed name of the past
+    proc = subprocess.run([str(MDAD), "select", "gpqa", "--method", "random", "--size", "10",
+                           "--out", "mb.json", "--force", "--format", "lm-eval"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          preexec_fn=lambda: os.umask(0o022))
+    assert_ok(proc)
+    assert victim.read_text() == "the user's"
+    for name in ("mb.json", "mb.samples.json"):
+        path = tmp_path / name
+        assert not path.is_symlink() and path.is_file()
+        assert path.stat().st_mode & 0o777 == 0o644, oct(path.stat().st_mode)
+    assert not (tmp_path / ".mb.json.k9x_2abc.mdad-tmp").is_symlink()  # removed
+    assert (tmp_path / ".mb.json.tmp").is_symlink()  # not mdad's today: left alone
+
+
+def test_report_writes_through_no_planted_link(tmp_path: Path) -> None:
+    shared_data(GPQA_CSV)
+    folder = tmp_path / "run"
+    assert_ok(subprocess.run([str(MDAD), "run", "gpqa", "--methods", "random", "--sizes", "10",
+                              "--runs", "2", "--resamples", "20", "--out", str(folder)],
+                             cwd=tmp_path, capture_output=True, text=True, timeout=300))
+    victim = _victim(tmp_path)
+    victim_dir = tmp_path / "victim-dir"
+    victim_dir.mkdir()
+    (victim_dir / "a.png").write_bytes(b"the user's")
+    (folder / "report.html").symlink_to(victim)
+    (folder / ".report.html.k9x_2abc").symlink_to(victim)  # the old page temporary's name
+    (folder / ".figures.k9x_2abc").symlink_to(victim_dir)
+    assert_ok(subprocess.run([str(MDAD), "report", str(folder), "--force"], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=300,
+                             preexec_fn=lambda: os.umask(0o022)))
+    assert victim.read_text() == "the user's"
+    assert sorted(p.name for p in victim_dir.iterdir()) == ["a.png"]
+    page = folder / "report.html"
+    assert not page.is_symlink() and page.stat().st_mode & 0o777 == 0o644
+    assert (folder / "figures").stat().st_mode & 0o777 == 0o755
+    assert sorted(p.name for p in folder.iterdir() if p.name.startswith(".")) == []
+
+
+def _run_output(run: int):
+    from mdad.study.records import RunAccuracies, RunOutput
+
+    return RunOutput(run, np.zeros((1, 1, 1, 2)), RunAccuracies(*np.zeros((3, 2))),
+                     np.arange(2), np.zeros(1), Counter(), np.zeros((1, 1, 1, 2)))
+
+
+def test_the_checkpoint_writes_through_no_planted_link(tmp_path: Path) -> None:
+    from mdad.study.checkpoint import StudyCheckpoint
+    from mdad.study.records import CellOutput
+
+    victim = _victim(tmp_path)
+    folder = tmp_path / ".run.progress"
+    folder.mkdir()
+    planted = [".request.json.tmp", "study000-run00000.tmp.npz",
+               ".request.json.k9x_2abc.mdad-tmp", ".study000-run00000.npz.k9x_2abc.mdad-tmp"]
+    for name in [*planted, "request.json.x", "study000-run00000.npz"]:
+        (folder / name).symlink_to(victim)
+    checkpoint = StudyCheckpoint(folder)
+    checkpoint.lock()  # the holder removes what a killed study left
+    assert not any((folder / name).is_symlink() for name in planted)
+    assert (folder / "request.json.x").is_symlink()  # not a temporary: left alone
+    checkpoint.start({"request": {"dataset": "gpqa"}})
+    checkpoint.save(0, _run_output(0))
+    (folder / "study000-run00001.cells").symlink_to(victim)
+    with pytest.raises(OSError):
+        checkpoint.save_cell(0, CellOutput(1, (0, 10, 5), np.zeros(2), 0.0, (), (1.0, 1.0)))
+    assert victim.read_text() == "the user's"
+    for name in ("request.json", "study000-run00000.npz"):
+        assert not (folder / name).is_symlink()
+        assert (folder / name).stat().st_mode & 0o777 == 0o666 & ~_umask()
+    assert checkpoint.finished() == (1, 0)
+    assert checkpoint.load(0, 0) is not None
+    checkpoint.unlock()
+    (folder / "lock").unlink()
+    (folder / "lock").symlink_to(victim)  # truncated and written through, once
+    with pytest.raises(Exception, match="lock file"):
+        StudyCheckpoint(folder).lock()
+    assert victim.read_text() == "the user's"
+
+
+def test_compact_writes_through_no_planted_link(tmp_path: Path) -> None:
+    from mdad.data import ResponseMatrix
+    from mdad.data.compact import load_compact, write_compact
+
+    victim_dir = tmp_path / "victim"
+    victim_dir.mkdir()
+    folder = tmp_path / "data" / "bench"
+    folder.parent.mkdir()
+    folder.symlink_to(victim_dir)  # an empty folder, linked
+    stale = folder.parent / ".bench.mdad-staging-k9x_2abc"  # a killed write's (old name)
+    stale.mkdir()
+    (stale / "correctness.npy").write_bytes(b"half")
+    ended = folder.parent / ".bench.mdad-staging-4194305-k9x_2abc"  # an ended process's
+    ended.mkdir()
+    linked = folder.parent / ".bench.mdad-staging-zzzz1234"
+    linked.symlink_to(victim_dir)
+    live = folder.parent / f".bench.mdad-staging-{os.getpid()}-k9x_2abc"  # still writing
+    live.mkdir()
+    matrix = ResponseMatrix(np.array([[1.0, 0.0], [0.0, 1.0]]), ["a", "b"], ["t/0", "t/1"],
+                            ["t", "t"])
+    write_compact(folder, matrix, {"metric": "acc"})
+    assert not folder.is_symlink() and folder.is_dir()
+    assert list(victim_dir.iterdir()) == []
+    assert folder.stat().st_mode & 0o777 == 0o777 & ~_umask()
+    assert load_compact(folder).n_models == 2
+    assert sorted(p.name for p in folder.parent.iterdir()) == sorted(["bench", live.name])
+
+
+def _umask() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return umask
