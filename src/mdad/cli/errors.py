@@ -44,7 +44,7 @@ def literal(text: object) -> str:
 
 
 class Terminated(BaseException):
-    """SIGTERM, raised in the main thread (see `stop_on_sigterm`) so that a command stops
+    """SIGTERM, raised in the main thread (see `stop_on_signals`) so that a command stops
     as on Ctrl-C: its cleanup runs, and `user_errors` prints one line."""
 
 
@@ -125,7 +125,7 @@ def user_errors(command: Callable[P, R] | None = None, *, kept: str | None = Non
     """Decorator for CLI commands (``@user_errors`` or ``@user_errors(kept=...)``): an
     `MdadError`, a resource running out (memory, threads, a worker process, disk space,
     open files) or a file that cannot be read or written becomes one line and exit 2;
-    Ctrl-C and SIGTERM (see `stop_on_sigterm`) become one line ``interrupted: ...`` and
+    Ctrl-C and SIGTERM (see `stop_on_signals`) become one line ``interrupted: ...`` and
     exit 130 / 143. Never a traceback for these.
 
     `kept` says what an interrupt leaves and how to go on; by default, that no file is
@@ -138,7 +138,11 @@ def user_errors(command: Callable[P, R] | None = None, *, kept: str | None = Non
 
     @functools.wraps(command)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        _state["kept"] = kept
+        # for the watchdog, which cannot know what a resumable command saved
+        _state["kept"] = kept if kept is not None or "resume" not in kwargs else (
+            f"stopped before its own cleanup ended; what it finished is saved: continue "
+            f"with: mdad {command.__name__} --resume "
+            f"{kwargs.get('resume') or kwargs.get('out') or 'OUT_FOLDER'}")
         try:
             return command(*args, **kwargs)
         except typer.Exit:  # the command's own exit (a RuntimeError): as it is
