@@ -93,29 +93,33 @@ def main() -> None:
     errors.stop_on_signals()  # SIGTERM takes Ctrl-C's path: cleanup, one line
     logging.raiseExceptions = False  # a handler failing (no memory) prints no half-traceback
     logging.getLogger().addFilter(_not_hashlib_fallback)
+    # multiprocessing's resource tracker, a process of its own started with these
+    # options, removes the semaphores a worker terminated on Ctrl-C left, and warns of
+    # each in two lines: noise after the interrupted line
+    sys.warnoptions.append("ignore:resource_tracker:UserWarning")
     try:
         _main()
     except SystemExit as done:
-        code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
+        if done.code not in (130, 143):
+            raise
+        code = done.code
     except (KeyboardInterrupt, errors.Terminated) as stop:  # before a command ran
         code = errors.interrupted(stop).exit_code
     except Exception as exc:
         message = errors.resource_message(exc)
         if message is None:
             raise
-        code = errors.fail(message).exit_code
-    if code in (130, 143):
-        # The command's cleanup has run; end now rather than wait for threads still in
-        # a fit or a read (Python joins them at exit, which took up to a minute). The
-        # atexit functions still run: multiprocessing's release its semaphores.
-        atexit._run_exitfuncs()
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):
-                pass
-        os._exit(code)
-    raise SystemExit(code)
+        raise SystemExit(errors.fail(message).exit_code) from None
+    # Interrupted (130, 143), its cleanup run: end now rather than wait for threads still
+    # in a fit or a read (Python joins them at exit, which took up to a minute). The
+    # atexit functions still run: multiprocessing's release its semaphores.
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
 
 
 def _not_hashlib_fallback(record: logging.LogRecord) -> bool:
