@@ -330,3 +330,36 @@ def _umask() -> int:
     umask = os.umask(0)
     os.umask(umask)
     return umask
+
+
+@pytest.mark.slow
+def test_a_run_whose_worker_is_killed_names_its_resume_command(tmp_path: Path) -> None:
+    """The OOM killer takes one of `mdad run`'s workers after a run was saved: one line
+    that ends with the resume command, and the resumed study equals an unbroken one."""
+    from mdad.study.checkpoint import checkpoint_dir
+
+    shared_data(GPQA_CSV)
+    args = ["run", "gpqa", "--methods", "random,tinybenchmarks", "--sizes", "10,25",
+            "--runs", "4", "--workers", "2", "--resamples", "20"]
+    out = tmp_path / "run"
+    process = subprocess.Popen([str(MDAD), *args, "--out", str(out)], cwd=tmp_path,
+                               text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               start_new_session=True)
+    deadline = time.monotonic() + 120
+    while (time.monotonic() < deadline and process.poll() is None
+           and not list(checkpoint_dir(out).glob("*-run*.npz"))):
+        time.sleep(0.02)
+    workers = subprocess.run(["pgrep", "-g", str(process.pid), "-f", "spawn_main"],
+                             capture_output=True, text=True).stdout.split()
+    assert workers and process.poll() is None, "no worker process to kill"
+    os.kill(int(workers[-1]), signal.SIGKILL)
+    stdout, stderr = process.communicate(timeout=120)
+    proc = subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+    line = assert_user_error(proc, r"a worker process ended abruptly")
+    assert line.endswith(f"then continue with: mdad run --resume {out}"), line
+    assert_ok(subprocess.run([str(MDAD), "run", "--resume", str(out)], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=300))
+    whole = tmp_path / "whole"
+    assert_ok(subprocess.run([str(MDAD), *args, "--out", str(whole)], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=300))
+    assert (out / "mdad.csv").read_text() == (whole / "mdad.csv").read_text()

@@ -161,3 +161,39 @@ def test_a_written_file_is_whole_after_kill_mid_write(tmp_path: Path):
     child.wait()
     assert target.read_bytes() == b"old"
     assert len(remove_stale_temporaries(tmp_path, "big.bin")) == 1
+
+
+def test_stale_staging_of_ended_processes_goes_and_nothing_else(tmp_path: Path):
+    from mdad.safe_io import make_staging, remove_stale_staging
+
+    target = tmp_path / "out"
+    mine = make_staging(target)  # this process is alive: kept
+    assert mine.name.startswith(f".out.mdad-staging-{os.getpid()}-")
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                           capture_output=True, text=True).stdout.strip()
+    dead = tmp_path / f".out.mdad-staging-{ended}-abcd_123"
+    old = tmp_path / ".out.mdad-staging-abcd_123"  # before mdad named the process
+    other = tmp_path / ".other.mdad-staging-abcd_123"
+    for folder in (dead, old, other):
+        (folder / "sub").mkdir(parents=True)
+    victim = tmp_path / "victim"
+    (victim / "keep").mkdir(parents=True)
+    link = tmp_path / ".out.mdad-staging-zzzz1234"
+    link.symlink_to(victim)
+    assert sorted(p.name for p in remove_stale_staging(target)) == sorted(
+        p.name for p in (dead, old, link))
+    assert mine.is_dir() and other.is_dir() and (victim / "keep").is_dir()
+
+
+@pytest.mark.parametrize(("exc", "out"), [
+    (MemoryError(), True), (OSError(28, "No space left on device"), True),
+    (OSError(24, "Too many open files"), True),
+    (ValueError("Unknown error: Failed to launch worker thread: Resource temporarily "
+                "unavailable"), True),
+    (RuntimeError("can't start new thread"), True),
+    (ValueError("Parquet magic bytes not found in footer"), False),
+    (OSError(2, "No such file or directory"), False)])
+def test_running_out_tells_resources_from_damaged_input(exc, out):
+    from mdad.errors import running_out
+
+    assert running_out(exc) is out

@@ -46,3 +46,25 @@ def check_whole(value: object, parameter: str, minimum: int = 1,
         raise ConfigError(f"{parameter} must be an integer in {minimum}..{maximum:,} (the "
                           f"memory a study needs grows with it); got {value!r}",
                           parameters=(parameter,))
+
+
+# What an exception says when a resource ran out, whatever library raised it.
+RUNNING_OUT_TEXT = ("out of memory", "cannot allocate memory", "failed to allocate",
+                    "failed to map segment", "std::bad_alloc", "can't start new thread",
+                    "failed to launch worker thread", "no space left on device",
+                    "too many open files")
+
+
+def running_out(exc: BaseException) -> bool:
+    """Whether `exc` is memory, threads, disk space or open files running out: no fault
+    of the input, so a reader must not report it as a damaged file."""
+    import errno
+
+    if isinstance(exc, MemoryError) or "ArrowMemoryError" in {
+            cls.__name__ for cls in type(exc).__mro__}:
+        return True
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOMEM, errno.ENOSPC, errno.EMFILE,
+                                                  errno.ENFILE):
+        return True
+    text = str(exc).lower()
+    return any(t in text for t in RUNNING_OUT_TEXT)

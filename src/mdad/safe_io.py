@@ -14,6 +14,7 @@ from __future__ import annotations
 import fcntl
 import os
 import re
+import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -22,15 +23,72 @@ from typing import BinaryIO
 from mdad.errors import ConfigError, DataError
 
 TEMP_SUFFIX = ".mdad-tmp"
+STAGING = "mdad-staging-"  # marks the folders mdad stages a whole folder in
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "'")
+
+
+def _umask() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return umask
 
 
 def file_mode() -> int:
     """The mode a new file gets under the process's umask (0o644 under umask 022):
     `tempfile` makes its files private (0o600), which a written result should not be."""
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask
+    return 0o666 & ~_umask()
+
+
+def folder_mode() -> int:
+    """The mode `mkdir` gives a folder under the process's umask (0o755 under 022)."""
+    return 0o777 & ~_umask()
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process `pid` exists (this one included; another user's counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def make_staging(target: str | Path) -> Path:
+    """A new, unique folder beside `target` to build it in before renaming it into
+    place: ``.<name>.mdad-staging-<pid>-<random>``, with a folder's usual mode. The
+    process id in its name lets `remove_stale_staging` tell a killed writer's leftover
+    from a live one's work."""
+    target = Path(target)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.{STAGING}{os.getpid()}-",
+                                    dir=target.parent))
+    staging.chmod(folder_mode())  # mkdtemp makes it private; the result is not
+    return staging
+
+
+def remove_stale_staging(target: str | Path) -> list[Path]:
+    """Remove the staging folders (`make_staging`) of `target` whose process has
+    ended, and those of mdad before it named the process (``.<name>.mdad-staging-
+    <random>``). Nothing else, and never through a link. Returns what was removed."""
+    target = Path(target)
+    pattern = re.compile(rf"^\.{re.escape(target.name)}\.{STAGING}(?:(\d+)-)?"
+                         r"[a-z0-9_]{8}$")
+    removed: list[Path] = []
+    if not target.parent.is_dir():
+        return removed
+    for entry in target.parent.iterdir():
+        match = pattern.match(entry.name)
+        if match is None or (match[1] and process_alive(int(match[1]))):
+            continue
+        if entry.is_symlink():
+            entry.unlink(missing_ok=True)  # the link goes, never what it points to
+        elif entry.is_dir():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            continue
+        removed.append(entry)
+    return removed
 
 
 def atomic_write(path: str | Path, content: bytes | Callable[[BinaryIO], None]) -> None:
@@ -205,6 +263,6 @@ def csv_text_read(value: object) -> object:
     return value
 
 
-__all__ = ["TEMP_SUFFIX", "FileLock", "atomic_write",
-           "check_hub_id", "csv_text", "csv_text_read", "file_mode",
-           "remove_stale_temporaries", "safe_component"]
+__all__ = ["STAGING", "TEMP_SUFFIX", "FileLock", "atomic_write", "check_hub_id", "csv_text",
+           "csv_text_read", "file_mode", "folder_mode", "make_staging", "process_alive",
+           "remove_stale_staging", "remove_stale_temporaries", "safe_component"]

@@ -261,6 +261,12 @@ def _conduct(prepared: PreparedStudy, out_dir: Path, err: Console, **options) ->
                    if stop.saved_anything else "nothing was finished")
         err.print(f"interrupted: {literal(message)}")
         raise typer.Exit(130 if isinstance(stop.cause, KeyboardInterrupt) else 143) from None
+    except Exception as exc:
+        from mdad.study.checkpoint import checkpoint_dir
+
+        if checkpoint_dir(out_dir).is_dir():  # work was saved: the error says how to go on
+            exc.add_note(f"continue with: mdad run --resume {out_dir}")
+        raise
     finally:
         _stop(bar)
         signal.signal(signal.SIGTERM, previous)

@@ -18,9 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -31,6 +29,7 @@ from mdad.data.datasets import DatasetSpec, data_search_path
 from mdad.data.loader import FileLoader
 from mdad.data.matrix import ResponseMatrix
 from mdad.errors import ConfigError, DataError
+from mdad.safe_io import make_staging, remove_stale_staging
 
 META = "mdad-compact.json"
 FORMAT = "mdad-compact/1"
@@ -57,48 +56,6 @@ def check_replaceable(folder: Path, parameter: str = "folder") -> None:
                           "or empty folder", parameters=(parameter,))
 
 
-def remove_stale_staging(folder: Path) -> list[Path]:
-    """Remove the staging folders that `write_compact` calls into `folder` left when
-    they were killed: ``.<name>.mdad-staging-<pid>-<random>`` of a process that has
-    ended, and ``.<name>.mdad-staging-<random>`` of mdad before it named the process.
-    Nothing else, and never through a link. Returns what was removed."""
-    folder = Path(folder)
-    pattern = re.compile(rf"^\.{re.escape(folder.name)}\.mdad-staging-(?:(\d+)-)?"
-                         r"[a-z0-9_]{8}$")
-    removed = []
-    if not folder.parent.is_dir():
-        return removed
-    for entry in folder.parent.iterdir():
-        match = pattern.match(entry.name)
-        if match is None or (match[1] and _alive(int(match[1]))):
-            continue
-        if entry.is_symlink():
-            entry.unlink()  # the link goes, never what it points to
-        elif entry.is_dir():
-            shutil.rmtree(entry, ignore_errors=True)
-        else:
-            continue
-        removed.append(entry)
-    return removed
-
-
-def _alive(pid: int) -> bool:
-    """Whether process `pid` exists (this one included; another user's counts)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _umask() -> int:
-    umask = os.umask(0)
-    os.umask(umask)
-    return umask
-
-
 def write_compact(folder: Path, matrix: ResponseMatrix, metadata: dict[str, Any]) -> Path:
     """Write `matrix` and `metadata` (merged into the JSON) to `folder`, replacing it
     whole: the new folder is staged beside it and renamed into place.
@@ -112,12 +69,8 @@ def write_compact(folder: Path, matrix: ResponseMatrix, metadata: dict[str, Any]
     check_replaceable(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_staging(folder)
-    # mkdtemp: private and unique; its name holds this process's id, so that a later
-    # write removes it only once this one has ended
-    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.mdad-staging-{os.getpid()}-",
-                                    dir=folder.parent))
+    staging = make_staging(folder)
     try:
-        staging.chmod(0o777 & ~_umask())  # the dataset's folder: as mkdir makes one
         values = np.asarray(matrix.correctness, dtype=np.float32)
         missing = np.isnan(values)
         binary = np.isin(values[~missing], (0.0, 1.0)).all()

@@ -19,6 +19,7 @@ from mdad.errors import ConfigError
 from mdad.report.figures import FigureSpec, all_figures
 from mdad.report.sentences import findings
 from mdad.report.style import label, method_order
+from mdad.safe_io import folder_mode, process_alive
 from mdad.study.folder import StudyFolder, read_study_folder
 from mdad.study.trust import estimates_disagree, flagged_mask, thin_data_notices
 
@@ -117,7 +118,7 @@ def remove_stale_report_files(study_dir: Path) -> list[Path]:
     removed = []
     for entry in Path(study_dir).iterdir():
         match = _STALE.match(entry.name)
-        if match is None or (match[2] and _alive(int(match[2]))):
+        if match is None or (match[2] and process_alive(int(match[2]))):
             continue
         if entry.is_symlink() or (match[1] == "report.html" and entry.is_file()):
             entry.unlink(missing_ok=True)  # a link goes, never what it points to
@@ -127,23 +128,6 @@ def remove_stale_report_files(study_dir: Path) -> list[Path]:
             continue
         removed.append(entry)
     return removed
-
-
-def _alive(pid: int) -> bool:
-    """Whether process `pid` exists (this one included)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's: alive
-        return True
-    return True
-
-
-def _umask() -> int:
-    umask = os.umask(0)
-    os.umask(umask)
-    return umask
 
 
 def write_report(study_dir: Path) -> Path:
@@ -186,7 +170,7 @@ def write_report(study_dir: Path) -> Path:
             (staging / f"{spec.name}.png").write_bytes(buffer.getvalue())
             spec.figure.savefig(staging / f"{spec.name}.svg", format="svg")
             images[spec.name] = base64.b64encode(buffer.getvalue()).decode("ascii")
-        staging.chmod(0o777 & ~_umask())  # as a folder made by mkdir
+        staging.chmod(folder_mode())  # as a folder made by mkdir
         staged_page = staging / ".report.html"  # in the private folder: no link planted
         with staged_page.open("x", encoding="utf-8") as out:  # mode as the umask allows
             out.write(render_page(study, specs, images))

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import re
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -29,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from mdad.data.files import check_regular_file
-from mdad.errors import ConfigError, DataError
-from mdad.safe_io import csv_text, csv_text_read
+from mdad.errors import ConfigError, DataError, running_out
+from mdad.safe_io import STAGING, csv_text, csv_text_read, make_staging
 from mdad.study.design import seen_pool_size
 from mdad.study.folder_checks import (
     CSV_TEXT_FIELD,
@@ -50,7 +49,6 @@ if TYPE_CHECKING:
     from mdad.study.config import StudyPlan
     from mdad.study.evaluation import StudyTables
 
-STAGING = "mdad-staging-"  # marks the folders mdad writes a study into before renaming
 POOLED = "(pooled)"  # the subtask name of a per-subtask study's pooled rows
 LEGACY_NOT_REACHED = 0.5  # mdad 0.1's stand-in for "never reached"
 REQUIRED = ("config.json", "mdad.csv", "summary.csv", "results.parquet")
@@ -90,21 +88,14 @@ def _probe_writable(out_dir: Path) -> None:
     existing ancestor: what the final write will need."""
     existing = next(p for p in (out_dir.parent, *out_dir.parent.parents) if p.exists())
     try:
-        probe = tempfile.mkdtemp(prefix=f".{out_dir.name}.{STAGING}", dir=existing)
+        # as long a name as `make_staging`'s
+        probe = tempfile.mkdtemp(prefix=f".{out_dir.name}.{STAGING}{os.getpid()}-",
+                                 dir=existing)
         os.rmdir(probe)
     except OSError as exc:
         raise ConfigError(f"out_dir {out_dir}: cannot write there ({exc.strerror}); choose "
                           "a folder you can write to, with a shorter name if it is long",
                           parameters=("out_dir",)) from None
-
-
-def remove_stale_staging(out_dir: Path) -> None:
-    """Remove staging folders (`.<name>.*`) that an interrupted final write left beside
-    `out_dir`; only the process that owns the study (holds its lock) may call this."""
-    staging = re.compile(rf"\.{re.escape(Path(out_dir).name)}\.{STAGING}[a-z0-9_]{{8}}")
-    for path in Path(out_dir).parent.iterdir():
-        if staging.fullmatch(path.name) and path.is_dir():
-            shutil.rmtree(path, ignore_errors=True)
 
 
 def study_config_json(dataset: Dataset, plan: StudyPlan, *, version: str,
@@ -162,10 +153,7 @@ def write_study_folder(out_dir: Path, results: pd.DataFrame, tables: StudyTables
     parent = out_dir.parent
     try:
         parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.{STAGING}", dir=parent))
-        umask = os.umask(0)
-        os.umask(umask)
-        staging.chmod(0o777 & ~umask)  # mkdtemp makes it private; a run folder is not
+        staging = make_staging(out_dir)
     except OSError as exc:
         raise ConfigError(f"out_dir {out_dir}: cannot create it ({exc.strerror})",
                           parameters=("out_dir",)) from None
@@ -304,12 +292,16 @@ def read_study_folder(path: Path) -> StudyFolder:
 
     readers = {"config.json": lambda f: json.loads(f.read_text(encoding="utf-8")),
                "mdad.csv": read_csv, "summary.csv": read_csv,
-               "results.parquet": pd.read_parquet}
+               # one thread: pyarrow's pool waits forever for a thread it cannot start
+               "results.parquet": lambda f: pd.read_parquet(f, use_threads=False,
+                                                            pre_buffer=False)}
     tables: dict[str, Any] = {}
     for name, read in readers.items():
         try:
             tables[name] = read(path / name)
         except (OSError, ValueError) as exc:  # pyarrow's errors are ValueErrors too
+            if running_out(exc):  # not the file's fault
+                raise
             reason = " ".join(str(exc).split())[:160]
             raise DataError(f"{path / name}: cannot read it ({reason}); {FIX}") from None
     config, mdad, summary = tables["config.json"], tables["mdad.csv"], tables["summary.csv"]

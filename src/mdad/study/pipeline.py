@@ -20,14 +20,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mdad.errors import ConfigError, DataError, MdadError
+from mdad.safe_io import remove_stale_staging
 from mdad.study.checkpoint import StudyCheckpoint, checkpoint_dir
 from mdad.study.config import DEFAULT_SIZES, StudyPlan, plan_study
-from mdad.study.folder import (
-    check_out_dir,
-    remove_stale_staging,
-    study_config_json,
-    write_study_folder,
-)
+from mdad.study.folder import check_out_dir, study_config_json, write_study_folder
 from mdad.study.request import StudyRequest
 
 if TYPE_CHECKING:
