@@ -191,3 +191,23 @@ def test_a_main_thread_that_cannot_act_on_a_signal_is_ended_by_the_watchdog(
         assert process.returncode == code, stderr
         assert stderr == ("interrupted: nothing was written (mdad writes each file whole or "
                           "not at all); run it again\n")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("sig", "code"), SIGNALS)
+def test_adaptive_start_stops_at_once_and_frees_its_lock(sig: int, code: int,
+                                                         tmp_path: Path) -> None:
+    """`adaptive start` fits and cross-validates in this process, holding the state's
+    lock: it stops at once, writes no state, and the next start takes the lock."""
+    shared_data(GPQA_CSV)
+    args = ("adaptive", "start", "gpqa", "--budget", "50", "--batch", "5", "--out",
+            "state.json")
+    process = start(*args, cwd=tmp_path)
+    wait_until(lambda: (tmp_path / ".state.json.lock").is_file() or process.poll() is not None)
+    time.sleep(0.5)  # fitting
+    assert process.poll() is None, "the start ended before it could be stopped"
+    seconds, stderr = stop(process, sig)
+    assert seconds < LIMIT_SECONDS, f"took {seconds:.1f} s to stop"
+    assert_interrupted(process, stderr, code, "nothing was written")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".state.json.lock"]
+    assert_ok(mdad_cli(*args, cwd=tmp_path))
