@@ -66,10 +66,10 @@ from mdad.data.leaderboard_partial import (
 )
 from mdad.data.lm_eval import (
     MAX_LINE_BYTES,
-    _merge,
-    _name_parts,
-    _TaskScores,
+    TaskScores,
     build_matrix,
+    merge_task_scores,
+    name_parts,
     read_task_lines,
 )
 from mdad.errors import ConfigError, DataError, MdadError
@@ -252,11 +252,11 @@ class _Puller:
             name = Path(sibling.rfilename).name
             if not name.startswith("samples_") or not name.endswith(".jsonl"):
                 continue
-            if self.benchmark.holds(_name_parts(Path(name))[0]):
+            if self.benchmark.holds(name_parts(Path(name))[0]):
                 files[sibling.rfilename] = None if sibling.size is None else int(sibling.size)
         return str(info.sha), files
 
-    def read_file(self, repo: str, revision: str, path: str, size: int | None) -> _TaskScores:
+    def read_file(self, repo: str, revision: str, path: str, size: int | None) -> TaskScores:
         """One sample file, streamed and reduced; retried when cut short, not when a
         limit fired (the file's deadline covers all its attempts)."""
         what = f"{repo}/{path}"
@@ -295,10 +295,10 @@ class _Puller:
             if not files:
                 raise _Skip(f"no {self.benchmark.name} details")
             by_task: dict[str, list[str]] = {}
-            for path in sorted(files, key=lambda p: (*_name_parts(Path(p)), p)):  # oldest first
-                by_task.setdefault(_name_parts(Path(path))[0], []).append(path)
-            tasks = {task: _merge([self.read_file(repo, revision, p, files[p])
-                                   for p in paths])
+            for path in sorted(files, key=lambda p: (*name_parts(Path(p)), p)):  # oldest first
+                by_task.setdefault(name_parts(Path(path))[0], []).append(path)
+            tasks = {task: merge_task_scores([self.read_file(repo, revision, p, files[p])
+                                              for p in paths])
                      for task, paths in by_task.items()}
         except Exception as exc:
             refusal = _refusal(exc)
@@ -712,7 +712,7 @@ def _assemble(puller: _Puller, repos: list[str], benchmark: Benchmark,
     """The compact dataset from every partial file of `repos`."""
     from mdad import __version__
 
-    per_model: dict[str, dict[str, _TaskScores]] = {}
+    per_model: dict[str, dict[str, TaskScores]] = {}
     provenance: dict[str, dict] = {}
     for repo in repos:
         saved = load_partial(puller.partial_path(repo), benchmark)

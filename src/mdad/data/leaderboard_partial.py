@@ -17,7 +17,7 @@ from typing import Protocol
 
 import numpy as np
 
-from mdad.data.lm_eval import _TaskScores
+from mdad.data.lm_eval import TaskScores
 from mdad.errors import ConfigError
 from mdad.safe_io import atomic_write
 
@@ -38,7 +38,7 @@ class BenchmarkLike(Protocol):
     def holds(self, task: str) -> bool: ...
 
 
-def save_partial(path: Path, tasks: dict[str, _TaskScores], provenance: dict) -> None:
+def save_partial(path: Path, tasks: dict[str, TaskScores], provenance: dict) -> None:
     """Save one model's reduced `tasks` and its `provenance` (a JSON object) to `path`,
     atomically (`mdad.safe_io.atomic_write`): a killed pull leaves no half file."""
     arrays: dict[str, np.ndarray] = {"provenance": np.array(json.dumps(provenance))}
@@ -65,7 +65,7 @@ def _open_regular(path: Path) -> int | None:
 
 
 def load_partial(path: Path, benchmark: BenchmarkLike
-                  ) -> tuple[dict[str, _TaskScores], dict] | None:
+                  ) -> tuple[dict[str, TaskScores], dict] | None:
     """A saved model of `benchmark`, or None when the file is missing, damaged, a link,
     or of another benchmark or metric: the model is then fetched again and the file
     replaced by an atomic write (never deleted here)."""
@@ -78,7 +78,7 @@ def load_partial(path: Path, benchmark: BenchmarkLike
             provenance = json.loads(str(data["provenance"]))
             tasks, k = {}, 0
             while f"task{k}" in data:
-                tasks[str(data[f"task{k}"])] = _TaskScores(
+                tasks[str(data[f"task{k}"])] = TaskScores(
                     [str(d) for d in data[f"docs{k}"]], data[f"scores{k}"].astype(np.float64),
                     data[f"confidence{k}"].astype(np.float64))
                 k += 1

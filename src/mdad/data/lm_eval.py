@@ -48,8 +48,9 @@ _CHOICE_METRICS = frozenset({"acc", "acc_norm"})
 
 
 @dataclass(frozen=True)
-class _TaskScores:
-    """One model's scores on one task, in file order."""
+class TaskScores:
+    """One model's scores on one task, in file order (`read_task_lines` makes it; the
+    leaderboard pull saves it as a partial file). `doc_ids` may be empty."""
 
     doc_ids: list[str]
     scores: np.ndarray  # float64, (n_docs,)
@@ -99,11 +100,13 @@ class LmEvalFiles:
 
 def task_of(file: Path) -> str:
     """The task of a ``samples_<task>_<timestamp>.jsonl`` file name."""
-    return _name_parts(file)[0]
+    return name_parts(file)[0]
 
 
-def _name_parts(file: Path) -> tuple[str, str]:
-    """(task, timestamp) of a sample file's name; the timestamp is "" when absent."""
+def name_parts(file: Path) -> tuple[str, str]:
+    """(task, timestamp) of a sample file's name; the timestamp is "" when absent, and a
+    name not of the ``samples_<task>_<timestamp>.jsonl`` form gives its stem without
+    ``samples_`` as the task."""
     match = _FILE_NAME.fullmatch(file.name)
     if match is None:
         return file.stem.removeprefix("samples_"), ""
@@ -112,7 +115,7 @@ def _name_parts(file: Path) -> tuple[str, str]:
 
 def _merge_order(files: list[Path]) -> list[Path]:
     """By task, then oldest first; the harness's timestamps sort as text."""
-    return sorted(files, key=lambda f: (*_name_parts(f), f.name))
+    return sorted(files, key=lambda f: (*name_parts(f), f.name))
 
 
 def holds_lm_eval_samples(path: str | Path) -> bool:
@@ -201,8 +204,10 @@ def _files_by_task(files: list[Path], tasks: set[str] | None) -> dict[str, list[
     return grouped
 
 
-def _merge(parts: list[_TaskScores]) -> _TaskScores:
-    """One task's scores from several files, oldest first: a later file wins per doc."""
+def merge_task_scores(parts: list[TaskScores]) -> TaskScores:
+    """One task's scores from several files, oldest first: a later file wins per doc
+    (keeping the doc's first position); one part is returned as it is. The metric is
+    the parts' one, or theirs joined by "/" when they differ."""
     if len(parts) == 1:
         return parts[0]
     latest: dict[str, tuple[int, int]] = {}  # doc -> (part, position in it)
@@ -214,7 +219,7 @@ def _merge(parts: list[_TaskScores]) -> _TaskScores:
                           dtype=np.float64)
     metrics = {part.metric for part in parts}
     metric = metrics.pop() if len(metrics) == 1 else "/".join(sorted(metrics))
-    return _TaskScores(list(latest), scores, confidence, metric)
+    return TaskScores(list(latest), scores, confidence, metric)
 
 
 def _loglikelihoods(record: dict[str, Any]) -> list[float] | None:
@@ -405,7 +410,7 @@ def _check_unfiltered_repeat(record: dict[str, Any], doc: str, first: float, key
             "'filter' field to the records")
 
 
-def _read_task(path: Path, metric: str, fallback_metric: bool = True) -> _TaskScores:
+def _read_task(path: Path, metric: str, fallback_metric: bool = True) -> TaskScores:
     """Parse one samples file (see `read_task_lines`)."""
     with open(path, "rb") as handle:
         return read_task_lines(_capped_lines(handle), path, metric,
@@ -422,7 +427,7 @@ def _capped_lines(handle: Any) -> Iterator[bytes]:
 
 
 def read_task_lines(lines: Iterable[bytes], path: Path | str, metric: str, *,
-                    fallback_metric: bool = True) -> _TaskScores:
+                    fallback_metric: bool = True) -> TaskScores:
     """Parse one samples file's lines (raw bytes, as a file or a stream yields them),
     keeping only each record's doc_id, `metric` and option log-likelihoods; `path`
     names the file in errors.
@@ -510,7 +515,7 @@ def read_task_lines(lines: Iterable[bytes], path: Path | str, metric: str, *,
     confidence = np.full(len(doc_ids), np.nan)
     if rows:
         confidence[rows] = _gold_softmax(flat, counts, gold)
-    return _TaskScores(doc_ids, np.asarray(scores, dtype=np.float64), confidence, key or "")
+    return TaskScores(doc_ids, np.asarray(scores, dtype=np.float64), confidence, key or "")
 
 
 def _decode(raw: bytes, path: Path, line: int) -> str:
@@ -597,14 +602,15 @@ def load_lm_eval_samples(path: str | Path, *, metric: str = "acc",
     path = Path(path)
     found = lm_eval_files(path)
     wanted = None if tasks is None else set(tasks)
-    per_model: dict[str, dict[str, _TaskScores]] = {}
+    per_model: dict[str, dict[str, TaskScores]] = {}
     used: list[Path] = []
     without_tasks: list[str] = []
     for model, files in found.models.items():
         grouped = _files_by_task(files, wanted)
         if grouped:
             per_model[model] = {
-                task: _merge([_read_task(f, metric, fallback_metric) for f in group])
+                task: merge_task_scores([_read_task(f, metric, fallback_metric)
+                                         for f in group])
                 for task, group in grouped.items()}
             used.extend(f for group in grouped.values() for f in group)
         else:
@@ -622,7 +628,7 @@ def load_lm_eval_samples(path: str | Path, *, metric: str = "acc",
                         notes=tuple(notes))
 
 
-def _fallback_note(per_model: dict[str, dict[str, _TaskScores]], metric: str) -> str:
+def _fallback_note(per_model: dict[str, dict[str, TaskScores]], metric: str) -> str:
     """A note naming the tasks scored by exact_match where `metric` was asked, or ""."""
     substituted = {(model, task) for model, scores in per_model.items()
                    for task, part in scores.items()
@@ -635,7 +641,7 @@ def _fallback_note(per_model: dict[str, dict[str, _TaskScores]], metric: str) ->
             f"records, no option log-likelihoods), for {len(models)} model(s): {listed(tasks)}")
 
 
-def build_matrix(per_model: dict[str, dict[str, _TaskScores]], *, source: str,
+def build_matrix(per_model: dict[str, dict[str, TaskScores]], *, source: str,
                  sha256: str | None = None, notes: tuple[str, ...] = ()) -> ResponseMatrix:
     """One matrix from each model's scores by task: models sorted by name, items
     ``"<task>/<doc_id>"`` sorted by task then doc_id, NaN where a model lacks an item."""
