@@ -144,8 +144,8 @@ def test_a_pipe_or_folder_in_a_checkpoint_file_s_place_is_named(tmp_path: Path) 
     checkpoint = StudyCheckpoint(tmp_path / "progress")
     checkpoint.folder.mkdir()
     os.mkfifo(checkpoint.folder / LOCK)
-    with pytest.raises(ConfigError, match=rf"{LOCK}: not a regular file or folder \(a device, "
-                       r"pipe or socket\), where the study's lock file goes; remove it$"):
+    with pytest.raises(ConfigError, match=rf"{LOCK}: the lock file of the study "
+                       r"checkpointed in \S+ is not a regular file; remove it$"):
         checkpoint.lock()
     (checkpoint.folder / REQUEST).mkdir()
     with pytest.raises(ConfigError, match=rf"^resume: \S+{REQUEST}: a folder, not a file, "

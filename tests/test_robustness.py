@@ -220,7 +220,7 @@ def test_resume_from_elsewhere_refuses_extras_and_cleans_staging(tmp_path: Path)
     os.pwrite(lock, b"424242\n", 0)
     try:
         assert_user_error(mdad_cli("run", "--resume", out, cwd=tmp_path),
-                          r"being computed by process 424242")
+                          r"is in use by process 424242")
     finally:
         os.close(lock)
     stale = tmp_path / f".{out.name}.mdad-staging-abcd1234"  # a kill in the final write

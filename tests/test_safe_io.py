@@ -62,14 +62,40 @@ def test_a_failed_write_leaves_no_temporary_and_names_the_target(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def _ended_pid() -> int:
+    return int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                              capture_output=True, text=True).stdout)
+
+
 def test_stale_temporaries_go_and_nothing_else(tmp_path):
-    (tmp_path / f".a.json.xyz{TEMP_SUFFIX}").write_text("left by a killed run")
-    (tmp_path / f".b.npz.q{TEMP_SUFFIX}").symlink_to(tmp_path / "elsewhere")
+    dead = _ended_pid()
+    (tmp_path / f".a.json.{dead}.xyz_1234{TEMP_SUFFIX}").write_text("left by a killed run")
+    (tmp_path / f".a.json.{os.getpid()}.xyz_1234{TEMP_SUFFIX}").write_text("being written")
+    (tmp_path / f".a.json.xyz_1234{TEMP_SUFFIX}").write_text("of mdad before pids")
+    (tmp_path / f".a.json.csv.{dead}.xyz_1234{TEMP_SUFFIX}").write_text("another file's")
+    (tmp_path / f".b.npz.{dead}.qqqq_123{TEMP_SUFFIX}").symlink_to(tmp_path / "elsewhere")
+    (tmp_path / f".a.json.{dead}.too_long_name{TEMP_SUFFIX}").write_text("not mdad's")
     (tmp_path / "a.json").write_text("{}")
-    (tmp_path / ".a.json.lock").write_text("")
-    assert len(remove_stale_temporaries(tmp_path, "a.json")) == 1
-    assert len(remove_stale_temporaries(tmp_path)) == 1
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".a.json.lock", "a.json"]
+    assert len(remove_stale_temporaries(tmp_path, "a.json")) == 2
+    assert len(remove_stale_temporaries(tmp_path, "a.[js]on")) == 0  # a name, no pattern
+    assert len(remove_stale_temporaries(tmp_path)) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([
+        f".a.json.{os.getpid()}.xyz_1234{TEMP_SUFFIX}",
+        f".a.json.{dead}.too_long_name{TEMP_SUFFIX}", "a.json"])
+
+
+def test_reading_the_umask_never_changes_it_under_threads(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from mdad.safe_io import file_mode
+
+    old = os.umask(0o022)
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            modes = set(pool.map(lambda _: file_mode(), range(2000)))
+        assert modes == {0o644} and os.umask(0o022) == 0o022
+    finally:
+        os.umask(old)
 
 
 def test_a_second_writer_stops_at_once_naming_the_first_ones_pid(tmp_path):
@@ -160,7 +186,7 @@ def test_a_written_file_is_whole_after_kill_mid_write(tmp_path: Path):
     child.kill()
     child.wait()
     assert target.read_bytes() == b"old"
-    assert len(remove_stale_temporaries(tmp_path, "big.bin")) == 1
+    assert len(remove_stale_temporaries(tmp_path, "big.bin")) == 1  # its pid has ended
 
 
 def test_stale_staging_of_ended_processes_goes_and_nothing_else(tmp_path: Path):
@@ -169,8 +195,7 @@ def test_stale_staging_of_ended_processes_goes_and_nothing_else(tmp_path: Path):
     target = tmp_path / "out"
     mine = make_staging(target)  # this process is alive: kept
     assert mine.name.startswith(f".out.mdad-staging-{os.getpid()}-")
-    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                           capture_output=True, text=True).stdout.strip()
+    ended = _ended_pid()
     dead = tmp_path / f".out.mdad-staging-{ended}-abcd_123"
     old = tmp_path / ".out.mdad-staging-abcd_123"  # before mdad named the process
     other = tmp_path / ".other.mdad-staging-abcd_123"

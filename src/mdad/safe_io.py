@@ -15,7 +15,9 @@ import fcntl
 import os
 import re
 import shutil
+import stat
 import tempfile
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
@@ -25,11 +27,24 @@ from mdad.errors import ConfigError, DataError
 TEMP_SUFFIX = ".mdad-tmp"
 STAGING = "mdad-staging-"  # marks the folders mdad stages a whole folder in
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "'")
+# mkstemp's and mkdtemp's random part: 8 of these characters
+_RANDOM = r"[a-z0-9_]{8}"
+_UMASK_LOCK = threading.Lock()
 
 
 def _umask() -> int:
-    umask = os.umask(0)
-    os.umask(umask)
+    """The process's umask, read without changing it where Linux tells it: setting it
+    to read it races every thread that creates a file meanwhile (the pull's workers)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    with _UMASK_LOCK:  # elsewhere: private for the instant it is read, never open
+        umask = os.umask(0o077)
+        os.umask(umask)
     return umask
 
 
@@ -63,7 +78,13 @@ def make_staging(target: str | Path) -> Path:
     target = Path(target)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.{STAGING}{os.getpid()}-",
                                     dir=target.parent))
-    staging.chmod(folder_mode())  # mkdtemp makes it private; the result is not
+    # mkdtemp makes it private, the result is not; by descriptor, so that a link swapped
+    # in at its name is not what gets the mode
+    descriptor = os.open(staging, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        os.fchmod(descriptor, folder_mode())
+    finally:
+        os.close(descriptor)
     return staging
 
 
@@ -72,8 +93,7 @@ def remove_stale_staging(target: str | Path) -> list[Path]:
     ended, and those of mdad before it named the process (``.<name>.mdad-staging-
     <random>``). Nothing else, and never through a link. Returns what was removed."""
     target = Path(target)
-    pattern = re.compile(rf"^\.{re.escape(target.name)}\.{STAGING}(?:(\d+)-)?"
-                         r"[a-z0-9_]{8}$")
+    pattern = re.compile(rf"^\.{re.escape(target.name)}\.{STAGING}(?:(\d+)-)?{_RANDOM}$")
     removed: list[Path] = []
     if not target.parent.is_dir():
         return removed
@@ -104,7 +124,8 @@ def atomic_write(path: str | Path, content: bytes | Callable[[BinaryIO], None]) 
         Naming `path`, not the temporary (a full disk: ENOSPC).
     """
     path = Path(path)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.",
+    # the process id in the name: `remove_stale_temporaries` spares a live writer's
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{os.getpid()}.",
                                          suffix=TEMP_SUFFIX)
     try:
         with os.fdopen(handle, "wb") as out:
@@ -114,7 +135,7 @@ def atomic_write(path: str | Path, content: bytes | Callable[[BinaryIO], None]) 
                 out.write(content)
             out.flush()
             os.fsync(out.fileno())
-        os.chmod(temporary, file_mode())
+            os.fchmod(out.fileno(), file_mode())  # by descriptor: no name to swap
         os.replace(temporary, path)
     except OSError as exc:
         Path(temporary).unlink(missing_ok=True)
@@ -126,12 +147,17 @@ def atomic_write(path: str | Path, content: bytes | Callable[[BinaryIO], None]) 
 
 def remove_stale_temporaries(folder: str | Path, name: str | None = None) -> list[Path]:
     """Remove the temporaries `atomic_write` left in `folder` (of file `name` only, if
-    given) when a run was killed. Call it only while holding the folder's lock: another
-    writer's temporary is in use. Links are removed, never followed; returns what went."""
+    given) when a run was killed: ``.<name>.<pid>.<random>.mdad-tmp`` of a process that
+    has ended (or without a pid, as mdad wrote them before it named the process). A live
+    writer's are spared; links are removed, never followed. Returns what went."""
     folder = Path(folder)
-    pattern = f".{name}.*{TEMP_SUFFIX}" if name else f".*{TEMP_SUFFIX}"
+    named = re.escape(name) if name else ".+?"  # the shortest: a pid is read as one
+    pattern = re.compile(rf"^\.{named}\.(?:(\d+)\.)?{_RANDOM}{re.escape(TEMP_SUFFIX)}$")
     removed = []
-    for path in folder.glob(pattern):
+    for path in folder.iterdir():
+        match = pattern.match(path.name)
+        if match is None or (match[1] and process_alive(int(match[1]))):
+            continue
         if path.is_symlink() or path.is_file():
             path.unlink(missing_ok=True)
             removed.append(path)
@@ -202,8 +228,6 @@ class FileLock:
 
 
 def _is_regular(descriptor: int) -> bool:
-    import stat
-
     return stat.S_ISREG(os.fstat(descriptor).st_mode)
 
 

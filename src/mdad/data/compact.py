@@ -34,26 +34,44 @@ from mdad.safe_io import make_staging, remove_stale_staging
 META = "mdad-compact.json"
 FORMAT = "mdad-compact/1"
 MISSING = 255
+FILES = (META, "correctness.npy", "confidence.npy")  # all a dataset folder holds
 PREFIX = "leaderboard:"
 
 
 def check_replaceable(folder: Path, parameter: str = "folder") -> None:
     """Refuse a `folder` that `write_compact` must not replace: a file, or a folder
-    holding anything but a compact dataset (replacing it would delete its files).
+    holding anything but a compact dataset's own files (`FILES`): replacing it would
+    delete the others.
 
     Raises
     ------
     ConfigError
-        Naming `parameter`.
+        Naming `parameter` and the first other entries.
     """
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
         raise ConfigError(f"{parameter} {folder} is a file; give a folder for the dataset",
                           parameters=(parameter,))
-    if folder.is_dir() and not (folder / META).is_file() and any(folder.iterdir()):
-        raise ConfigError(f"{parameter} {folder} holds files that are not an mdad dataset "
-                          f"(no {META}), which writing the dataset would delete; give a new "
-                          "or empty folder", parameters=(parameter,))
+    others = _other_entries(folder)
+    if (not others and not folder.is_symlink() and folder.is_dir()
+            and not (folder / META).is_file()):
+        others = sorted(entry.name for entry in folder.iterdir())  # files not of mdad's
+    if others:
+        from mdad.data.files import listed
+
+        what = (f"holds files that are not an mdad dataset's ({listed(others)})"
+                if (folder / META).is_file() else f"is not an mdad dataset (no {META})")
+        raise ConfigError(f"{parameter} {folder} {what}, which writing the dataset would "
+                          "delete; give a new or empty folder, or move them out",
+                          parameters=(parameter,))
+
+
+def _other_entries(folder: Path) -> list[str]:
+    """The entries of `folder` (if it is one) that are not a dataset's regular files."""
+    if folder.is_symlink() or not folder.is_dir():
+        return []
+    return sorted(entry.name for entry in folder.iterdir()
+                  if entry.name not in FILES or entry.is_symlink() or not entry.is_file())
 
 
 def write_compact(folder: Path, matrix: ResponseMatrix, metadata: dict[str, Any]) -> Path:
@@ -88,7 +106,10 @@ def write_compact(folder: Path, matrix: ResponseMatrix, metadata: dict[str, Any]
         if folder.is_symlink():  # the link goes, never what it points to
             folder.unlink()
         elif folder.exists():
-            shutil.rmtree(folder)
+            check_replaceable(folder)  # again: nothing but the dataset's files goes
+            for name in FILES:
+                (folder / name).unlink(missing_ok=True)
+            folder.rmdir()
         os.replace(staging, folder)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

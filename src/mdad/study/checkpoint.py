@@ -13,7 +13,6 @@ leftovers from a killed study the next one removes while it holds the folder's l
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -22,12 +21,15 @@ import zipfile
 import zlib
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from mdad.errors import ConfigError
 from mdad.study.records import CellKey, CellOutput, RunAccuracies, RunOutput
+
+if TYPE_CHECKING:
+    from mdad.safe_io import FileLock
 
 REQUEST = "request.json"
 # A cell record: magic, owner (see `StudyCheckpoint.owner`), (method, size, sources),
@@ -57,7 +59,7 @@ class StudyCheckpoint:
 
     def __init__(self, folder: Path) -> None:
         self.folder = Path(folder)
-        self._lock: int | None = None
+        self._lock: FileLock | None = None
         self._request_digest: bytes | None = None
 
     def owner(self, study: int, run: int) -> bytes:
@@ -94,29 +96,14 @@ class StudyCheckpoint:
             When another process holds the lock, or the folder or its lock file is a
             link (never followed: the lock file is truncated), a pipe or a device.
         """
-        from mdad.data.files import not_a_file
+        from mdad.safe_io import FileLock
 
         if self.folder.is_symlink():
             raise ConfigError(f"{self.folder}: a link, where the study's checkpoint folder "
                               "goes; remove it")
         self.folder.mkdir(parents=True, exist_ok=True)
-        path = self.folder / LOCK
-        if path.is_symlink() or (path.exists() and not path.is_file()):  # a pipe: no lock
-            raise ConfigError(f"{path}: {not_a_file(path)}, where the study's lock file goes; "
-                              "remove it")
-        descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK,
-                             0o644)
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            owner = os.pread(descriptor, 32, 0).decode("ascii", "replace").strip()
-            os.close(descriptor)
-            raise ConfigError(f"the study checkpointed in {self.folder} is being computed by "
-                              f"process {owner or '(unknown)'}; wait for it to finish, or "
-                              "stop it and resume") from None
-        os.ftruncate(descriptor, 0)
-        os.pwrite(descriptor, f"{os.getpid()}\n".encode("ascii"), 0)
-        self._lock = descriptor
+        self._lock = FileLock(self.folder / LOCK, f"the study checkpointed in {self.folder}"
+                              ).acquire()
         self._remove_stale_temporaries()
 
     def _remove_stale_temporaries(self) -> list[Path]:
@@ -136,7 +123,7 @@ class StudyCheckpoint:
     def unlock(self) -> None:
         """Let another process take the folder (e.g. a later --resume)."""
         if self._lock is not None:
-            os.close(self._lock)  # closing the descriptor releases the lock
+            self._lock.release()
             self._lock = None
 
     def _path(self, study: int, run: int) -> Path:
