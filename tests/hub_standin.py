@@ -22,7 +22,10 @@ client or feeds it more than it asked for: ``"drip"`` (the listed body, one byte
 `HubStandIn.drip_seconds`), ``"stall"`` (the headers, then nothing), ``"longer"`` (the
 body and then `HubStandIn.extra_bytes` more blank lines, its ``Content-Length``
 saying so, while the listing keeps the true size), ``"endless"`` (blank lines without
-end, chunked) and ``"retry-after:N"`` (429 with ``Retry-After: N``, every time).
+end, chunked), ``"retry-after:N"`` (429 with ``Retry-After: N``, every time),
+``"<status>-retry-after:N"`` (that status, e.g. 500, 502, 503, 504 or 408, with
+``Retry-After: N``, every time) and ``"ratelimit:N"`` (429 with the hub's ``RateLimit:
+"api";r=0;t=N`` and a ``Retry-After: 1`` the client reads only after it).
 `HubStandIn.listed` adds ids to the listing only (a hostile listing's), and
 `HubStandIn.tokens`, when set, makes any other bearer token a 401 with the hub's
 "Invalid credentials in Authorization header".
@@ -213,6 +216,15 @@ class HubStandIn:
                 if mode.startswith("retry-after:"):
                     return self._json(429, {"error": "rate limited"},
                                       {"Retry-After": mode.split(":", 1)[1]})
+                if "-retry-after:" in mode and not head:
+                    status, seconds = mode.split("-retry-after:")
+                    return self._json(int(status), {"error": "come back later"},
+                                      {"Retry-After": seconds})
+                if mode.startswith("ratelimit:") and not head:
+                    return self._json(429, {"error": "rate limited"}, {
+                        "RateLimit": f'"api";r=0;t={mode.split(":", 1)[1]}',
+                        "RateLimit-Policy": '"fixed window";"api";q=500;w=300',
+                        "Retry-After": "1"})
                 if mode and not head:
                     return self._hostile(mode, repo.files[path])
                 data = repo.files[path]

@@ -124,21 +124,49 @@ class Guard:
                       "or raise idle_timeout")
 
 
+# The statuses huggingface_hub 2.x retries by default (`utils._http`'s
+# `_DEFAULT_RETRY_ON_STATUS_CODES`), sleeping what the answer asks before each retry.
+RETRIED_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+
+
 def asked_wait(response: Any) -> float | None:
-    """Seconds a 429 or 503 asks to wait (``Retry-After``, or the hub's rate-limit
-    headers, which its client honours too), else None."""
-    if response.status_code not in (429, 503):
+    """Seconds the hub client would sleep, by the answer's headers, before it retries
+    `response` (its `_http_backoff_base` rule, mirrored): for a status it retries
+    (`RETRIED_STATUSES`), a 429's ``RateLimit`` header with ``r=0`` (its ``t=N``) first,
+    else a ``Retry-After`` of whole seconds (the first header of that name, any case).
+    None when the status is not retried or no header asks (the client then backs off
+    1 to 8 s). The client adds 1 s to what is asked; the value here is what is asked.
+
+    Raises
+    ------
+    Final
+        For a ``Retry-After`` of digits that are no number Python reads (``²``, or more
+        than 4300 of them): the client would fail on it with a ValueError.
+    """
+    asked = _asked(response)
+    return None if asked is None else asked[0]
+
+
+def _asked(response: Any) -> tuple[float, str] | None:
+    """(seconds, the header that asks them) of `asked_wait`."""
+    if response.status_code not in RETRIED_STATUSES:
         return None
-    after = response.headers.get("Retry-After", "").strip()
-    if after.isdigit():
-        return float(after)
+    headers = response.headers
     if response.status_code == 429:
         from huggingface_hub.utils import parse_ratelimit_headers
 
-        info = parse_ratelimit_headers(response.headers)
+        info = parse_ratelimit_headers(headers)
         if info is not None and info.remaining == 0:
-            return float(info.reset_in_seconds)
-    return None
+            return float(info.reset_in_seconds), "RateLimit"
+    value = next((headers[key] for key in headers if key.lower() == "retry-after"), None)
+    value = (value or "").strip()
+    if not value.isdigit():
+        return None  # an HTTP date, which the client does not honour either
+    try:
+        return float(int(value)), "Retry-After"
+    except ValueError:
+        raise Final(f"the hub's answer {response.status_code} asks to wait an unreadable "
+                    f"Retry-After ({value[:40]!a}); pull again later") from None
 
 
 def _guarded_transport(inner: Any, guard: Guard) -> Any:
@@ -182,11 +210,16 @@ def _guarded_transport(inner: Any, guard: Guard) -> Any:
                 response = inner.handle_request(request)
             except httpx2.TimeoutException:
                 raise guard.timed_out(budget) from None
-            asked = asked_wait(response)
-            if asked is not None and asked > guard.limits.max_retry_after:
+            try:  # the client would sleep what is asked, deaf to the stop and deadlines
+                asked = _asked(response)
+            except Final as exc:
                 response.close()
-                raise Final(f"{budget.what}: the hub asked to wait {asked:g} s before "
-                             "trying again (Retry-After), more than max_retry_after "
+                raise Final(f"{budget.what}: {exc}") from None
+            if asked is not None and asked[0] > guard.limits.max_retry_after:
+                response.close()
+                raise Final(f"{budget.what}: the hub asked to wait {asked[0]:g} s before "
+                             f"trying again ({asked[1]}, HTTP {response.status_code}), more "
+                             "than max_retry_after "
                              f"({guard.limits.max_retry_after:g} s); pull again later, or "
                              "raise max_retry_after")
             limit = API_BODY_CAP
@@ -210,7 +243,8 @@ def guarded_hub(guard: Guard) -> Iterator[None]:
 
     The hub client has no timeout of its own on API calls, streams a file with a
     per-read timeout only (``HF_HUB_DOWNLOAD_TIMEOUT``, 10 s: a body fed a byte every
-    2 s never trips it) and sleeps whatever ``Retry-After`` asks; its one hook is the
+    2 s never trips it) and sleeps whatever ``Retry-After`` (or a 429's ``RateLimit``)
+    asks on a 408, 429, 500, 502, 503 or 504 (`asked_wait`); its one hook is the
     client factory, so the guard wraps the transports of the client it makes.
     """
     try:  # its private parts: another release may lack them (see `_unsupported`)
