@@ -20,7 +20,8 @@ What is not: the repo ids of its listing and of a model list (each checked again
 hub's id grammar before any path is built from it; a bad one is left out and counted),
 the sizes and bodies it sends (a body may not outgrow its listed size, a line its cap,
 and every read has an idle timeout, a per-file deadline and a cap on the wait a
-``Retry-After`` asks for), and the files found in the pull's folders (a link is
+``Retry-After`` or ``RateLimit`` header asks for, on every status the hub client
+retries), and the files found in the pull's folders (a link is
 replaced, never followed; a partial file that cannot be read is fetched again and
 replaced by an atomic write, never deleted by a name the pull did not create). One pull
 at a time holds a folder (`mdad.safe_io.FileLock`); a partial folder records its
@@ -258,7 +259,9 @@ class _Puller:
 
     def read_file(self, repo: str, revision: str, path: str, size: int | None) -> TaskScores:
         """One sample file, streamed and reduced; retried when cut short, not when a
-        limit fired (the file's deadline covers all its attempts)."""
+        limit fired (the file's deadline covers all its attempts) nor when the whole
+        listed size arrived and its records are at fault (another download would bring
+        the same bytes)."""
         what = f"{repo}/{path}"
         deadline = self.guard.file_deadline()
         last: Exception | None = None
@@ -284,6 +287,8 @@ class _Puller:
             except Exception as exc:  # a cut stream, a parse error of a cut line, HTTP
                 if _refusal(exc) is not None or _fatal(exc) is not None:
                     raise
+                if isinstance(exc, DataError) and size is not None and streamed == size:
+                    raise  # the whole file arrived: its fault is its own, not the network's
                 last = exc
         raise DataError(f"{what}: could not be read in {RETRIES} attempts "
                         f"({_reason(last)})")
@@ -498,16 +503,20 @@ def pull_leaderboard(bench: str, out: Path, *, models: int | str = "all",
     if not _ONE_PULL.acquire(blocking=False):
         raise ConfigError("another pull runs in this process; wait for it to finish")
     stop = threading.Event()
+    tally = _Tally()
     try:
         with FileLock(partial / LOCK_NAME, f"the pull into {out}"):
             remove_stale_temporaries(partial)  # a killed pull's, under our lock
             claim(partial, benchmark, force)
             guard = Guard(limits, stop)
             with guarded_hub(guard):
-                return _pull(benchmark, out, partial, guard, repos_given, models=models,
-                             jobs=jobs, token=token, endpoint=endpoint, progress=progress)
+                return _pull(benchmark, out, partial, guard, repos_given, tally,
+                             models=models, jobs=jobs, token=token, endpoint=endpoint,
+                             progress=progress)
     except MdadError:
         raise
+    except Stopped:  # in this thread only the deadline stops, at whatever stage
+        raise _past_deadline(limits, tally, partial) from None
     except Exception as exc:  # a disk full, too many open files: one line; else a bug
         error = _fatal_error(exc, partial, jobs)
         if error is None:
@@ -577,10 +586,36 @@ def _fatal_error(exc: BaseException, partial: Path, jobs: int) -> MdadError | No
     return None
 
 
+@dataclass
+class _Tally:
+    """How far a pull got, for the error of its deadline: the models still to fetch
+    (None before the listing was read), and those kept (fetched or resumed) so far."""
+
+    left: int | None = None
+    kept: int = 0
+
+
+def _past_deadline(limits: Limits, tally: _Tally, partial: Path) -> DataError:
+    """The one-line error of a pull stopped by its deadline."""
+    where = ("before the hub's listing was read" if tally.left is None
+             else f"with {tally.left} models to go")
+    return DataError(f"the pull reached its deadline ({limits.deadline:g} s) {where}; "
+                     f"{tally.kept} models are kept as partial files in {partial}; pull "
+                     "again with a longer deadline, or none: it resumes from them",
+                     parameters=("deadline",))
+
+
 def _pull(benchmark: Benchmark, out: Path, partial: Path, guard: Guard,
-          repos_given: list[str] | None, *, models: int | str, jobs: int,
+          repos_given: list[str] | None, tally: _Tally, *, models: int | str, jobs: int,
           token: str | None, endpoint: str | None,
           progress: Callable[[PullProgress], None] | None) -> PullOutcome:
+    """The pull of `pull_leaderboard`, holding its folder; `tally` follows its course.
+
+    Raises
+    ------
+    Stopped
+        When the deadline passes (`pull_leaderboard` says so in one line).
+    """
     started = time.perf_counter()
     if repos_given is None:
         try:
@@ -610,6 +645,7 @@ def _pull(benchmark: Benchmark, out: Path, partial: Path, guard: Guard,
     def finished() -> None:
         nonlocal done
         done += 1
+        tally.kept = len(outcome.pulled) + len(outcome.resumed)
         if progress is not None:
             progress(PullProgress(done, len(repos), puller.bytes,
                                   time.perf_counter() - started))
@@ -621,9 +657,12 @@ def _pull(benchmark: Benchmark, out: Path, partial: Path, guard: Guard,
             finished()
         else:
             todo.append(repo)
+    tally.left = left = len(todo)
     try:
         for repo, exc in _fetched(puller, todo, jobs):
             name = model_name(repo)
+            if isinstance(exc, Stopped):  # a worker met the deadline first
+                raise Stopped()
             if exc is None:
                 outcome.pulled.append(name)
             elif isinstance(exc, _Skip):
@@ -634,16 +673,12 @@ def _pull(benchmark: Benchmark, out: Path, partial: Path, guard: Guard,
                 raise _fatal_error(exc, partial, jobs) or DataError(_reason(exc))
             else:
                 outcome.failed[name] = _reason(exc)
+            tally.left = left = left - 1
             finished()
     except BaseException as stop:
         guard.stop.set()
-        kept = len(outcome.pulled) + len(outcome.resumed)
-        if isinstance(stop, Stopped):  # only the deadline stops the loop so
-            raise DataError(f"the pull reached its deadline ({guard.limits.deadline:g} s) "
-                            f"with {len(todo) - len(outcome.pulled)} models to go; "
-                            f"{_kept(kept, partial)}", parameters=("deadline",)) from None
         if not isinstance(stop, Exception):  # Ctrl-C, SIGTERM: say what stays
-            stop.add_note(_kept(kept, partial))
+            stop.add_note(_kept(tally.kept, partial))
         raise
     outcome.bytes_streamed = puller.bytes
     outcome.folder = _assemble(puller, repos, benchmark, outcome)

@@ -18,7 +18,7 @@ from typing import Protocol
 import numpy as np
 
 from mdad.data.lm_eval import TaskScores
-from mdad.errors import ConfigError
+from mdad.errors import ConfigError, running_out
 from mdad.safe_io import atomic_write
 
 PARTIAL_MARKER = "mdad-partial.json"  # which benchmark and metric a partial folder holds
@@ -52,11 +52,13 @@ def save_partial(path: Path, tasks: dict[str, TaskScores], provenance: dict) -> 
 
 def _open_regular(path: Path) -> int | None:
     """A read descriptor of `path` if it is a regular file (no link followed, a pipe
-    not waited on), else None."""
+    not waited on), else None; open files running out raises (`running_out`)."""
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
         descriptor = os.open(path, flags)
-    except OSError:
+    except OSError as exc:
+        if running_out(exc):  # too many open files: no fault of the file
+            raise
         return None
     if not stat.S_ISREG(os.fstat(descriptor).st_mode):
         os.close(descriptor)
@@ -68,7 +70,14 @@ def load_partial(path: Path, benchmark: BenchmarkLike
                   ) -> tuple[dict[str, TaskScores], dict] | None:
     """A saved model of `benchmark`, or None when the file is missing, damaged, a link,
     or of another benchmark or metric: the model is then fetched again and the file
-    replaced by an atomic write (never deleted here)."""
+    replaced by an atomic write (never deleted here).
+
+    Raises
+    ------
+    MemoryError, OSError
+        When memory, threads or open files run out while reading it
+        (`mdad.errors.running_out`): no fault of the file, so it is not fetched again.
+    """
     descriptor = _open_regular(path)
     if descriptor is None:
         return None
@@ -82,7 +91,9 @@ def load_partial(path: Path, benchmark: BenchmarkLike
                     [str(d) for d in data[f"docs{k}"]], data[f"scores{k}"].astype(np.float64),
                     data[f"confidence{k}"].astype(np.float64))
                 k += 1
-    except Exception:
+    except Exception as exc:  # damaged: fetched again; memory or files running out: said
+        if running_out(exc):
+            raise
         return None
     if (provenance.get("benchmark", benchmark.name) != benchmark.name
             or provenance.get("metric", benchmark.metric) != benchmark.metric
