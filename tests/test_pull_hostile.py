@@ -517,3 +517,21 @@ def test_too_few_file_descriptors_is_one_line_naming_the_limit(tmp_path):
     assert proc.returncode == 2 and len(lines) == 1, err
     assert "too many open files" in lines[0] and "ulimit -n" in lines[0], lines[0]
     assert "METADATA" not in lines[0]
+
+
+def test_memory_running_out_in_a_worker_stops_the_pull_saying_how_to_resume(
+        tmp_path, monkeypatch):
+    """Out of memory reading one model is every model's fate: the pull stops (it once
+    recorded each as failed and went on), and the one line says the pull resumes."""
+    from mdad.cli.errors import resource_message
+
+    def no_memory(handle, **arrays):
+        raise MemoryError()
+
+    monkeypatch.setattr(np, "savez", no_memory)
+    with HubStandIn(few(2)) as hub, pytest.raises(MemoryError) as info:
+        pull(hub, tmp_path / "bbh", jobs=1)
+    line = resource_message(info.value)
+    assert line.startswith("out of memory (MemoryError)"), line
+    assert line.endswith(f"then continue with: the same pull, which keeps the 0 models done "
+                         f"(partial files in {tmp_path / '.bbh.partial'})"), line

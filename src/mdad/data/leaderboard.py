@@ -73,7 +73,7 @@ from mdad.data.lm_eval import (
     name_parts,
     read_task_lines,
 )
-from mdad.errors import ConfigError, DataError, MdadError
+from mdad.errors import ConfigError, DataError, MdadError, running_out
 from mdad.safe_io import FileLock, check_hub_id, remove_stale_temporaries
 
 AUTHOR = "open-llm-leaderboard"
@@ -285,7 +285,8 @@ class _Puller:
             except (Final, Stopped):
                 raise
             except Exception as exc:  # a cut stream, a parse error of a cut line, HTTP
-                if _refusal(exc) is not None or _fatal(exc) is not None:
+                if (_refusal(exc) is not None or _fatal(exc) is not None
+                        or running_out(exc)):  # memory, not the network: no retry
                     raise
                 if isinstance(exc, DataError) and size is not None and streamed == size:
                     raise  # the whole file arrived: its fault is its own, not the network's
@@ -671,6 +672,10 @@ def _pull(benchmark: Benchmark, out: Path, partial: Path, guard: Guard,
                 raise _invalid_token(endpoint)
             elif _fatal(exc):
                 raise _fatal_error(exc, partial, jobs) or DataError(_reason(exc))
+            elif running_out(exc):  # every model would meet it: one line, then resume
+                exc.add_note(f"continue with: the same pull, which keeps the {tally.kept} "
+                             f"models done (partial files in {partial})")
+                raise exc
             else:
                 outcome.failed[name] = _reason(exc)
             tally.left = left = left - 1
