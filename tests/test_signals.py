@@ -119,6 +119,24 @@ def _report_files(folder: Path) -> dict[str, bytes]:
             if p.is_file()}
 
 
+# A test-only runner: `mdad` whose figures take 0.3 s more each to save, so that a report
+# is still drawing when the signal comes (a real one could finish between the check and
+# the signal). The figures and the page are the real ones.
+SLOW_FIGURES = """\
+import sys, time
+import matplotlib.figure
+from mdad.cli.app import main
+
+savefig = matplotlib.figure.Figure.savefig
+def slow_savefig(self, *args, **kwargs):
+    time.sleep(0.3)
+    return savefig(self, *args, **kwargs)
+matplotlib.figure.Figure.savefig = slow_savefig
+sys.argv[0] = "mdad"
+main()
+"""
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(("sig", "code"), SIGNALS)
 def test_report_stops_at_once_and_leaves_the_previous_report(sig: int, code: int,
@@ -127,9 +145,15 @@ def test_report_stops_at_once_and_leaves_the_previous_report(sig: int, code: int
     folder = tmp_path / "run"
     shutil.copytree(study, folder)
     before = _report_files(folder)
-    process = start("report", folder, "--force", cwd=tmp_path)
-    wait_until(lambda: any(folder.glob(".figures.*")) or process.poll() is not None)
-    time.sleep(0.2)  # drawing its figures
+    runner = tmp_path / "slow_figures.py"
+    runner.write_text(SLOW_FIGURES)
+    env = {**os.environ, "NO_COLOR": "1"}
+    process = subprocess.Popen([sys.executable, str(runner), "report", str(folder), "--force"],
+                               cwd=tmp_path, env=env, text=True, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, start_new_session=True,
+                               preexec_fn=_terminal_signals)
+    # stop it once it has saved a figure in its staging folder: mid-way through
+    wait_until(lambda: any(folder.glob(".figures.*/*")) or process.poll() is not None)
     assert process.poll() is None, "the report ended before it could be stopped"
     seconds, stderr = stop(process, sig)
     assert seconds < LIMIT_SECONDS, f"took {seconds:.1f} s to stop"
@@ -176,6 +200,7 @@ def test_a_main_thread_that_cannot_act_on_a_signal_is_ended_by_the_watchdog(
         "import signal, sys, time\n"
         "from mdad.cli import errors\n"
         "errors.stop_on_signals(grace=0.3)\n"
+        "errors.allow_cleanup(60)\n"  # only for a main thread that heard the signal
         "signal.signal(signal.SIGINT, lambda *a: None)\n"
         "signal.signal(signal.SIGTERM, lambda *a: None)\n"
         "print('ready', flush=True)\n"
@@ -211,3 +236,61 @@ def test_adaptive_start_stops_at_once_and_frees_its_lock(sig: int, code: int,
     assert_interrupted(process, stderr, code, "nothing was written")
     assert sorted(p.name for p in tmp_path.iterdir()) == [".state.json.lock"]
     assert_ok(mdad_cli(*args, cwd=tmp_path))
+
+
+def test_a_cleanup_allowed_longer_than_the_grace_runs_to_its_end_with_one_line(
+        tmp_path: Path) -> None:
+    """A command whose main thread heard the signal and allowed its cleanup longer than
+    the grace (`mdad run` stops its workers and saves first) runs it to the end and
+    prints its own line; the watchdog prints none and cuts nothing short."""
+    script = tmp_path / "cleanup.py"
+    script.write_text(
+        "import os, sys, time\n"
+        "from mdad.cli import errors\n"
+        "errors.stop_on_signals(grace=0.3)\n"
+        "errors.allow_cleanup(20)\n"
+        "try:\n"
+        "    print('ready', flush=True)\n"
+        "    while True:\n"
+        "        time.sleep(1)\n"
+        "except (KeyboardInterrupt, errors.Terminated) as stop:\n"
+        "    time.sleep(1.5)  # five times the grace\n"
+        "    print('cleaned up', flush=True)\n"
+        "    exit = errors.interrupted(stop, 'saved; continue with: resume')\n"
+        "    time.sleep(0.1)  # still ending: the watchdog waits\n"
+        "    os._exit(exit.exit_code)\n")
+    for sig, code in SIGNALS:
+        process = subprocess.Popen([sys.executable, str(script)], text=True,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   start_new_session=True, preexec_fn=_terminal_signals)
+        assert process.stdout.readline() == "ready\n"
+        sent = time.monotonic()
+        os.kill(process.pid, sig)
+        try:
+            stdout, stderr = process.communicate(timeout=60)
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+        assert process.returncode == code, stderr
+        assert stderr == "interrupted: saved; continue with: resume\n"
+        assert stdout == "cleaned up\n"
+        assert 1.5 <= time.monotonic() - sent < LIMIT_SECONDS
+
+
+def test_every_command_run_in_one_process_prints_its_own_interrupted_line(capsys) -> None:
+    """typer's runner and the API run several commands in one process: each interrupted
+    one prints its line (the mark that it was shown is the command's, not the
+    process's)."""
+    import typer
+
+    from mdad.cli.errors import user_errors
+
+    @user_errors(kept="kept this")
+    def command() -> None:
+        raise KeyboardInterrupt
+
+    for _ in range(2):
+        with pytest.raises(typer.Exit) as stopped:
+            command()
+        assert stopped.value.exit_code == 130
+        assert capsys.readouterr().err == "interrupted: kept this\n"

@@ -90,6 +90,7 @@ def main() -> None:
     command ending at once."""
     from mdad.cli import errors
 
+    errors.reset_interrupt_state()  # a fresh line, if main runs twice in one process
     errors.stop_on_signals()  # SIGTERM takes Ctrl-C's path: cleanup, one line
     logging.raiseExceptions = False  # a handler failing (no memory) prints no half-traceback
     logging.getLogger().addFilter(_not_hashlib_fallback)
@@ -112,8 +113,15 @@ def main() -> None:
         raise SystemExit(errors.fail(message).exit_code) from None
     # Interrupted (130, 143), its cleanup run: end now rather than wait for threads still
     # in a fit or a read (Python joins them at exit, which took up to a minute). The
-    # atexit functions still run: multiprocessing's release its semaphores.
-    atexit._run_exitfuncs()
+    # atexit functions still run: multiprocessing's release its semaphores. No public
+    # call runs them without that join first (sys.exit joins the threads, then runs
+    # them; a timer's os._exit would cut the join short and skip them), so this uses
+    # atexit's private _run_exitfuncs; a Python without it takes the public way,
+    # sys.exit, which is slower (the threads' join) but ends all the same.
+    run_exit_functions = getattr(atexit, "_run_exitfuncs", None)
+    if run_exit_functions is None:
+        raise SystemExit(code)
+    run_exit_functions()
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

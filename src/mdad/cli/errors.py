@@ -48,13 +48,42 @@ class Terminated(BaseException):
     as on Ctrl-C: its cleanup runs, and `user_errors` prints one line."""
 
 
-def _raise_terminated(signum: int, frame: object) -> None:
+def raise_terminated(signum: int, frame: object) -> None:
+    """SIGTERM's handler (`signal.signal(signal.SIGTERM, raise_terminated)`): raise
+    `Terminated` in the main thread, noting that it heard the signal."""
+    _state["heard"] = True
     raise Terminated()
+
+
+def _raise_interrupt(signum: int, frame: object) -> None:
+    """Ctrl-C as Python's own handler, noting that the main thread heard it."""
+    _state["heard"] = True
+    raise KeyboardInterrupt()
 
 
 # Seconds the main thread has, after Ctrl-C or SIGTERM, to clean up and end by itself.
 INTERRUPT_GRACE_SECONDS = 1.5
-_state = {"kept": None, "shown": False}  # the running command's `kept`; line printed?
+# The running command's `kept`; whether its interrupted line was printed; whether the main
+# thread heard the signal (raised it: its cleanup is under way); and how long a command
+# whose cleanup is under way may take in all (`allow_cleanup`), in seconds from the signal.
+_state: dict[str, Any] = {"kept": None, "shown": False, "heard": False,
+                          "cleanup": INTERRUPT_GRACE_SECONDS}
+
+
+def reset_interrupt_state(kept: str | None = None) -> None:
+    """Start a command afresh: its interrupted line not yet printed (one process may run
+    several commands: typer's test runner, the API), `kept` for the watchdog, and the
+    usual cleanup bound."""
+    _state.update(kept=kept, shown=False, heard=False, cleanup=INTERRUPT_GRACE_SECONDS)
+
+
+def allow_cleanup(seconds: float) -> None:
+    """Let the running command's cleanup take up to `seconds` after Ctrl-C or SIGTERM
+    (instead of `INTERRUPT_GRACE_SECONDS`), when the main thread heard the signal, i.e.
+    it is running that cleanup; a main thread stuck where Python never acts on a signal
+    still ends after the grace. For `mdad run`, which stops its workers (up to 10 s
+    each) and saves what they finished before it prints its line."""
+    _state["cleanup"] = max(float(seconds), INTERRUPT_GRACE_SECONDS)
 
 
 def stop_on_signals(grace: float = INTERRUPT_GRACE_SECONDS) -> None:
@@ -63,8 +92,12 @@ def stop_on_signals(grace: float = INTERRUPT_GRACE_SECONDS) -> None:
     seconds after either, with the ``interrupted:`` line, if the main thread has not
     ended by then: Python acts on a signal only between bytecodes, so a library call
     that waits forever (pyarrow's reader when it cannot start a thread) would ignore
-    both. Cleanup skipped so is a killed command's, which the next one undoes."""
-    signal.signal(signal.SIGTERM, _raise_terminated)
+    both. Cleanup skipped so is a killed command's, which the next one undoes. A
+    command that heard the signal and needs longer for its cleanup says so with
+    `allow_cleanup`."""
+    signal.signal(signal.SIGTERM, raise_terminated)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not ignored
+        signal.signal(signal.SIGINT, _raise_interrupt)
     try:
         read, write = os.pipe()
         os.set_blocking(write, False)
@@ -77,14 +110,23 @@ def stop_on_signals(grace: float = INTERRUPT_GRACE_SECONDS) -> None:
 
 
 def _watch(descriptor: int, grace: float) -> None:
-    """Wait for SIGINT or SIGTERM on the wakeup pipe; `grace` seconds later, end."""
+    """Wait for SIGINT or SIGTERM on the wakeup pipe; `grace` seconds later, end, unless
+    the main thread heard the signal and its command allowed a longer cleanup
+    (`allow_cleanup`): then end when that ends, or once the command printed its line."""
     wanted = {int(signal.SIGINT), int(signal.SIGTERM)}
     while not (got := [n for n in os.read(descriptor, 64) if n in wanted]):
         pass
+    start = time.monotonic()
     time.sleep(grace)
+    extended = False
+    while (not _state["shown"] and _state["heard"]
+           and time.monotonic() - start < _state["cleanup"]):
+        extended = True  # the command's cleanup is under way: its line will follow
+        time.sleep(0.05)
+    if extended and _state["shown"]:  # printed late: the command ends by itself, let it
+        time.sleep(grace)
     stop = KeyboardInterrupt() if got[0] == signal.SIGINT else Terminated()
-    code = interrupted(stop, _state["kept"]).exit_code if not _state["shown"] else (
-        130 if isinstance(stop, KeyboardInterrupt) else 143)
+    code = interrupted(stop, _state["kept"]).exit_code
     try:
         sys.stdout.flush()
     except (OSError, ValueError):
@@ -138,11 +180,12 @@ def user_errors(command: Callable[P, R] | None = None, *, kept: str | None = Non
 
     @functools.wraps(command)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        # for the watchdog, which cannot know what a resumable command saved
-        _state["kept"] = kept if kept is not None or "resume" not in kwargs else (
+        # a fresh line per invocation; `kept` for the watchdog, which cannot know what
+        # a resumable command saved
+        reset_interrupt_state(kept if kept is not None or "resume" not in kwargs else (
             f"stopped before its own cleanup ended; what it finished is saved: continue "
             f"with: mdad {command.__name__} --resume "
-            f"{kwargs.get('resume') or kwargs.get('out') or 'OUT_FOLDER'}")
+            f"{kwargs.get('resume') or kwargs.get('out') or 'OUT_FOLDER'}"))
         try:
             return command(*args, **kwargs)
         except typer.Exit:  # the command's own exit (a RuntimeError): as it is

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
+from mdad.cli import errors
 from mdad.cli.errors import (
     literal,
     parse_float_list,
@@ -32,6 +33,11 @@ if TYPE_CHECKING:
     from mdad.study.pipeline import PreparedStudy, StudyOutcome
     from mdad.study.request import StudyRequest
 
+
+# Seconds `mdad run` may take, after Ctrl-C or SIGTERM, to stop its workers (each joined
+# for up to 10 s after it was terminated, which takes well under a second) and release
+# its checkpoint, before the interrupt watchdog ends it.
+RUN_CLEANUP_SECONDS = 30.0
 
 # Options that say where and how a study runs, not what it is: free on --resume.
 _NOT_REQUEST = ("resume", "workers", "backend", "scheduler", "with_report")
@@ -252,15 +258,19 @@ def _conduct(prepared: PreparedStudy, out_dir: Path, err: Console, **options) ->
             f", about {_clock(left)} left" if left is not None else "")
         bar.update(task, completed=state.cells_done, timing=timing)
 
-    previous = signal.signal(signal.SIGTERM, _terminate)
+    # SIGTERM takes Ctrl-C's path (as `mdad` sets it already; here for typer's runner)
+    previous = signal.signal(signal.SIGTERM, errors.raise_terminated)
+    # stopping the workers (up to 10 s each) and saving what they finished comes before
+    # the line: the watchdog waits for it once the signal was heard
+    errors.allow_cleanup(RUN_CLEANUP_SECONDS)
     try:
         return conduct_study(prepared, out_dir, progress=progress, command=sys.argv, **options)
     except StudyInterrupted as stop:
         _stop(bar)
         message = (f"{stop}; continue with: mdad run --resume {stop.out_dir}"
                    if stop.saved_anything else "nothing was finished")
-        err.print(f"interrupted: {literal(message)}")
-        raise typer.Exit(130 if isinstance(stop.cause, KeyboardInterrupt) else 143) from None
+        # the one line, marked as shown so that the watchdog prints no second one
+        raise errors.interrupted(stop.cause, message) from None
     except Exception as exc:
         from mdad.study.checkpoint import checkpoint_dir
 
@@ -270,6 +280,7 @@ def _conduct(prepared: PreparedStudy, out_dir: Path, err: Console, **options) ->
     finally:
         _stop(bar)
         signal.signal(signal.SIGTERM, previous)
+        errors.allow_cleanup(errors.INTERRUPT_GRACE_SECONDS)  # the rest ends as quickly
 
 
 def _stop(bar) -> None:
@@ -280,14 +291,6 @@ def _stop(bar) -> None:
 def _clock(seconds: float) -> str:
     seconds = round(seconds)
     return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
-
-
-class Terminated(BaseException):
-    """SIGTERM, raised in the main thread so that the run stops as on Ctrl-C."""
-
-
-def _terminate(signum: int, frame: object) -> None:
-    raise Terminated()
 
 
 def _stdout() -> Console:

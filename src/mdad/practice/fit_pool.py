@@ -66,6 +66,7 @@ def run_fits(tasks: Sequence[Task], *, methods: Sequence[object] = (),
     """
     here = ThreadPoolExecutor(1)
     worker: ProcessPoolExecutor | None = None
+    spawned: list[multiprocessing.process.BaseProcess] = []  # the worker's process
     pending: dict[Future, tuple[int, Executor]] = {}
     following = 0
 
@@ -89,10 +90,15 @@ def run_fits(tasks: Sequence[Task], *, methods: Sequence[object] = (),
             if spawn_at is not None and time.monotonic() >= spawn_at:
                 spawn_at = None
                 if first in pending and first not in done and following < len(tasks):
+                    # the executor's list of its processes is private: its process is
+                    # the child that its first submit starts (spawn: at once, here)
+                    before = set(multiprocessing.active_children())
                     worker = ProcessPoolExecutor(
                         1, mp_context=multiprocessing.get_context("spawn"),
                         initializer=_init_worker, initargs=(tuple(methods),))
                     start_next(worker)
+                    spawned = [p for p in multiprocessing.active_children()
+                               if p not in before]
             for future in done:
                 index, executor = pending.pop(future)
                 result = future.result()
@@ -104,17 +110,27 @@ def run_fits(tasks: Sequence[Task], *, methods: Sequence[object] = (),
     finally:
         here.shutdown(wait=False, cancel_futures=True)
         if worker is not None:
-            _stop(worker, now=bool(pending), interrupted=interrupted)
+            _stop(worker, spawned, now=bool(pending), interrupted=interrupted)
 
 
-def _stop(worker: ProcessPoolExecutor, now: bool, interrupted: bool = False) -> None:
-    """Shut the worker down; `now` (an error or interrupt): end its fit first.
+def _stop(worker: ProcessPoolExecutor, spawned: list[multiprocessing.process.BaseProcess],
+          now: bool, interrupted: bool = False) -> None:
+    """Shut the worker down; `now` (an error or interrupt): end its fit first, and
+    terminate its process, even one still starting (it would print a traceback when
+    this process releases the queues it is reading).
     `interrupted`: do not wait for the executor (its management thread can take as long
-    as the fit); the terminated process is reaped, killed if it lingers past a second."""
-    processes = list(getattr(worker, "_processes", {}).values())
-    if now:
-        for process in processes:
-            process.terminate()
+    as the fit); the terminated process is reaped, killed if it lingers past a second.
+
+    `spawned`: the children started with the executor. Its pool has one process; if
+    another thread started a child at the same moment, which one is the executor's is
+    not known, and none is terminated: the fit then ends as it would (on an error, the
+    shutdown waits for it; on an interrupt, the process ends when this one has)."""
+    if not now:  # every fit ended: the worker ends when told
+        worker.shutdown(wait=True, cancel_futures=True)
+        return
+    processes = spawned if len(spawned) == 1 else []
+    for process in processes:
+        process.terminate()
     if not interrupted:
         worker.shutdown(wait=True, cancel_futures=True)
         return

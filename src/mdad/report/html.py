@@ -161,7 +161,11 @@ def write_report(study_dir: Path) -> Path:
     # the staging folder names this process, so that a later report removes it only
     # once this one has ended; mkdtemp: private, unique, writable? known before any work
     staging = Path(tempfile.mkdtemp(prefix=f".figures.{os.getpid()}.", dir=study_dir))
+    descriptor = None
     try:
+        # held from its making: the mode is set through it, never through the name, where
+        # a link could be swapped in (O_NOFOLLOW refuses one there now)
+        descriptor = os.open(staging, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
         specs = all_figures(study)
         images = {}
         for spec in specs:
@@ -170,21 +174,24 @@ def write_report(study_dir: Path) -> Path:
             (staging / f"{spec.name}.png").write_bytes(buffer.getvalue())
             spec.figure.savefig(staging / f"{spec.name}.svg", format="svg")
             images[spec.name] = base64.b64encode(buffer.getvalue()).decode("ascii")
-        staging.chmod(folder_mode())  # as a folder made by mkdir
         staged_page = staging / ".report.html"  # in the private folder: no link planted
         with staged_page.open("x", encoding="utf-8") as out:  # mode as the umask allows
             out.write(render_page(study, specs, images))
             out.flush()
             os.fsync(out.fileno())
+        os.fchmod(descriptor, folder_mode())  # as a folder made by mkdir
         os.replace(staged_page, page)  # a link at `page` is replaced, not followed
         if figures_dir.is_dir() and not figures_dir.is_symlink():
             shutil.rmtree(figures_dir)
         elif figures_dir.exists() or figures_dir.is_symlink():
             figures_dir.unlink()
         os.replace(staging, figures_dir)
-    except BaseException:  # SIGTERM included (see mdad.cli.errors.stop_on_sigterm)
-        shutil.rmtree(staging, ignore_errors=True)
+    except BaseException:  # SIGTERM included (see mdad.cli.errors.stop_on_signals)
+        shutil.rmtree(staging, ignore_errors=True)  # never through a link (rmtree refuses)
         raise
+    finally:
+        if descriptor is not None:
+            os.close(descriptor)
     return page
 
 
