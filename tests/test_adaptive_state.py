@@ -339,24 +339,55 @@ def test_a_held_lock_stops_next_and_start_at_once_naming_the_holder(tmp_path, gp
     assert _consistent(state)["round"] == 1
 
 
+# `mdad` whose `next` waits inside the lock, in apply_results, until a file appears:
+# the test holds a real `next`'s critical section open (argv: inside, release, mdad args)
+_HELD_IN_APPLY = """
+import sys, time
+from pathlib import Path
+import mdad.practice.adaptive as adaptive
+inside, release = Path(sys.argv[1]), Path(sys.argv[2])
+apply = adaptive.AdaptiveTest.apply_results
+def held(*args, **kwargs):
+    inside.write_text("in")
+    deadline = time.monotonic() + 60
+    while not release.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return apply(*args, **kwargs)
+adaptive.AdaptiveTest.apply_results = held
+from mdad.cli.app import main
+sys.argv = ["mdad", *sys.argv[3:]]
+main()
+"""
+
+
 def test_two_concurrent_next_record_one_answer_set(tmp_path, gpqa_data):
-    """Two real `next` with the same batch's answers at once: one records them, the
-    other stops (the lock, or, if it came after, "applied already"); the state and its
+    """Two real `next` with the same batch's answers, the second started while the
+    first is inside its read-modify-write: the second stops at once naming the first's
+    process and changes nothing; the first records the answers once; the state and its
     batch file agree."""
     state = _start(tmp_path)
-    _batch_answers(state, gpqa_data, tmp_path / "answers.csv")
-    env = {**os.environ, "NO_COLOR": "1"}
-    runs = [subprocess.Popen([str(MDAD), "adaptive", "next", str(state),
-                              str(tmp_path / "answers.csv")], cwd=tmp_path, env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            for _ in range(2)]
-    outcomes = sorted((run.wait(timeout=300), run.stderr.read()) for run in runs)
-    for run in runs:
-        run.stdout.close()
-        run.stderr.close()
-    assert [code for code, _ in outcomes] == [0, 2], outcomes
-    assert ("is in use by process" in outcomes[1][1]
-            or "applied already (round 1)" in flat(outcomes[1][1])), outcomes
+    answers = tmp_path / "answers.csv"
+    _batch_answers(state, gpqa_data, answers)
+    inside, release = tmp_path / "inside", tmp_path / "release"
+    first = subprocess.Popen([sys.executable, "-c", _HELD_IN_APPLY, str(inside), str(release),
+                              "adaptive", "next", str(state), str(answers)], cwd=tmp_path,
+                             env={**os.environ, "NO_COLOR": "1"}, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not inside.exists():
+            assert time.monotonic() < deadline and first.poll() is None, first.stderr.read()
+            time.sleep(0.02)
+        before = {p: p.read_bytes() for p in (state, state.with_suffix(".samples.json"))}
+        assert_user_error(mdad_cli("adaptive", "next", state, answers, cwd=tmp_path),
+                          rf"^mdad: error: the adaptive test \S+state\.json is in use by "
+                          rf"process {first.pid} \(lock \S+\.state\.json\.lock\)")
+        assert {p: p.read_bytes() for p in before} == before
+    finally:
+        release.write_text("go")
+        out, err = first.communicate(timeout=120)
+    assert first.returncode == 0, err
+    assert "recorded 3 answers (round 1)" in flat(out)
     data = _consistent(state)
     assert data["round"] == 1 and len(data["answers"]) == 3 and len(data["pending"]) == 3
 
@@ -391,29 +422,40 @@ def test_next_during_a_real_start_stops_naming_it(tmp_path):
 
 
 def test_no_planted_link_is_written_through(tmp_path, gpqa_data):
-    """Links planted at the state, its old fixed temporary, a leftover temporary, the
-    batch file: `next` and `start --force` replace them or remove them; every victim
-    stays as it was. A link as the lock file is refused."""
+    """A link at the state is refused (a state is never read through a link); links
+    planted at a leftover temporary and the batch file are removed or replaced; a file
+    named like an old mdad's fixed temporary is not mdad's and is left as it is; every
+    victim stays as it was. A link as the lock file is refused."""
     state = _start(tmp_path)
     _batch_answers(state, gpqa_data, tmp_path / "answers.csv")
     victims = {name: tmp_path / f"victim-{name}.txt" for name in ("state", "tmp", "left",
                                                                    "batch", "lock")}
     for victim in victims.values():
         victim.write_text("precious\n")
-    (tmp_path / "victim-state.txt").write_bytes(state.read_bytes())  # a state to read
+    real = state.read_bytes()
+    (tmp_path / "victim-state.txt").write_bytes(real)  # a state it could read
     kept = {v: v.read_bytes() for v in victims.values()}
     batch = state.with_suffix(".samples.json")
     state.unlink()
     state.symlink_to(victims["state"])
+    for args in (("next", state, tmp_path / "answers.csv"), ("estimate", state)):
+        assert_user_error(mdad_cli("adaptive", *args, cwd=tmp_path),
+                          r"state\.json: a symbolic link; a state is read from the file "
+                          r"itself, never through a link; pass the file it points to$")
+    assert state.is_symlink() and {v: v.read_bytes() for v in victims.values()} == kept
+    state.unlink()
+    state.write_bytes(real)
     batch.unlink()
     batch.symlink_to(victims["batch"])
     (tmp_path / ".state.json.tmp").symlink_to(victims["tmp"])
-    (tmp_path / ".state.json.x1y2.mdad-tmp").symlink_to(victims["left"])
+    (tmp_path / ".state.json.x1y2z3w4.mdad-tmp").symlink_to(victims["left"])
     assert_ok(mdad_cli("adaptive", "next", state, tmp_path / "answers.csv", cwd=tmp_path))
     assert {v: v.read_bytes() for v in victims.values()} == kept
     assert not state.is_symlink() and not batch.is_symlink()
     assert _consistent(state)["round"] == 1
-    assert sorted(p.name for p in tmp_path.glob(".*")) == [".state.json.lock"]
+    assert sorted(p.name for p in tmp_path.glob(".*")) == [".state.json.lock",
+                                                           ".state.json.tmp"]
+    assert (tmp_path / ".state.json.tmp").is_symlink()  # not mdad's: left alone
 
     for target in (state, batch):  # start --force over links
         target.unlink()
@@ -581,3 +623,67 @@ def test_last_rounds_folder_again_is_refused_whichever_tasks_are_pending(tmp_pat
         assert_ok(mdad_cli("adaptive", "next", state, model, cwd=tmp_path))
         batch = pending
     assert set(pending) != set(batch), "every batch asked for the same task"
+
+
+# ----------------------------------------------- the fingerprint is of what is read
+
+def test_the_fingerprint_is_of_the_files_read_and_only_those(tmp_path, gpqa_data):
+    """lm-eval: the fingerprint is `files_sha256` of the one sample file of the test's
+    task, not of the other task's file beside it; a CSV's is of its bytes as parsed, the
+    same value earlier mdad stored, so a state in progress still refuses last round's
+    CSV."""
+    from mdad.data.files import files_sha256
+
+    state = _start(tmp_path)
+    answers = tmp_path / "round1.csv"
+    _batch_answers(state, gpqa_data, answers)
+    assert_ok(mdad_cli("adaptive", "next", state, answers, cwd=tmp_path))
+    assert _consistent(state)["applied"] == [files_sha256([answers], tmp_path)]
+    assert_user_error(mdad_cli("adaptive", "next", state, answers, cwd=tmp_path),
+                      r"round1\.csv: these results were applied already \(round 1\)")
+    docs = json.loads(state.with_suffix(".samples.json").read_text())[TASK]
+    results = tmp_path / "results"
+    results.mkdir()
+    mine = results / f"samples_{TASK}_2024-06-01T00-00-00.000000.jsonl"
+    mine.write_text("".join(json.dumps({"doc_id": d, "acc_norm": 1.0}) + "\n" for d in docs))
+    other = results / "samples_leaderboard_other_2024-06-01T00-00-00.000000.jsonl"
+    other.write_text("not even json\n")  # never read: not a task of the test
+    assert_ok(mdad_cli("adaptive", "next", state, results, cwd=tmp_path))
+    applied = json.loads(state.read_text())["applied"]
+    assert applied == [files_sha256([answers], tmp_path), files_sha256([mine], results)]
+
+
+# `AdaptiveTest.load` with every open of the state recorded
+_LOAD_AUDITED = """
+import sys
+from mdad.practice.adaptive import AdaptiveTest
+opened = []
+sys.addaudithook(lambda event, args: opened.append(args) if event == "open" else None)
+AdaptiveTest.load(sys.argv[1])
+print(sum(1 for args in opened if str(args[0]) == sys.argv[1]))
+"""
+
+
+def test_a_state_is_opened_once_never_through_a_link_and_read_bounded(tmp_path):
+    """load opens the state once (O_NOFOLLOW, O_NONBLOCK), checks that descriptor and
+    reads at most the cap and a byte from it: a link to /dev/zero, a pipe, a file over
+    the cap are refused at once, with one line."""
+    from mdad.practice.adaptive import STATE_MAX_BYTES
+
+    state = _start(tmp_path)
+    proc = subprocess.run([sys.executable, "-c", _LOAD_AUDITED, str(state)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.strip() == "1", proc.stderr
+    zero, fifo, big = tmp_path / "zero.json", tmp_path / "fifo.json", tmp_path / "big.json"
+    zero.symlink_to("/dev/zero")
+    os.mkfifo(fifo)
+    with open(big, "wb") as handle:
+        handle.truncate(STATE_MAX_BYTES + 1)
+    began = time.monotonic()
+    for path, message in ((zero, "a symbolic link; a state is read from the file itself, "
+                                 "never through a link; pass the file it points to"),
+                          (fifo, "not a regular file or folder"),
+                          (big, "over 64 MB, not an adaptive test state; start a new test")):
+        with pytest.raises(DataError, match=rf"^{path}: {message}"):
+            AdaptiveTest.load(path)
+    assert time.monotonic() - began < 10

@@ -133,3 +133,70 @@ def test_another_benchmark_s_micro_benchmark_is_refused(gpqa_data, tmp_path: Pat
     assert_user_error(proc, r"--items \S+mb\.json was selected from gpqa, another "
                       r"benchmark than mmlu-pro-29; write the answers from gpqa, or pass a "
                       r"micro-benchmark selected from mmlu-pro-29")
+
+
+def test_a_cell_over_the_csv_field_limit_is_one_line_naming_file_line_and_limit(
+        tmp_path: Path):
+    """A cell over 131,072 characters (Python's csv default) raised _csv.Error, a
+    traceback; a row of many cells is shown shortened."""
+    path = tmp_path / "long.csv"
+    path.write_text("item_id,correct\nq1,1\n" + "x" * 200_000 + ",1\n")
+    with pytest.raises(DataError, match=rf"^{path}, line 3: a cell is longer than 131,072 "
+                       r"characters \(Python's csv field limit\), not an item id or a score; "
+                       r"pass a CSV file item_id,correct$"):
+        read_answers_csv(path)
+    path.write_text("item_id,correct\nq1,1\n" + ",".join(["y" * 100] * 1000) + "\n")
+    with pytest.raises(DataError, match=r", line 3: expected item_id,correct, got 1000 "
+                       r"cell\(s\) 'y{100},y{99}\.\.\.'$"):
+        read_answers_csv(path)
+
+
+@pytest.mark.parametrize("header", [b"", b"item_id,correct\n"])
+def test_a_file_without_line_breaks_is_refused_without_reading_it_whole(tmp_path: Path,
+                                                                         header: bytes):
+    """A 3 GB file with no line break (sparse: NUL bytes, valid UTF-8) is refused after
+    MAX_LINE_CHARS characters, in bounded memory and time, with one line."""
+    import time
+    import tracemalloc
+
+    from mdad.practice.answers import MAX_LINE_CHARS
+
+    path = tmp_path / "huge.csv"
+    with open(path, "wb") as handle:
+        handle.write(header)
+        handle.truncate(3 << 30)
+    began = time.monotonic()
+    tracemalloc.start()
+    try:
+        with pytest.raises(DataError, match=rf"^{path}, line {1 + bool(header)}: longer than "
+                           r"1,048,576 characters, not a row item_id,correct; pass a CSV file "
+                           r"item_id,correct$"):
+            read_answers_csv(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert MAX_LINE_CHARS == 1 << 20
+    assert peak < 40 * MAX_LINE_CHARS and time.monotonic() - began < 10, peak
+
+
+def test_the_bytes_fed_are_the_bytes_parsed(tmp_path: Path):
+    """`feed` sees every byte read, once, in order: a fingerprint of what was parsed."""
+    path = tmp_path / "a.csv"
+    text = "\ufeffitem_id,correct\r\n" + "".join(f"q{k},{k % 2}\r\n" for k in range(5000))
+    path.write_bytes(text.encode())
+    seen: list[bytes] = []
+    assert len(read_answers_csv(path, feed=seen.append)) == 5000
+    assert b"".join(seen) == path.read_bytes()
+
+
+def test_a_pipe_or_a_link_to_a_device_is_refused_without_waiting(tmp_path: Path):
+    import os
+
+    fifo = tmp_path / "fifo.csv"
+    os.mkfifo(fifo)
+    with pytest.raises(DataError, match=rf"^{fifo}: not a regular file or folder"):
+        read_answers_csv(fifo)
+    link = tmp_path / "zero.csv"
+    link.symlink_to("/dev/zero")
+    with pytest.raises(DataError, match=rf"^{link}: not a regular file or folder"):
+        read_answers_csv(link)

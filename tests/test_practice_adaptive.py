@@ -267,7 +267,6 @@ def test_next_that_cannot_write_leaves_a_state_the_same_next_goes_on_from(
 
     from typer.testing import CliRunner
 
-    import mdad.cli.adaptive_cmd as adaptive_cmd
     from mdad.cli.app import app
 
     state = tmp_path / "s.json"
@@ -282,7 +281,8 @@ def test_next_that_cannot_write_leaves_a_state_the_same_next_goes_on_from(
         raise OSError(errno.EPERM, "Operation not permitted", str(args[0]))
 
     if failing == "batch":
-        monkeypatch.setattr(adaptive_cmd, "atomic_write", refuse)
+        # the batch is written first: its failure comes before the state's save
+        monkeypatch.setattr("mdad.safe_io.atomic_write", refuse)
     else:
         monkeypatch.setattr(AdaptiveTest, "save", refuse)
     result = CliRunner().invoke(app, ["adaptive", "next", str(state), str(answers)])

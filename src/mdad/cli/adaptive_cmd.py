@@ -51,17 +51,15 @@ def _batch_file_of(test: AdaptiveTest, state: Path) -> Path:
 @contextmanager
 def _locked(state: Path) -> Iterator[None]:
     """Hold the test's lock (`FileLock` on ``.<state name>.lock`` beside it), and
-    remove what killed runs left: temporaries of the state and its batch files, and the
-    fixed ``.<state name>.tmp`` earlier versions wrote through (a link there is
-    removed, never followed)."""
+    remove what killed runs left: mdad's own temporaries of the state and its batch
+    files (`remove_stale_temporaries`), nothing else. A file named ``.<state
+    name>.tmp``, as an earlier mdad wrote through, is left alone: it may be the
+    user's, and nothing of mdad reads or writes that name now."""
     from mdad.safe_io import FileLock, remove_stale_temporaries
 
     with FileLock(state.with_name(f".{state.name}.lock"), f"the adaptive test {state}"):
         for name in (state.name, *(batch.name for batch in _batch_files(state))):
             remove_stale_temporaries(state.parent, name)
-        old = state.with_name(f".{state.name}.tmp")
-        if old.is_symlink() or old.is_file():
-            old.unlink()
         yield
 
 

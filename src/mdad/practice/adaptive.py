@@ -35,7 +35,7 @@ from mdad import __version__
 from mdad.data.registry import Dataset
 from mdad.errors import ConfigError, DataError, check_whole
 from mdad.irt.cat import map_ability, predicted_accuracy
-from mdad.practice.bundle import _lm_eval_ids
+from mdad.practice.bundle import lm_eval_ids
 
 if TYPE_CHECKING:
     from mdad.practice.estimate import ItemScores
@@ -222,12 +222,16 @@ class AdaptiveTest:
         not recorded). Results that hold more than the batch (a CSV of all the model's
         answers, given every round) are welcome: only the batch is recorded.
 
+        The results are fingerprinted by the files read, and only those (`ItemScores`'
+        `sha256`): a CSV, or the sample files of all the test's tasks (every batch's, so
+        that the same folder gives the same fingerprint whichever batch is pending).
+
         Raises
         ------
         ConfigError
             When nothing is pending, or when results applied in an earlier round (the
-            same files, by their sha256) do not hold the pending batch: the model has
-            not been run on it yet.
+            same files, by their fingerprint) do not hold the pending batch: the model
+            has not been run on it yet.
         DataError
             When the results lack any item of the batch.
         """
@@ -241,45 +245,31 @@ class AdaptiveTest:
                               parameters=("metric",))
         path = Path(path)
         wanted = list(self.pending)
-        names = None
+        names = tasks = None
         if self.lm_eval_items is not None:
             lm_names = dict(zip(self.item_ids, self.lm_eval_items, strict=True))
             names = [lm_names[item] for item in wanted]
-        try:
-            scores = read_item_scores(path, wanted, names, metric=metric,
-                                      dataset=self.dataset, what="batch")
-        except DataError:
-            self._refuse_if_applied(path)
-            raise
+            tasks = {name.rsplit("/", 1)[0] for name in self.lm_eval_items}
+        scores = read_item_scores(path, wanted, names, metric=metric, dataset=self.dataset,
+                                  what="batch", tasks=tasks, allow_none=True)
         if scores.missing:
-            self._refuse_if_applied(path)
+            if scores.sha256 in self.applied:  # the likeliest slip: last round's again
+                raise ConfigError(
+                    f"{path}: these results were applied already (round "
+                    f"{self.applied.index(scores.sha256) + 1}) and do not hold the pending "
+                    "batch; run the model on the new batch first")
+            if len(scores.missing) == len(wanted):
+                raise DataError(f"{path}: none of the batch's {len(wanted)} items are in "
+                                f"these results (e.g. {(names or wanted)[0]!r}); are they "
+                                "for another task or dataset, or an earlier batch?")
             raise DataError(f"{path}: the results lack {len(scores.missing)} of the batch's "
                             f"{len(wanted)} items (e.g. {scores.missing[0]!r}); run the model "
                             "on the whole batch")
-        fingerprint = _fingerprint(path, self._tasks())
         for item, value in zip(wanted, scores.scores, strict=True):
             self.record(item, float(value))
-        self.applied.append(fingerprint)
+        self.applied.append(scores.sha256)
         self.round += 1
         return scores
-
-    def _tasks(self) -> set[str] | None:
-        """The lm-eval tasks of all the test's items (None without lm-eval names)."""
-        if self.lm_eval_items is None:
-            return None
-        return {name.rsplit("/", 1)[0] for name in self.lm_eval_items}
-
-    def _refuse_if_applied(self, path: Path) -> None:
-        """Say so when results that do not hold the batch were applied before: the
-        likeliest slip is passing last round's results again."""
-        try:
-            fingerprint = _fingerprint(path, self._tasks())
-        except (DataError, OSError):
-            return  # the reading's own error says what is wrong
-        if fingerprint in self.applied:
-            raise ConfigError(f"{path}: these results were applied already (round "
-                              f"{self.applied.index(fingerprint) + 1}) and do not hold the "
-                              "pending batch; run the model on the new batch first")
 
     # --------------------------------------------------------------- the state file
 
@@ -319,26 +309,71 @@ class AdaptiveTest:
 
     @classmethod
     def load(cls, path: Path) -> AdaptiveTest:
-        """Read and check a state file (`from_json`).
+        """Read and check a state file (`from_json`). The file is opened once, not
+        through a link and without blocking; that very descriptor is checked (a regular
+        file of at most `STATE_MAX_BYTES`) and at most one byte more is read from it, so
+        a file swapped in meanwhile (a link to /dev/zero, a pipe) is never read.
 
         Raises
         ------
         DataError
-            For no regular file, a file over `STATE_MAX_BYTES`, no JSON, or a field
-            `STATE_SCHEMA` refuses.
+            For no regular file, a symbolic link, a file over `STATE_MAX_BYTES`, no
+            JSON, or a field `STATE_SCHEMA` refuses.
         """
         path = Path(path)
-        check_state_file(path)
-        if path.stat().st_size > STATE_MAX_BYTES:
-            raise DataError(f"{path}: over {STATE_MAX_BYTES >> 20} MB, not an adaptive test "
-                            "state; start a new test")
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-            reason = "nested too deeply" if isinstance(exc, RecursionError) else exc
-            raise DataError(f"{path}: not an adaptive test state ({reason}); start a new "
-                            "test") from None
+        data = _json_state(path, _read_state(path))
         return cls.from_json(data, str(path))
+
+
+def _read_state(path: Path) -> bytes:
+    """The bytes of the state file at `path`, read as `AdaptiveTest.load` says."""
+    import errno
+    import os
+    import stat
+
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        descriptor = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise DataError(f"{path}: a symbolic link; a state is read from the file "
+                            "itself, never through a link; pass the file it points to"
+                            ) from None
+        check_state_file(path)  # says what is there instead, if anything
+        raise DataError(f"{path}: cannot read it ({exc.strerror}); {STATE_FIX}") from None
+    with os.fdopen(descriptor, "rb", buffering=0) as handle:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode):
+            from mdad.data.files import not_a_file
+
+            raise DataError(f"{path}: {not_a_file(path)}; {STATE_FIX}")
+        if status.st_size > STATE_MAX_BYTES:
+            raise _too_big(path)
+        chunks, size = [], 0
+        while size <= STATE_MAX_BYTES:  # the size may grow after fstat: read a bounded part
+            chunk = handle.read(STATE_MAX_BYTES + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    if size > STATE_MAX_BYTES:
+        raise _too_big(path)
+    return b"".join(chunks)
+
+
+def _too_big(path: Path) -> DataError:
+    return DataError(f"{path}: over {STATE_MAX_BYTES >> 20} MB, not an adaptive test state; "
+                     "start a new test")
+
+
+def _json_state(path: Path, raw: bytes) -> object:
+    """`raw` as JSON, or a one-line DataError naming `path`."""
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else exc
+        raise DataError(f"{path}: not an adaptive test state ({reason}); start a new "
+                        "test") from None
 
 
 def check_state_file(path: Path) -> None:
@@ -352,30 +387,6 @@ def _sigmoid(z: np.ndarray) -> np.ndarray:
     from scipy.special import expit  # no overflow warning for any z
 
     return expit(z)
-
-
-def _fingerprint(path: Path, tasks: set[str] | None) -> str:
-    """The sha256 of the result files the test reads its answers from, streamed: a CSV,
-    or the lm-eval sample files of the test's `tasks` (every batch's, so that the same
-    folder gives the same fingerprint whichever batch is pending); never another task's
-    samples, nor any other file of the folder.
-
-    Raises
-    ------
-    DataError
-        For results that are no regular file or lm-eval output.
-    """
-    from mdad.data.files import check_regular_file, files_sha256
-
-    if tasks is None or path.suffix.lower() == ".csv":
-        check_regular_file(path, fix="pass the model's results: an lm-eval --log_samples "
-                           "folder or file, or a CSV item_id,correct")
-        return files_sha256([path], path.parent)
-    from mdad.data.lm_eval import lm_eval_files, task_of
-
-    files = [file for group in lm_eval_files(path).models.values() for file in group
-             if task_of(file) in tasks]
-    return files_sha256(files, path if path.is_dir() else path.parent)
 
 
 # ------------------------------------------------------------------ the state schema
@@ -560,7 +571,7 @@ def start_adaptive_test(dataset: Dataset, *, budget: int, batch: int = 1,
         answered, error = _cross_validated_error(scores, dims, budget, batch, seed)
     ids = [str(i) for i in matrix.item_ids]
     spec = dataset.spec
-    lm_eval = _lm_eval_ids(ids, spec.lm_eval_task if spec else None)
+    lm_eval = lm_eval_ids(ids, spec.lm_eval_task if spec else None)
     if lm_eval is not None and not all(_LM_EVAL_NAME.fullmatch(name) for name in lm_eval):
         lm_eval = None  # no task/doc-number names for lm-eval's --samples: a CSV of answers
     test = AdaptiveTest(

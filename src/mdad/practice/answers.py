@@ -11,45 +11,68 @@ from __future__ import annotations
 import csv
 import difflib
 import io
+import os
+import stat
+from collections.abc import Callable, Iterator
+from contextlib import closing
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from mdad.data.files import missing_reason
+from mdad.data.files import missing_reason, not_a_file
 from mdad.data.matrix import ResponseMatrix
 from mdad.errors import DataError
 from mdad.safe_io import csv_text, csv_text_read
 
 HEADER = ("item_id", "correct")
+# The longest line read, in characters: a row holds an item id and a score, each at most
+# the csv module's field limit (131,072 characters by default). A longer line, or a file
+# without line breaks, is refused after this much, never read whole.
+MAX_LINE_CHARS = 1 << 20
 
 
-def read_answers_csv(path: Path) -> dict[str, float]:
+def read_answers_csv(path: Path, *, feed: Callable[[bytes], object] | None = None
+                     ) -> dict[str, float]:
     """``item_id,correct`` rows as item -> score; a UTF-8 byte-order mark (as Excel
     writes) and blank lines are allowed, any other column is refused. An item id's
     surrounding blanks and then one leading ``'`` (the mark `answers_csv` and
-    spreadsheets put before ``=``, ``+``, ``-``, ``@``) are not part of it."""
-    if not path.is_file():  # a pipe would block the read
-        raise DataError(f"{path}: {missing_reason(path)}; pass a CSV file item_id,correct")
-    try:  # utf-8-sig: the byte-order mark is not part of the first column's name
-        with path.open(newline="", encoding="utf-8-sig") as handle:
-            rows = list(csv.reader(handle))
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read it ({exc.strerror})") from None
-    except UnicodeDecodeError as exc:
-        raise DataError(f"{path}: byte {exc.start} is not UTF-8; save the file as UTF-8"
-                        ) from None
-    header = [c.strip() for c in rows[0]] if rows else []
+    spreadsheets put before ``=``, ``+``, ``-``, ``@``) are not part of it.
+
+    The file is opened once (without blocking: a pipe or device is refused, not waited
+    on) and read in one pass, line by line; `feed`, if given, is called with every block
+    of bytes read, in order: at the end it has seen exactly the bytes parsed (for a
+    fingerprint of them, `hashlib.sha256().update`).
+
+    Raises
+    ------
+    DataError
+        One line naming the file (and the line): no regular file, not UTF-8, a line
+        over `MAX_LINE_CHARS` characters (a file without line breaks is not read whole),
+        a cell over the csv module's field limit (131,072 characters by default), a
+        wrong header or row.
+    """
+    with closing(_rows(path, feed)) as rows:  # the file closes on any error
+        return _values(path, rows)
+
+
+def _values(path: Path, rows: Iterator[tuple[int, list[str]]]) -> dict[str, float]:
+    """`read_answers_csv`'s checks of the header and each row."""
+    values: dict[str, float] = {}
+    header = [c.strip() for c in next(rows, (0, []))[1]]
     if header != list(HEADER):
         extra = (f" (it has {', '.join(map(repr, header))}; remove the other columns)"
                  if header[:2] == list(HEADER) else "")
         raise DataError(f"{path}: the first line must be the header item_id,correct{extra}")
-    values: dict[str, float] = {}
-    for line, row in enumerate(rows[1:], start=2):
+    for line, row in rows:
         if not any(cell.strip() for cell in row):
             continue
         if len(row) != 2:
+            shown = ",".join(row)
+            shown = shown if len(shown) <= 200 else shown[:200] + "..."
             raise DataError(f"{path}, line {line}: expected item_id,correct, got "
-                            f"{len(row)} cell(s) {','.join(row)!r}")
+                            f"{len(row)} cell(s) {shown!r}")
         if not row[0].strip():
             raise DataError(f"{path}, line {line}, column item_id: the id is empty; fill it "
                             "in")
@@ -60,15 +83,86 @@ def read_answers_csv(path: Path) -> dict[str, float]:
         try:
             value = float(row[1])
         except ValueError:
-            raise DataError(f"{path}, line {line}, column correct: {row[1]!r} is not a "
+            raise DataError(f"{path}, line {line}, column correct: {row[1][:100]!r} is not a "
                             "number in [0, 1]") from None
         if not 0.0 <= value <= 1.0:
             raise DataError(f"{path}, line {line}, column correct: {value} is not in [0, 1]")
         if item in values:
-            raise DataError(f"{path}, line {line}: item {item!r} appears twice; keep one "
-                            "row per item")
+            raise DataError(f"{path}, line {line}: item {item[:200]!r} appears twice; keep "
+                            "one row per item")
         values[item] = value
     return values
+
+
+def _rows(path: Path, feed: Callable[[bytes], object] | None
+          ) -> Iterator[tuple[int, list[str]]]:
+    """(line number, cells) of each CSV record of `path`, streamed (see
+    `read_answers_csv`); every error is a one-line DataError."""
+    try:  # O_NONBLOCK: opening a pipe must not wait for a writer (it is refused below)
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        reason = missing_reason(path) if not path.exists() else exc.strerror
+        raise DataError(f"{path}: {reason}; pass a CSV file item_id,correct") from None
+    raw = io.FileIO(descriptor, "rb", closefd=True)
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        raw.close()
+        raise DataError(f"{path}: {not_a_file(path)}; pass a CSV file item_id,correct")
+    reader = csv.reader(())
+    lines = 0
+
+    def text_lines(handle: io.TextIOWrapper) -> Iterator[str]:
+        nonlocal lines
+        # readline(limit) holds at most `limit` characters of a line, however long
+        for text in iter(partial(handle.readline, MAX_LINE_CHARS + 1), ""):
+            lines += 1
+            if len(text) > MAX_LINE_CHARS:
+                raise DataError(f"{path}, line {lines}: longer than {MAX_LINE_CHARS:,} "
+                                "characters, not a row item_id,correct; pass a CSV file "
+                                "item_id,correct")
+            yield text
+
+    # utf-8-sig: the byte-order mark is not part of the first column's name
+    with io.TextIOWrapper(io.BufferedReader(_Fed(raw, feed)), encoding="utf-8-sig",
+                          newline="") as handle:
+        try:
+            reader = csv.reader(text_lines(handle))
+            for row in reader:
+                yield reader.line_num, row
+        except csv.Error as exc:
+            limit = csv.field_size_limit()
+            if "field larger than field limit" in str(exc):
+                raise DataError(f"{path}, line {reader.line_num}: a cell is longer than "
+                                f"{limit:,} characters (Python's csv field limit), not an "
+                                "item id or a score; pass a CSV file item_id,correct"
+                                ) from None
+            raise DataError(f"{path}, line {reader.line_num}: not CSV ({exc}); pass a CSV "
+                            "file item_id,correct") from None
+        except OSError as exc:
+            raise DataError(f"{path}: cannot read it ({exc.strerror})") from None
+        except UnicodeDecodeError as exc:
+            raise DataError(f"{path}: byte {exc.start} is not UTF-8; save the file as UTF-8"
+                            ) from None
+
+
+class _Fed(io.RawIOBase):
+    """A raw binary file that hands every block it reads to `feed` as well."""
+
+    def __init__(self, raw: io.FileIO, feed: Callable[[bytes], object] | None) -> None:
+        super().__init__()
+        self._raw, self._feed = raw, feed
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        count = self._raw.readinto(buffer) or 0
+        if self._feed is not None and count:
+            self._feed(bytes(memoryview(buffer)[:count]))
+        return count
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
 
 
 def model_answers(matrix: ResponseMatrix, model: str, items: list[str] | None = None

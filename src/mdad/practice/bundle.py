@@ -238,7 +238,7 @@ def select_microbenchmark(dataset: Dataset, method: str, size: int, *, seed: int
     order = np.asarray(micro.items)
     ids = [str(matrix.item_ids[i]) for i in order]
     spec = dataset.spec
-    lm_eval_items = _lm_eval_ids(ids, spec.lm_eval_task if spec else None)
+    lm_eval_items = lm_eval_ids(ids, spec.lm_eval_task if spec else None)
     return MicroBenchmarkFile(
         dataset=dataset.name, sha256=matrix.sha256 or "", mdad_version=__version__,
         method=method, size=size, seed=seed, items=ids, lm_eval_items=lm_eval_items,
@@ -383,7 +383,10 @@ def _seen_pool(matrix: ResponseMatrix, seed: int, models: np.ndarray | None = No
                     seed=np.random.SeedSequence(seed, spawn_key=(7,)))
 
 
-def _lm_eval_ids(ids: list[str], task: str | None) -> list[str] | None:
+def lm_eval_ids(ids: list[str], task: str | None) -> list[str] | None:
+    """The lm-eval ``task/doc`` names of item `ids`: the ids themselves when every one
+    holds a ``/``, ``<task>/<id>`` when every id is a doc number and the dataset has an
+    lm-eval `task`; None otherwise (no mapping: results must come as a CSV)."""
     if all("/" in item for item in ids):
         return ids
     if task is not None and all(item.isdigit() for item in ids):

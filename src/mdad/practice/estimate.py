@@ -35,6 +35,8 @@ It never uses a stored error twice.
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -65,12 +67,16 @@ class ItemScores:
     scores : float array of shape (size,), NaN for an item the results lack.
     missing : the micro-benchmark's items the results lack.
     extra : items in the results that are not in the micro-benchmark (ignored).
+    sha256 : the fingerprint of the result files read, and only those: as
+        `mdad.data.files.files_sha256` of them, relative to the results' folder ("" when
+        not read from files).
     """
 
     model: str
     scores: np.ndarray
     missing: list[str]
     extra: int
+    sha256: str = ""
 
 
 def check_metric(bundle: MicroBenchmarkFile, metric: str | None, *,
@@ -114,21 +120,34 @@ def read_model_scores(path: Path, bundle: MicroBenchmarkFile, *, metric: str | N
 
 
 def read_item_scores(path: Path, items: list[str], lm_eval_items: list[str] | None, *,
-                     metric: str, dataset: str, what: str = "micro-benchmark") -> ItemScores:
+                     metric: str, dataset: str, what: str = "micro-benchmark",
+                     tasks: Collection[str] | None = None,
+                     allow_none: bool = False) -> ItemScores:
     """One model's scores on `items` (their ``task/doc_id`` names are `lm_eval_items`,
     None when the dataset has no lm-eval mapping), read from an lm-eval
     ``--log_samples`` folder or file (with `metric`) or a CSV ``item_id,correct``.
 
+    Of lm-eval results, the sample files of `tasks` are read (default: the items' own
+    tasks; an adaptive test passes all of its tasks, so that the same folder is read,
+    and fingerprinted, alike whichever batch is pending), never another task's, nor
+    any other file. The returned `sha256` covers exactly the files read: of a CSV, the
+    very bytes parsed (hashed as they are read); of lm-eval files, their bytes as the
+    loader hashes them right after parsing them.
+
     Raises
     ------
     DataError
-        For a file with several models, duplicated items, or none of `items`; for
-        lm-eval records that hold only ``exact_match`` where `metric` is ``acc`` or
-        ``acc_norm`` (never scored by another metric than the one asked).
+        For a file with several models, duplicated items, or none of `items` (unless
+        `allow_none`: then every item is `missing`); for lm-eval records that hold
+        only ``exact_match`` where `metric` is ``acc`` or ``acc_norm`` (never scored by
+        another metric than the one asked).
     """
     path = Path(path)
     if path.suffix.lower() == ".csv":
-        model, values = path.stem, read_answers_csv(path)
+        digest = hashlib.sha256()
+        model, values = path.stem, read_answers_csv(path, feed=digest.update)
+        # `files_sha256([path], path.parent)` of the bytes parsed, not of a second reading
+        sha256 = hashlib.sha256(f"{path.name}\0{digest.hexdigest()}\n".encode()).hexdigest()
         wanted = items
     else:
         from mdad.data.lm_eval import load_lm_eval_samples
@@ -137,27 +156,27 @@ def read_item_scores(path: Path, items: list[str], lm_eval_items: list[str] | No
             raise DataError(f"{path}: lm-eval results, but the {what}'s dataset {dataset} has "
                             "no lm-eval task mapping; pass a CSV")
         wanted = lm_eval_items
-        # only the items' tasks: results of another task say so by name; no other
-        # metric stands in for `metric` (exact_match for acc_norm), which the MDAD and
-        # the fit were not measured on
-        matrix = load_lm_eval_samples(path, metric=metric,
-                                      tasks={item.rsplit("/", 1)[0] for item in wanted},
-                                      fallback_metric=False)
+        # only these tasks: results of another task say so by name; no other metric
+        # stands in for `metric` (exact_match for acc_norm), which the MDAD and the fit
+        # were not measured on
+        matrix = load_lm_eval_samples(
+            path, metric=metric, fallback_metric=False,
+            tasks={item.rsplit("/", 1)[0] for item in wanted} if tasks is None else tasks)
         if matrix.n_models != 1:
             raise DataError(f"{path}: holds results of {matrix.n_models} models; pass one "
                             "model's folder or file")
-        model = str(matrix.model_names[0])
+        model, sha256 = str(matrix.model_names[0]), matrix.sha256 or ""
         values = {str(i): float(v) for i, v in zip(matrix.item_ids, matrix.correctness[0],
                                                   strict=True) if not np.isnan(v)}
     found = [item for item in wanted if item in values]
-    if not found:
+    if not found and not allow_none:
         example = next(iter(values), "none")
         raise DataError(f"{path}: none of the {what}'s {len(wanted)} items are in "
                         f"these results (e.g. {wanted[0]!r}, results have {example!r}); "
                         "are they for another task or dataset?")
     scores = np.array([values.get(item, np.nan) for item in wanted])
     missing = [item for item, s in zip(items, scores, strict=True) if np.isnan(s)]
-    return ItemScores(model, scores, missing, len(set(values) - set(wanted)))
+    return ItemScores(model, scores, missing, len(set(values) - set(wanted)), sha256)
 
 
 @dataclass(frozen=True)
