@@ -307,3 +307,29 @@ def test_mutated_records_give_scores_or_one_data_error(lines, metric, fallback):
     known = scores.confidence[~np.isnan(scores.confidence)]
     assert ((known >= 0) & (known <= 1)).all()
     assert all(doc.isprintable() and 0 < len(doc) <= 200 for doc in scores.doc_ids)
+
+
+def test_the_data_s_sha256_is_of_the_bytes_parsed(tmp_path, monkeypatch):
+    """The matrix's sha256 (the adaptive test's fingerprint, a study's data digest) is
+    hashed from the bytes parsed, the same value as hashing the files after: a file
+    rewritten between the two cannot be fingerprinted as what was not read."""
+    from mdad.data.files import files_sha256
+
+    folder = tmp_path / "pythia"
+    shutil.copytree(pythia_dir(), folder)  # shared data is read-only
+    files = sorted(folder.rglob("samples_*.jsonl"))
+    assert load_lm_eval_samples(folder).sha256 == files_sha256(files, folder)
+
+    parse = lm_eval.read_task_lines
+
+    def rewritten_after_parsing(lines, path, *args, **kwargs):
+        scores = parse(lines, path, *args, **kwargs)
+        Path(path).write_bytes(b"rewritten\n")  # no record: unreadable if parsed
+        return scores
+
+    monkeypatch.setattr(lm_eval, "read_task_lines", rewritten_after_parsing)
+    originals = {f: f.read_bytes() for f in files}
+    digest = load_lm_eval_samples(folder).sha256
+    for f, data in originals.items():
+        f.write_bytes(data)
+    assert digest == files_sha256(files, folder)

@@ -17,9 +17,14 @@ def file_sha256(path: str | Path) -> str:
 
 def files_sha256(paths: list[Path], root: Path) -> str:
     """One sha256 over several files: their paths relative to `root` and their digests."""
+    return digests_sha256({path: file_sha256(path) for path in paths}, root)
+
+
+def digests_sha256(digests: dict[Path, str], root: Path) -> str:
+    """`files_sha256` of files whose digests are known (hashed as they were read)."""
     digest = hashlib.sha256()
-    for path in sorted(paths):
-        digest.update(f"{path.relative_to(root).as_posix()}\0{file_sha256(path)}\n".encode())
+    for path in sorted(digests):
+        digest.update(f"{path.relative_to(root).as_posix()}\0{digests[path]}\n".encode())
     return digest.hexdigest()
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -14,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from mdad.data.files import files_sha256, listed
+from mdad.data.files import digests_sha256, listed
 from mdad.data.loader import FileLoader
 from mdad.data.matrix import ResponseMatrix
 from mdad.errors import DataError
@@ -410,11 +411,21 @@ def _check_unfiltered_repeat(record: dict[str, Any], doc: str, first: float, key
             "'filter' field to the records")
 
 
-def _read_task(path: Path, metric: str, fallback_metric: bool = True) -> TaskScores:
-    """Parse one samples file (see `read_task_lines`)."""
+def _read_task(path: Path, metric: str, fallback_metric: bool = True,
+               digests: dict[Path, str] | None = None) -> TaskScores:
+    """Parse one samples file (see `read_task_lines`); with `digests`, record the sha256
+    of the very bytes parsed there (a file rewritten meanwhile cannot be hashed as
+    another than the one read)."""
+    digest = hashlib.sha256()
     with open(path, "rb") as handle:
-        return read_task_lines(_capped_lines(handle), path, metric,
-                               fallback_metric=fallback_metric)
+        # map, not a generator: it keeps no reference to a line while it is parsed
+        lines = map(lambda line: (digest.update(line), line)[1], _capped_lines(handle))
+        scores = read_task_lines(lines, path, metric, fallback_metric=fallback_metric)
+        for block in iter(partial(handle.read, 1 << 20), b""):  # none, once all is parsed
+            digest.update(block)
+    if digests is not None:
+        digests[path] = digest.hexdigest()
+    return scores
 
 
 def _capped_lines(handle: Any) -> Iterator[bytes]:
@@ -603,16 +614,15 @@ def load_lm_eval_samples(path: str | Path, *, metric: str = "acc",
     found = lm_eval_files(path)
     wanted = None if tasks is None else set(tasks)
     per_model: dict[str, dict[str, TaskScores]] = {}
-    used: list[Path] = []
+    digests: dict[Path, str] = {}  # of the files read, as they were parsed
     without_tasks: list[str] = []
     for model, files in found.models.items():
         grouped = _files_by_task(files, wanted)
         if grouped:
             per_model[model] = {
-                task: merge_task_scores([_read_task(f, metric, fallback_metric)
+                task: merge_task_scores([_read_task(f, metric, fallback_metric, digests)
                                          for f in group])
                 for task, group in grouped.items()}
-            used.extend(f for group in grouped.values() for f in group)
         else:
             without_tasks.append(model)
     if not per_model:
@@ -624,7 +634,7 @@ def load_lm_eval_samples(path: str | Path, *, metric: str = "acc",
         notes.append(f"{len(without_tasks)} model(s) with no file of the tasks "
                      f"{', '.join(sorted(wanted or ()))} left out: {listed(without_tasks)}")
     root = path if path.is_dir() else path.parent
-    return build_matrix(per_model, source=str(path), sha256=files_sha256(used, root),
+    return build_matrix(per_model, source=str(path), sha256=digests_sha256(digests, root),
                         notes=tuple(notes))
 
 
