@@ -262,3 +262,32 @@ def test_the_cli_says_once_that_no_policy_works(tmp_path: Path):
             r"gappy\.csv: 12 of 96 cells lack a result, and neither drop-items nor "
             r"drop-models would leave any data: .* fill the gaps")
         assert "set --missing" not in line
+
+
+def test_data_answers_writes_through_no_planted_link(tmp_path: Path):
+    """Links planted at the answers file, at an old fixed temporary name and at a stale
+    temporary's name: each is replaced or removed, the files they point to untouched."""
+    import os
+    import subprocess
+    import sys
+
+    data = hostile_csv(tmp_path / "hostile.csv")
+    victim = tmp_path / "victim.txt"
+    victim.write_text("the user's")
+    ended = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                               capture_output=True, text=True).stdout)
+    answers = tmp_path / "m5.csv"
+    answers.symlink_to(victim)
+    for name in (".m5.csv.tmp", f".m5.csv.{ended}.k9x_2abc.mdad-tmp"):
+        (tmp_path / name).symlink_to(victim)
+    old = os.umask(0o022)
+    try:
+        assert_ok(mdad_cli("data", "answers", data, "--model", "m5", "--out", answers,
+                           "--force", cwd=tmp_path))
+    finally:
+        os.umask(old)
+    assert victim.read_text() == "the user's"
+    assert not answers.is_symlink() and answers.stat().st_mode & 0o777 == 0o644
+    assert read_answers_csv(answers)
+    assert not (tmp_path / f".m5.csv.{ended}.k9x_2abc.mdad-tmp").is_symlink()  # a leftover
+    assert (tmp_path / ".m5.csv.tmp").is_symlink()  # not a name mdad writes: left alone
