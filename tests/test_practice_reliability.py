@@ -512,6 +512,31 @@ def test_compare_a_model_with_itself(gpqa_data, gpqa_random_100, tmp_path: Path)
     assert "paired 95% interval -2.4 to 2.4" in text and "95% confidence" in text
 
 
+def test_compare_names_two_results_of_one_model_name_by_their_paths(
+        gpqa_data, gpqa_random_100, tmp_path: Path):
+    """Two folders of one model name once gave 'h2__m02 is reliably better', and --json
+    had first, second and winner all 'h2__m02'."""
+    out = tmp_path / "mb.json"
+    gpqa_random_100.save(out)
+    column = {str(i): k for k, i in enumerate(gpqa_data.matrix.item_ids)}
+    names = list(gpqa_data.matrix.model_names)
+    paths = []
+    for folder, name in (("a", INTEL), ("b", LLAMA)):
+        row = gpqa_data.matrix.correctness[names.index(name),
+                                           [column[i] for i in gpqa_random_100.items]]
+        (tmp_path / folder).mkdir()
+        paths.append(results_csv(tmp_path / folder / "h2__m02.csv", gpqa_random_100, row))
+    proc = mdad_cli("compare", out, *paths, "--json", cwd=tmp_path)
+    assert_ok(proc)
+    answer = json.loads(proc.stdout)
+    assert (answer["first"], answer["second"]) == tuple(map(str, paths))
+    assert answer["winner"] in (None, *map(str, paths))
+    assert "both results name the model 'h2__m02'" in flat(proc.stderr)
+    same = json.loads(mdad_cli("compare", out, paths[0], paths[0], "--json",
+                               cwd=tmp_path).stdout)
+    assert same["first"] == f"{paths[0]} (first)" and same["second"] == f"{paths[0]} (second)"
+
+
 def test_intel_and_llama_get_one_verdict(gpqa_data, gpqa_random_100, tmp_path: Path):
     """The issue's case: estimate called Intel (29.0) reliably above Llama-2-13b-chat
     (23.0) while compare said too close. Both now say the same."""

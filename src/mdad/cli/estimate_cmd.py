@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -21,6 +21,9 @@ from mdad.cli.practice_common import (
     points,
     print_json,
 )
+
+if TYPE_CHECKING:
+    from mdad.practice.estimate import ItemScores
 
 OtherDatasetVersion = Annotated[bool, typer.Option(
     "--allow-other-data-version",
@@ -133,6 +136,7 @@ def compare(
                               allow_other_metric=allow_other_metric)
     second = read_model_scores(results_b, bundle, metric=metric,
                                allow_other_metric=allow_other_metric)
+    first, second = _told_apart(first, results_a, second, results_b)
     answer = compare_models(bundle, first, second, allow_partial=allow_partial)
     file_pairs_note(microbenchmark, bundle, answer)
     if as_json:
@@ -154,3 +158,19 @@ def compare(
                   f"{mdad_text(answer.mdad, answer.max_gap, answer.mdad_how)}, "
                   f"{mdad_source(answer.mdad_how, answer.mdad_pairs)}; rule at "
                   f"{answer.confidence:.0%} confidence: {answer.rule})")
+
+
+def _told_apart(first: ItemScores, path_a: Path, second: ItemScores, path_b: Path
+                ) -> tuple[ItemScores, ItemScores]:
+    """The two results named so that a verdict names one of them: by their paths when
+    their models' names clash (two folders of one model name), with a note."""
+    from dataclasses import replace
+
+    if first.model != second.model:
+        return first, second
+    a, b = str(path_a), str(path_b)
+    if a == b:
+        a, b = f"{a} (first)", f"{a} (second)"
+    note(f"both results name the model {first.model!r}; they are named by their paths: "
+         f"{a} and {b}")
+    return replace(first, model=a), replace(second, model=b)

@@ -131,8 +131,8 @@ def read_item_scores(path: Path, items: list[str], lm_eval_items: list[str] | No
     tasks; an adaptive test passes all of its tasks, so that the same folder is read,
     and fingerprinted, alike whichever batch is pending), never another task's, nor
     any other file. The returned `sha256` covers exactly the files read: of a CSV, the
-    very bytes parsed (hashed as they are read); of lm-eval files, their bytes as the
-    loader hashes them right after parsing them.
+    very bytes parsed (hashed as they are read); of lm-eval files too, as the loader
+    parses them.
 
     Raises
     ------
