@@ -4,9 +4,9 @@ time, nothing named by the data outside the folder it belongs in.
 Every file `mdad` writes goes through `atomic_write`: a temporary file with a unique
 name, created exclusively (``O_EXCL``; a symbolic link in its place is never followed),
 flushed to disk, then renamed over the target, which is replaced (a link there is
-replaced, never written through). Temporaries end in `TEMP_SUFFIX`, so that a run
-holding the folder's lock can remove the ones an interrupted run left
-(`remove_stale_temporaries`).
+replaced, never written through). Temporaries and staging folders carry their process
+id, so that a later run removes those a killed one left, and never a live writer's
+(`remove_stale_temporaries`, `remove_stale_staging`).
 """
 
 from __future__ import annotations
