@@ -50,6 +50,8 @@ def mdad_limited(*args: object, cwd: Path, kilobytes: int) -> subprocess.Complet
     (ImportError("libx.so: failed to map segment from shared object", name="_imaging"),
      r"^out of memory loading _imaging \(libx\.so: failed to map segment"),
     (RuntimeError("can't start new thread"), r"^out of memory or threads: cannot start"),
+    (ValueError("Error tokenizing data. C error: out of memory"),
+     r"^out of memory or threads \(Error tokenizing data\. C error: out of memory\); ask"),
     (BrokenProcessPool("A process in the process pool was terminated abruptly"),
      r"^a worker process ended abruptly \(killed: .*\); ask for less"),
     (OSError(errno.ENOSPC, "No space left on device", "/data/mb.json"),

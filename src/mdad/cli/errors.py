@@ -265,6 +265,10 @@ def _resource_line(exc: BaseException, options: list[str] | tuple[str, ...]) -> 
     if "ArrowException" in names and any(
             t in text.lower() for t in ("memory", "alloc", "thread")):
         return f"out of memory in pyarrow ({visible(text)[:120]}); {less}"
+    from mdad.errors import running_out
+
+    if running_out(exc):  # what a reader re-raised as no fault of its file (pandas' C parser)
+        return f"out of memory or threads ({visible(text)[:120]}); {less}"
     return None
 
 
