@@ -359,7 +359,8 @@ def test_read_results_reads_with_the_recognising_loader(tmp_path):
      r"leave it out \(the loader takes no options\)$", ("orientation",)),
     (lambda d: small_lm_eval(d / "lm"), {"subtask_column": "task"},
      r"subtask_column is not an option of the lm-eval loader, which reads .*lm; leave it "
-     r"out \(the loader's keywords are metric, tasks\)$", ("subtask_column",)),
+     r"out \(the loader's keywords are metric, tasks, allow_mixed_settings\)$",
+     ("subtask_column",)),
     (lambda d: "synthetic:gpqa", {"models": 10},
      r"models is not an option of the synthetic loader, which reads synthetic:gpqa; leave "
      r"it out \(the loader's keywords are n_models, data_seed\)$", ("models",)),
@@ -398,7 +399,8 @@ def test_a_named_dataset_takes_its_own_metric_only():
 def test_dataset_options_are_what_load_dataset_accepts(tmp_path):
     csv_options = ("orientation", "item_column", "subtask_column", "meta_columns")
     assert dataset_options(small_csv(tmp_path)) == csv_options
-    assert dataset_options(small_lm_eval(tmp_path / "lm")) == ("metric", "tasks")
+    assert dataset_options(small_lm_eval(tmp_path / "lm")) == ("metric", "tasks",
+                                                                "allow_mixed_settings")
     assert dataset_options(small_paper_arrays(tmp_path / "paper")) == ()
     assert dataset_options("synthetic:gpqa") == ("n_models", "data_seed")
     shared_data(GPQA_CSV)

@@ -15,7 +15,8 @@ from mdad.cli.render import info_table
 from mdad.data.choices import Orientation
 
 if TYPE_CHECKING:
-    from mdad.data.lm_eval import LmEvalFiles
+    from mdad.data import RawDataset
+    from mdad.data.lm_eval import LmEvalFiles, LmEvalSettings
 
 app = typer.Typer(help="Inspect results files and named datasets.", no_args_is_help=True,
                   rich_markup_mode=None)
@@ -34,21 +35,49 @@ def info(
         help="For synthetic:<shape> datasets: the seed that draws the leaderboard.")] = None,
 ) -> None:
     """Models, items, subtasks, accuracy range, missing cells, confidences."""
-    from mdad.data import describe, read_dataset
-    from mdad.data.lm_eval import holds_lm_eval_samples, lm_eval_files
+    from mdad.data import describe
+    from mdad.data.info import settings_lines
+    from mdad.data.lm_eval import MIXED_NOTE, holds_lm_eval_samples, lm_eval_files
 
-    raw = read_dataset(dataset, metric=metric, n_models=models, data_seed=data_seed,
-                       orientation=None if orientation is Orientation.AUTO else orientation)
+    raw, settings = _read_with_settings(
+        dataset, metric=metric, n_models=models, data_seed=data_seed,
+        orientation=None if orientation is Orientation.AUTO else orientation)
     summary = describe(raw.matrix)
     console = Console()
     console.print(info_table(summary))
     console.print(f"sha256 {summary.sha256}", soft_wrap=True)
+    if settings is not None:
+        lines = settings_lines(settings)
+        if mixed := settings.mixed():
+            lines.append(f"mixed settings: {mixed}; run, select, estimate, compare and "
+                         "adaptive refuse them unless --allow-mixed-settings")
+        for line in lines:
+            console.print(literal(line), soft_wrap=True, highlight=False)
     if raw.spec is None and holds_lm_eval_samples(raw.path):
         print_lm_eval_files(console, lm_eval_files(raw.path))
     print_provenance(console, Path(raw.matrix.source))
     for note in raw.matrix.notes:
-        console.print(f"note: {literal(as_options(note, ('orientation',)))}", soft_wrap=True,
-                      highlight=False)
+        if not note.startswith(MIXED_NOTE):  # said above, as a setting
+            console.print(f"note: {literal(as_options(note, ('orientation',)))}",
+                          soft_wrap=True, highlight=False)
+
+
+def _read_with_settings(dataset: str, **options: object
+                        ) -> tuple[RawDataset, LmEvalSettings | None]:
+    """The dataset as `read_dataset` reads it, and for lm-eval output (a path) the
+    settings its files ran with, read once; mixed settings are read, to be shown."""
+    from mdad.data import DATASETS, RawDataset, read_dataset
+    from mdad.data.lm_eval import LOADER, read_lm_eval_samples
+    from mdad.data.registry import accepted_options, find_loader
+
+    path = Path(dataset).expanduser()
+    if dataset in DATASETS or not path.exists() or find_loader(path) is not LOADER:
+        return read_dataset(dataset, **options), None
+    given = accepted_options(LOADER, path, options)  # refuses the options of other formats
+    read = read_lm_eval_samples(path, metric=str(given.get("metric") or "acc"),
+                                allow_mixed_settings=True)
+    name = path.stem if path.is_file() else path.name
+    return RawDataset(name, read.matrix, path), read.settings
 
 
 def print_provenance(console: Console, folder: Path) -> None:

@@ -21,6 +21,13 @@ from mdad.data.matrix import ResponseMatrix
 from mdad.errors import DataError
 
 SAMPLES_GLOB = "samples_*.jsonl"
+# lm-eval writes ``results_<timestamp>.json`` beside each run's ``samples_<task>_<timestamp>
+# .jsonl`` files, with the same timestamp: the run's n-shot per task, configs, model args.
+# A few KB to a few MB (every task's config); 64 MiB bounds what one may take in memory.
+RESULTS_FILE = "results_{}.json"
+MAX_RESULTS_BYTES = 64 * 2**20
+# the note of a matrix read with allow_mixed_settings from results whose n-shot differ
+MIXED_NOTE = "mixed lm-eval settings, read as they are (allowed): "
 # The longest line (one record) read, in bytes. The harness's records hold the document,
 # every option's full prompt and the responses: a few KB, up to a few MB for long-context
 # tasks (a 128k-token prompt, repeated per option). 256 MiB is far above any of them and
@@ -97,6 +104,138 @@ class LmEvalFiles:
                  (self.empty, "not read as models: {} without sample files: {}"))
         return [what.format(f"{len(names)} folder{'s' * (len(names) > 1)}", listed(names))
                 for names, what in kinds if names]
+
+
+@dataclass(frozen=True)
+class LmEvalSettings:
+    """The settings lm-eval ran each model's tasks with, for the sample files read.
+
+    Attributes
+    ----------
+    n_shot : model -> task -> the n-shot of each of the task's sample files read (in
+        merge order: several after re-runs into one folder), from the
+        ``results_<timestamp>.json`` lm-eval wrote with it (its ``n-shot``, else
+        ``configs[task].num_fewshot``); None where unknown: no such file beside the
+        samples, or it does not give the task's n-shot.
+    metric : model -> task -> the record field scored: the metric asked, or
+        ``exact_match`` for a generative task's records (see `read_task_lines`); "a/b"
+        when the task's files differ.
+    without_results : the models with no results file beside any of their samples.
+    """
+
+    n_shot: dict[str, dict[str, tuple[int | None, ...]]]
+    metric: dict[str, dict[str, str]] = field(default_factory=dict)
+    without_results: tuple[str, ...] = ()
+
+    def known(self) -> dict[str, dict[str, tuple[int, ...]]]:
+        """model -> task -> its distinct known n-shot values, sorted (empty: unknown)."""
+        return {model: {task: tuple(sorted({v for v in values if v is not None}))
+                        for task, values in tasks.items()}
+                for model, tasks in self.n_shot.items()}
+
+    def mixed(self) -> str:
+        """In words, how the known n-shot values differ: within the first model whose
+        tasks (or runs of one task) differ, else between models; "" when they agree.
+        Unknown values are compared with nothing."""
+        known = self.known()
+        inner = [model for model, tasks in known.items()
+                 if len({v for values in tasks.values() for v in values}) > 1]
+        if inner:
+            more = (f" (and {len(inner) - 1} more model{'s' * (len(inner) > 2)} mix "
+                    "theirs)" if len(inner) > 1 else "")
+            what = "a task's runs" if len(known[inner[0]]) == 1 else "its tasks"
+            return (f"model {inner[0]} ran {what} with different n-shot: "
+                    f"{by_n_shot(known[inner[0]])}{more}")
+        per_model = {model: values for model, tasks in known.items()
+                     if (values := tuple(sorted({v for vs in tasks.values() for v in vs})))}
+        if len(set(per_model.values())) > 1:
+            return f"its models ran with different n-shot: {by_n_shot(per_model)}"
+        return ""
+
+
+def by_n_shot(values: dict[str, tuple[int, ...]]) -> str:
+    """Names grouped by their n-shot values, fewest shots first, e.g. "0 for a, b;
+    5 for c" ("0 and 5" for a name with both, "unknown" for none); long groups are
+    shortened (`listed`)."""
+    groups: dict[tuple[int, ...], list[str]] = {}
+    for name, shots in sorted(values.items()):
+        groups.setdefault(shots, []).append(name)
+    return "; ".join(
+        f"{' and '.join(map(str, shots)) or 'unknown'} for {listed(names)}"
+        for shots, names in sorted(groups.items(), key=lambda group: (not group[0], group[0])))
+
+
+def _n_shots(found: dict[str, dict[str, list[Path]]]
+             ) -> tuple[dict[str, dict[str, tuple[int | None, ...]]], tuple[str, ...]]:
+    """`LmEvalSettings.n_shot` and `without_results` of each model's files by task."""
+    runs: dict[Path, dict[str, int | None] | None] = {}  # results file -> n-shot by task
+    n_shot: dict[str, dict[str, tuple[int | None, ...]]] = {}
+    without: list[str] = []
+    for model, grouped in found.items():
+        n_shot[model] = {task: tuple(_n_shot_of(file, task, runs) for file in files)
+                         for task, files in grouped.items()}
+        folders = {file.parent for files in grouped.values() for file in files}
+        if not any(next(folder.glob(RESULTS_FILE.format("*")), None) for folder in folders):
+            without.append(model)
+    return n_shot, tuple(without)
+
+
+def _n_shot_of(file: Path, task: str, runs: dict[Path, dict[str, int | None] | None]
+               ) -> int | None:
+    """The n-shot of `task` in the results file of `file`'s run (the same timestamp), None
+    when unknown; `runs` caches the results files read."""
+    stamp = name_parts(file)[1]
+    results = file.parent / RESULTS_FILE.format(stamp)
+    if not stamp or not (results.exists() or results.is_symlink()):
+        return None
+    if results not in runs:
+        runs[results] = _read_n_shot(results)
+    return (runs[results] or {}).get(task)
+
+
+def _read_n_shot(path: Path) -> dict[str, int | None]:
+    """task -> n-shot of an lm-eval results file (``n-shot``, else each config's
+    ``num_fewshot``; None where neither is a whole number).
+
+    Raises
+    ------
+    DataError
+        For a file that is no regular file, larger than `MAX_RESULTS_BYTES`, or no JSON
+        object: the samples beside it have no settings to check then.
+    """
+    from mdad.data.files import not_a_file
+
+    fix = ("fix it, or remove it to read the samples beside it without their settings "
+           "(n-shot unknown)")
+    if not path.is_file():
+        raise DataError(f"{path}: {not_a_file(path)}, named like an lm-eval results file; {fix}")
+    if path.stat().st_size > MAX_RESULTS_BYTES:
+        raise DataError(f"{path}: larger than {MAX_RESULTS_BYTES // 2**20} MiB, which no "
+                        f"lm-eval results file is; {fix}")
+    try:
+        data = json.loads(path.read_bytes())
+    except (ValueError, RecursionError) as exc:  # (UnicodeDecodeError is a ValueError)
+        raise DataError(f"{path}: not an lm-eval results file ({_shown(str(exc))[1:-1]}); "
+                        f"{fix}") from None
+    if not isinstance(data, dict):
+        raise DataError(f"{path}: holds no JSON object, as lm-eval's results files do; {fix}")
+    configs = data.get("configs") if isinstance(data.get("configs"), dict) else {}
+    shots = dict.fromkeys(configs)
+    for task, config in configs.items():
+        if isinstance(config, dict):
+            shots[task] = _whole(config.get("num_fewshot"))
+    if isinstance(data.get("n-shot"), dict):
+        for task, value in data["n-shot"].items():
+            if (whole := _whole(value)) is not None or task not in shots:
+                shots[task] = whole
+    return shots
+
+
+def _whole(value: Any) -> int | None:
+    """A whole number of shots (lm-eval writes ints; an integer string is taken too)."""
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) < 10:
+        return int(value)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def task_of(file: Path) -> str:
@@ -558,8 +697,8 @@ def _sorted_docs(doc_ids: set[str]) -> list[str]:
 
 
 def load_lm_eval_samples(path: str | Path, *, metric: str = "acc",
-                         tasks: Collection[str] | None = None,
-                         fallback_metric: bool = True) -> ResponseMatrix:
+                         tasks: Collection[str] | None = None, fallback_metric: bool = True,
+                         allow_mixed_settings: bool = False) -> ResponseMatrix:
     """Read lm-evaluation-harness ``--log_samples`` files of one or more models.
 
     Parameters
@@ -581,6 +720,9 @@ def load_lm_eval_samples(path: str | Path, *, metric: str = "acc",
         Allow the ``exact_match`` substitution above (the study's reading of a mix of
         multiple-choice and generative tasks). False for a measurement that is defined
         by `metric` (a micro-benchmark, an adaptive test): such records then raise.
+    allow_mixed_settings : bool
+        Read files whose runs differ in n-shot (see Raises); the matrix's `notes`
+        then say how. Default False: such files raise.
 
     Returns
     -------
@@ -590,7 +732,8 @@ def load_lm_eval_samples(path: str | Path, *, metric: str = "acc",
         subtask = task. A model without an item has NaN there. `confidence` is the
         softmax over the options' log-likelihoods at the gold option, NaN for
         generative items or an unresolvable gold option, None when no item has one.
-        `sha256` covers every file read.
+        `sha256` covers every samples file read (not the results files).
+        `read_lm_eval_samples` returns the settings too.
 
     Notes
     -----
@@ -602,40 +745,77 @@ def load_lm_eval_samples(path: str | Path, *, metric: str = "acc",
     files of their own, and those whose names start with ``.``, are not read; the
     matrix's `notes` name them (see `LmEvalFiles`), and the models `tasks` left out.
 
+    Each samples file's n-shot is read from the ``results_<timestamp>.json`` lm-eval
+    wrote beside it in the same run. Without one (samples copied alone) the n-shot is
+    unknown: nothing is refused, and `LmEvalSettings` says so.
+
     Raises
     ------
     DataError
         Naming file and line, for invalid JSON, a record without ``doc_id``, a doc_id
         repeated within a pass, a missing or non-numeric metric, records holding only
-        ``exact_match`` when `fallback_metric` is false; or no sample files, or none of
-        `tasks`.
+        ``exact_match`` when `metric` is ``acc`` or ``acc_norm`` and `fallback_metric`
+        is false; or no sample files, or none of `tasks`; or a results file that cannot
+        be read. Unless `allow_mixed_settings`: when the known n-shot values of the
+        files read differ, within a model (its tasks, or the runs of one task merged)
+        or between models ("mixed lm-eval settings: ...").
+    """
+    return read_lm_eval_samples(path, metric=metric, tasks=tasks,
+                                fallback_metric=fallback_metric,
+                                allow_mixed_settings=allow_mixed_settings).matrix
+
+
+@dataclass(frozen=True)
+class LmEvalSamples:
+    """What `read_lm_eval_samples` read: the matrix, and the settings its files ran with."""
+
+    matrix: ResponseMatrix
+    settings: LmEvalSettings
+
+
+def read_lm_eval_samples(path: str | Path, *, metric: str = "acc",
+                         tasks: Collection[str] | None = None, fallback_metric: bool = True,
+                         allow_mixed_settings: bool = False) -> LmEvalSamples:
+    """`load_lm_eval_samples`, with the settings (n-shot, metric) of the files read.
+
+    Raises
+    ------
+    DataError
+        As `load_lm_eval_samples`.
     """
     path = Path(path)
     found = lm_eval_files(path)
     wanted = None if tasks is None else set(tasks)
-    per_model: dict[str, dict[str, TaskScores]] = {}
-    digests: dict[Path, str] = {}  # of the files read, as they were parsed
-    without_tasks: list[str] = []
-    for model, files in found.models.items():
-        grouped = _files_by_task(files, wanted)
-        if grouped:
-            per_model[model] = {
-                task: merge_task_scores([_read_task(f, metric, fallback_metric, digests)
-                                         for f in group])
-                for task, group in grouped.items()}
-        else:
-            without_tasks.append(model)
-    if not per_model:
+    grouped = {model: by_task for model, files in found.models.items()
+               if (by_task := _files_by_task(files, wanted))}
+    if not grouped:
         raise _no_such_task(path, sorted(wanted or ()), found.tasks())
+    n_shot, without_results = _n_shots(grouped)
+    mixed = LmEvalSettings(n_shot).mixed()
+    if mixed and not allow_mixed_settings:  # before the samples are parsed: at once
+        raise DataError(f"{path}: mixed lm-eval settings: {mixed} (their results_*.json), "
+                        "so the answers are not one measurement; re-run lm-eval with one "
+                        "--num_fewshot for them all, or pass allow_mixed_settings to use "
+                        "them as they are", parameters=("allow_mixed_settings",))
+    digests: dict[Path, str] = {}  # of the files read, as they were parsed
+    per_model = {model: {task: merge_task_scores([_read_task(f, metric, fallback_metric,
+                                                             digests) for f in group])
+                         for task, group in by_task.items()}
+                 for model, by_task in grouped.items()}
     notes = found.notes()
     if fallback := _fallback_note(per_model, metric):
         notes.append(fallback)
-    if without_tasks:
+    if without_tasks := sorted(set(found.models) - set(grouped)):
         notes.append(f"{len(without_tasks)} model(s) with no file of the tasks "
                      f"{', '.join(sorted(wanted or ()))} left out: {listed(without_tasks)}")
+    if mixed:
+        notes.append(MIXED_NOTE + mixed)
     root = path if path.is_dir() else path.parent
-    return build_matrix(per_model, source=str(path), sha256=digests_sha256(digests, root),
-                        notes=tuple(notes))
+    matrix = build_matrix(per_model, source=str(path), sha256=digests_sha256(digests, root),
+                          notes=tuple(notes))
+    metrics = {model: {task: part.metric for task, part in scores.items()}
+               for model, scores in per_model.items()}
+    return LmEvalSamples(matrix, LmEvalSettings(n_shot, metrics, without_results))
 
 
 def _fallback_note(per_model: dict[str, dict[str, TaskScores]], metric: str) -> str:
@@ -685,15 +865,16 @@ def is_lm_eval_output(path: Path) -> bool:
     return path.is_dir() or path.suffix == ".jsonl"
 
 
-def _load(path: Path, *, metric: str | None = None,
-          tasks: Collection[str] | None = None) -> ResponseMatrix:
-    return load_lm_eval_samples(path, metric=metric or "acc", tasks=tasks)
+def _load(path: Path, *, metric: str | None = None, tasks: Collection[str] | None = None,
+          allow_mixed_settings: bool = False) -> ResponseMatrix:
+    return load_lm_eval_samples(path, metric=metric or "acc", tasks=tasks,
+                                allow_mixed_settings=allow_mixed_settings)
 
 
 LOADER = FileLoader(
     name="lm-eval",
     reads="lm-eval --log_samples output (a folder or a .jsonl file)",
-    options=("metric", "tasks"),
+    options=("metric", "tasks", "allow_mixed_settings"),
     recognise=is_lm_eval_output,
     read=_load,
 )
