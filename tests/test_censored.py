@@ -51,9 +51,12 @@ def test_degenerate_data_is_censored_and_says_so(kind: str, tmp_path: Path) -> N
     # the empty cells are empty in the file, not "nan" or 0.5
     header, first = (out / "mdad.csv").read_text().splitlines()[:2]
     assert dict(zip(header.split(","), first.split(","), strict=True))["mdad"] == ""
-    assert "> 0.0" in proc.stdout and "50.0" not in proc.stdout
+    # the notice says no MDAD can be measured: no value, and no "> 0.0" bound either
+    assert "not measurable" in proc.stdout
+    assert "> 0.0" not in proc.stdout and "50.0" not in proc.stdout
     if report:
-        assert "not reached within the observed gaps" in (out / "report.html").read_text()
+        page = (out / "report.html").read_text()
+        assert "No MDAD can be measured in this run" in page and "&gt; 0.0" not in page
     # the agreement curve behind it: every pair tied, none agrees
     curves = pd.read_csv(out / "agreement.csv")
     assert (curves.gap == 0).all() and (curves.agreeing == 0).all()

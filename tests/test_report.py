@@ -232,22 +232,27 @@ def test_report_of_a_per_subtask_run(tmp_path: Path) -> None:
 
 def test_sentences_flag_a_thin_study(tmp_path: Path) -> None:
     """3 targets, 1 run: the notices say no MDAD can be measured; the opening sentence
-    once gave '3.5 accuracy points (interval 1.5 to 3.5)' as if it could."""
+    once gave '3.5 accuracy points (interval 1.5 to 3.5)' as if it could, and then the
+    same with a warning: now no sentence, table cell or figure gives a value."""
     shared_data(GPQA_CSV)
     out = tmp_path / "t1"
     assert_ok(mdad_cli("run", "gpqa", "--methods", "random", "--runs", "1", "--targets",
                        "3", "--sources", "10", "--sizes", "10,50", "--out", out,
                        cwd=tmp_path))
-    first = findings(read_study_folder(out))[0].text
-    assert re.search(r"\(interval \S+ to \S+; from 3 target pairs, too few to trust: see "
-                     r"the notices below\)\.$", first), first
-    # the table marks what `mdad run`'s does: every flagged row's MDAD cell has a dagger
+    texts = [finding.text for finding in findings(read_study_folder(out))]
+    assert texts == ["No MDAD can be measured in this run: in every row, too few target "
+                     "pairs differ for any MDAD to be measured (see the notices below); run "
+                     "the study with more targets or runs."]
+    # the table marks what `mdad run`'s does: no value in a row none can be measured for
     from mdad.study.trust import flat_mask, thin_mask
 
     study = read_study_folder(out)
     page = write_report(out).read_text(encoding="utf-8")
-    flagged = int((thin_mask(study.mdad) | flat_mask(study.mdad)).sum())
-    assert flagged > 0 and page.count(" \u2020</td>") == flagged
+    flat_rows = int(flat_mask(study.mdad).sum())
+    assert flat_rows == len(study.mdad) and not thin_mask(study.mdad).any()
+    assert page.count(">not measurable</td>") == flat_rows
+    assert " \u2020</td>" not in page and not re.search(r"<td[^>]*>&gt; ", page)
+    assert f"{flat_rows // 2} of {flat_rows // 2} rows are not drawn" in page
 
 
 def test_report_of_a_folder_that_is_not_a_run(tmp_path: Path) -> None:

@@ -24,8 +24,10 @@ def study_table(mdad: pd.DataFrame, summary: pd.DataFrame, title: str,
     source count in the title when every row has the same).
 
     Marks: † the MDAD rests on few pairs (see the notice); ‡ the two estimators
-    differ widely. The pair count is in the title when every row has the same."""
-    from mdad.study.trust import estimates_disagree, flagged_mask
+    differ widely. A row whose notice says no MDAD can be measured (too few target
+    pairs differ) shows "not measurable" and "—" instead of any value, interval or
+    bound. The pair count is in the title when every row has the same."""
+    from mdad.study.trust import NOT_MEASURABLE, as_shown, estimates_disagree, flagged_mask
 
     pair_counts = sorted(set(mdad.pairs)) if "pairs" in mdad else []
     if len(pair_counts) == 1:
@@ -34,10 +36,14 @@ def study_table(mdad: pd.DataFrame, summary: pd.DataFrame, title: str,
     show_sources = split is None or summary.sources.nunique() > 1
     if not show_sources:
         title += f"; {summary.sources.iloc[0]} sources"
+    shown = as_shown(mdad)
+    caption = ("† few pairs behind the value (see the note); ‡ the first-crossing and smooth "
+               "MDAD differ widely; > x: not reached within the largest gap observed, x")
+    if not shown.measurable.all():
+        caption += (f"; {NOT_MEASURABLE}: too few target pairs differ for any MDAD (see the "
+                    "note)")
     table = Table(title=literal(title), title_justify="left", box=box.SIMPLE_HEAD,
-                  caption="† few pairs behind the value (see the note); ‡ the first-crossing "
-                          "and smooth MDAD differ widely; > x: not reached within the "
-                          "largest gap observed, x", caption_justify="left")
+                  caption=caption, caption_justify="left")
     table.add_column("method", no_wrap=True)
     table.add_column("size", justify="right")
     if show_sources:
@@ -51,13 +57,16 @@ def study_table(mdad: pd.DataFrame, summary: pd.DataFrame, title: str,
     table.add_column("error seen" if split is None else "error", justify="right")
     for name in splits:
         table.add_column(f"tau {name}" if split is None else "tau", justify="right")
-    keyed = mdad.assign(thin=flagged_mask(mdad)).set_index(
+    keyed = shown.assign(thin=flagged_mask(mdad)).set_index(
         ["method", "size", "sources", "split"])
     for row in summary.itertuples(index=False):
         key = (row.method, row.size, row.sources)
         cells = [str(row.method), str(row.size)] + ([str(row.sources)] if show_sources else [])
         for name in splits:
             m = keyed.loc[(*key, name)]
+            if not m.measurable:  # the note says none can be measured: no number at all
+                cells += [NOT_MEASURABLE, "—"]
+                continue
             cells.append(interval(m.mdad, m.mdad_low, m.mdad_high, m.max_gap)
                          + (" †" if m.thin else ""))
             cells.append(censored(m.mdad_smooth, m.max_gap)

@@ -17,6 +17,7 @@ from matplotlib.ticker import FixedLocator, NullLocator
 from mdad.report.curves import AgreementCurve, agreement_curves, target_gaps
 from mdad.report.style import RC_PARAMS, display_name, method_order, style
 from mdad.study.folder import StudyFolder
+from mdad.study.trust import as_shown
 
 SPLITS = ("seen", "unseen")
 POINTS = 100.0
@@ -60,8 +61,9 @@ def _size_axis(axis, sizes: list[int], pool: int | None) -> None:
 
 def _censored_markers(axis, x, rows: pd.DataFrame, color: str) -> None:
     """Unreached MDADs: an open upward triangle at the largest gap observed (the value
-    lies above it), never joined to the line."""
-    censored = ~rows.reached.astype(bool).to_numpy()
+    lies above it), never joined to the line; nothing for a row with no measurable
+    MDAD (`rows` as `as_shown` gives them)."""
+    censored = (~rows.reached.astype(bool) & rows.measurable).to_numpy()
     if censored.any():
         axis.plot(np.asarray(x)[censored], rows.max_gap.to_numpy()[censored] * POINTS,
                   marker="^", markersize=7, linestyle="none", markerfacecolor="white",
@@ -72,6 +74,22 @@ CENSORED_NOTE = ("open triangles: not reached within the observed gaps, drawn at
                  "largest gap (the MDAD is above it)")
 
 
+def _unmeasurable_note(table: pd.DataFrame, left_out: str = "are not drawn") -> str:
+    """'; 3 of 18 rows are not drawn: ...' when some of `table`'s rows (as `as_shown`
+    gives them) have no measurable MDAD: they are left out of the figure, and said so."""
+    count = int((~table.measurable).sum())
+    if not count:
+        return ""
+    return (f"; {count} of {len(table)} rows {left_out}: too few target pairs differ "
+            "there for any MDAD to be measured (see the notices)")
+
+
+def _main_rows(study: StudyFolder, split: str) -> pd.DataFrame:
+    """The split's rows at the main source count, as shown (`as_shown`)."""
+    mdad = as_shown(study.mdad)
+    return mdad[(mdad.split == split) & (mdad.sources == study.main_sources)]
+
+
 def _legend(figure: Figure, axes: list) -> None:
     handles, labels = axes[0].get_legend_handles_labels()
     figure.legend(handles, labels, loc="outside right upper")
@@ -79,7 +97,7 @@ def _legend(figure: Figure, axes: list) -> None:
 
 def mdad_vs_size(study: StudyFolder, split: str) -> FigureSpec:
     """Figure 1: MDAD against size, one line per method, its interval as a band."""
-    table = study.mdad[(study.mdad.split == split) & (study.mdad.sources == study.main_sources)]
+    table = _main_rows(study, split)
     figure, (axis,) = _new_figure(WIDTH, 4.6)
     for method in method_order(list(table.method.unique())):
         rows = table[table.method == method].sort_values("size")
@@ -100,8 +118,8 @@ def mdad_vs_size(study: StudyFolder, split: str) -> FigureSpec:
     return FigureSpec(f"mdad_vs_size_{split}",
                       f"MDAD ({split} split) by size: the smallest accuracy gap ranked "
                       f"correctly with probability {study.threshold:.0%}; bands are 95% "
-                      f"bootstrap intervals (to the top where unbounded); {CENSORED_NOTE}. "
-                      "Lower is better.", figure)
+                      f"bootstrap intervals (to the top where unbounded); {CENSORED_NOTE}"
+                      f"{_unmeasurable_note(table)}. Lower is better.", figure)
 
 
 def agreement_by_gap(study: StudyFolder, split: str,
@@ -109,7 +127,7 @@ def agreement_by_gap(study: StudyFolder, split: str,
     """Figure 2: agreement probability against |gap|, one panel per size."""
     sizes = study.sizes
     figure, axes = _new_figure(WIDTH, 3.0, panels=len(sizes), columns=min(3, len(sizes)))
-    table = study.mdad[(study.mdad.split == split) & (study.mdad.sources == study.main_sources)]
+    table = _main_rows(study, split)  # no MDAD dot where none can be measured
     for axis, size in zip(axes, sizes, strict=True):
         for method in method_order(study.methods):
             curve = curves.get((method, size, split))
@@ -132,8 +150,8 @@ def agreement_by_gap(study: StudyFolder, split: str,
     return FigureSpec(f"agreement_{split}",
                       f"Agreement probability by |gap| ({split} split): the share of target "
                       "pairs the micro-benchmark ranks as the full pool does, per 0.5-point "
-                      f"bin; dotted line: the {study.threshold:.0%} threshold; dots: MDAD.",
-                      figure)
+                      f"bin; dotted line: the {study.threshold:.0%} threshold; dots: MDAD"
+                      f"{_unmeasurable_note(table, 'have no dot')}.", figure)
 
 
 def error_and_tau(study: StudyFolder, split: str) -> FigureSpec:
@@ -164,7 +182,8 @@ def error_and_tau(study: StudyFolder, split: str) -> FigureSpec:
 def mdad_vs_sources(study: StudyFolder, split: str) -> FigureSpec:
     """Figure 4: MDAD against the number of source models, one panel per size."""
     sizes = study.sizes
-    table = study.mdad[study.mdad.split == split]
+    table = as_shown(study.mdad)
+    table = table[table.split == split]
     figure, axes = _new_figure(WIDTH, 3.0, panels=len(sizes), columns=min(3, len(sizes)))
     for axis, size in zip(axes, sizes, strict=True):
         for method in method_order(study.methods):
@@ -180,7 +199,7 @@ def mdad_vs_sources(study: StudyFolder, split: str) -> FigureSpec:
     _legend(figure, axes)
     return FigureSpec(f"mdad_vs_sources_{split}",
                       f"MDAD ({split} split) by the number of source models the methods "
-                      f"select with; {CENSORED_NOTE}.", figure)
+                      f"select with; {CENSORED_NOTE}{_unmeasurable_note(table)}.", figure)
 
 
 def _top(table: pd.DataFrame) -> float:
@@ -193,17 +212,21 @@ def _top(table: pd.DataFrame) -> float:
 
 def not_preserved_share(study: StudyFolder) -> pd.DataFrame:
     """Share of the fixed targets' pairwise comparisons whose full-benchmark |gap| is
-    below the (seen) MDAD, per method and size: rows method, size, share, censored.
-    Where the MDAD was not reached the share is a lower bound (the gaps up to the
-    largest observed one), and `censored` is True."""
+    below the (seen) MDAD, per method and size: rows method, size, share, censored,
+    measurable. Where the MDAD was not reached the share is a lower bound (the gaps up
+    to the largest observed one), and `censored` is True; where no MDAD can be
+    measured (`measurable` False) the share is NaN and `censored` False."""
     gaps = target_gaps(study)
-    table = study.mdad[(study.mdad.split == "seen") & (study.mdad.sources == study.main_sources)]
+    table = _main_rows(study, "seen")
     reached = table.reached.astype(bool).to_numpy()
+    measurable = table.measurable.to_numpy(dtype=bool)
     bound = np.where(reached, table.mdad.to_numpy(dtype=float),
                      np.nextafter(table.max_gap.to_numpy(dtype=float), np.inf))
+    share = [(gaps < m).mean() if known else np.nan
+             for m, known in zip(bound, measurable, strict=True)]
     return pd.DataFrame({"method": table.method.to_numpy(), "size": table["size"].to_numpy(),
-                         "share": [(gaps < m).mean() for m in bound],
-                         "censored": ~reached})
+                         "share": share, "censored": ~reached & measurable,
+                         "measurable": measurable})
 
 
 def target_comparisons(study: StudyFolder) -> FigureSpec:
@@ -215,8 +238,8 @@ def target_comparisons(study: StudyFolder) -> FigureSpec:
     hist_axis.hist(gaps * POINTS, bins=np.arange(0, gaps.max() * POINTS + 1.0, 1.0),
                    color="#BBBBBB", edgecolor="white")
     reference = "random" if "random" in study.methods else method_order(study.methods)[0]
-    table = study.mdad[(study.mdad.split == "seen") & (study.mdad.method == reference)
-                     & (study.mdad.sources == study.main_sources)]
+    table = _main_rows(study, "seen")
+    table = table[table.method == reference]
     for row in table[table.reached.astype(bool)].sort_values("size").itertuples():
         hist_axis.axvline(row.mdad * POINTS, color=style(reference)["color"], linewidth=1,
                           linestyle="--")
@@ -246,16 +269,19 @@ def target_comparisons(study: StudyFolder) -> FigureSpec:
                       "MDAD of each size (dashed), and the share of their comparisons below "
                       "the MDAD, which a micro-benchmark of that size cannot be trusted to "
                       "settle; open triangles: the MDAD was not reached, so the share is at "
-                      "least this.", figure)
+                      f"least this{_unmeasurable_note(shares, 'have no share')}.", figure)
 
 
 def seen_vs_unseen(study: StudyFolder) -> FigureSpec:
     """Figure 6: seen against unseen MDAD per method and size."""
-    main = study.mdad[study.mdad.sources == study.main_sources]
-    # a censored value is drawn at its largest observed gap, as an open marker
+    main = as_shown(study.mdad)
+    main = main[main.sources == study.main_sources]
+    # a censored value is drawn at its largest observed gap, as an open marker; a pair
+    # with either split not measurable is not drawn (both its coordinates must exist)
     main = main.assign(shown=main.mdad.fillna(main.max_gap))
     table = main.pivot_table(index=["method", "size"], columns="split",
-                             values=["shown", "reached"], aggfunc="first").reset_index()
+                             values=["shown", "reached"], aggfunc="first",
+                             dropna=False).reset_index()
     figure, (axis,) = _new_figure(WIDTH, 5.6)
     sizes = study.sizes
     for method in method_order(list(table.method.unique())):
@@ -267,7 +293,9 @@ def seen_vs_unseen(study: StudyFolder) -> FigureSpec:
                 & rows[("reached", "unseen")].astype(bool)).to_numpy()
         axis.scatter(seen[both], unseen[both], s=marker_sizes[both], color=kwargs["color"],
                      label=kwargs["label"], alpha=0.85)
-        axis.scatter(seen[~both], unseen[~both], s=marker_sizes[~both] + 20, marker="^",
+        censored = ~both & np.isfinite(seen.to_numpy(dtype=float)) & np.isfinite(
+            unseen.to_numpy(dtype=float))  # a split with no measurable MDAD has no coordinate
+        axis.scatter(seen[censored], unseen[censored], s=marker_sizes[censored] + 20, marker="^",
                      facecolors="white", edgecolors=kwargs["color"])
         axis.plot(seen.where(both), unseen.where(both), color=kwargs["color"],
                   linestyle=kwargs["linestyle"], linewidth=0.8, alpha=0.6)
@@ -285,7 +313,8 @@ def seen_vs_unseen(study: StudyFolder) -> FigureSpec:
                       "Seen against unseen MDAD for every method and size; points above "
                       "the dotted diagonal rank new items of the same task less reliably "
                       "than the items the methods selected from; open triangles: a value "
-                      "not reached, drawn at the largest gap observed.", figure)
+                      f"not reached, drawn at the largest gap observed"
+                      f"{_unmeasurable_note(main)}.", figure)
 
 
 def all_figures(study: StudyFolder) -> list[FigureSpec]:

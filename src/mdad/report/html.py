@@ -21,7 +21,13 @@ from mdad.report.sentences import findings
 from mdad.report.style import label, method_order
 from mdad.safe_io import folder_mode, process_alive
 from mdad.study.folder import StudyFolder, read_study_folder
-from mdad.study.trust import estimates_disagree, flagged_mask, thin_data_notices
+from mdad.study.trust import (
+    NOT_MEASURABLE,
+    as_shown,
+    estimates_disagree,
+    flagged_mask,
+    thin_data_notices,
+)
 
 CSS = """
 :root { --ink: #1d2327; --muted: #5f6b73; --rule: #dde3e8; --accent: #0072B2; }
@@ -220,7 +226,9 @@ def render_page(study: StudyFolder, specs: list[FigureSpec], images: dict[str, s
         "was not reached within the largest gap observed, x; an interval end of \u221e was "
         "not reached either. In the table, \u2020 marks a value with few pairs behind it "
         "(see the notices) and \u2021 a first-crossing and smooth MDAD that differ "
-        "widely.</p>",
+        f"widely; \u201c{NOT_MEASURABLE}\u201d marks a row where too few target pairs "
+        "differ for any MDAD to be measured (see the notices): no value, interval or bound "
+        "is given for it, here or in the figures.</p>",
     ]
     if study.per_subtask:
         parts.append('<p class="note">Per-subtask study: figures and tables show the pooled '
@@ -241,8 +249,9 @@ def render_page(study: StudyFolder, specs: list[FigureSpec], images: dict[str, s
 
 def _results_table(study: StudyFolder) -> str:
     """The study's rows, marked as `mdad run`'s table marks them: † few pairs behind
-    the value, ‡ the first-crossing and smooth MDAD differ widely."""
-    mdad = study.mdad.assign(_thin=flagged_mask(study.mdad)).set_index(
+    the value, ‡ the first-crossing and smooth MDAD differ widely, "not measurable"
+    (and no value, interval or bound) where too few target pairs differ."""
+    mdad = as_shown(study.mdad).assign(_thin=flagged_mask(study.mdad)).set_index(
         ["method", "size", "sources", "split"])
     smooth = "mdad_smooth" in study.mdad.columns
     headers = ["method", "size", "sources"]
@@ -261,6 +270,10 @@ def _results_table(study: StudyFolder) -> str:
                  (str(row.size), row.size), (str(row.sources), row.sources)]
         for split in ("seen", "unseen"):
             m = mdad.loc[(row.method, row.size, row.sources, split)]
+            if not m.measurable:  # the notice says none can be measured: no number
+                cells += [(NOT_MEASURABLE, UNMEASURABLE_KEY), ("—", UNMEASURABLE_KEY)]
+                cells += [("—", UNMEASURABLE_KEY)] if smooth else []
+                continue
             cells += [(censored(m.mdad, m.max_gap) + (" †" if m["_thin"] else ""),
                        _sort_key(m.mdad)),
                       (_bounds(m.mdad_low, m.mdad_high), _sort_key(m.mdad_low))]
@@ -291,6 +304,9 @@ def _bounds(low: float, high: float) -> str:
     if pd.isna(low):
         return "not reached"
     return f"{points(low)} to {'∞' if pd.isna(high) else points(high)}"
+
+
+UNMEASURABLE_KEY = 2e9  # sorts after every value, censored ones included
 
 
 def _sort_key(value: float) -> float:

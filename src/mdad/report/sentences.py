@@ -13,6 +13,8 @@ from mdad.study.folder import StudyFolder
 
 BIN = 0.005
 NOT_REACHED = "not reached within the observed gaps"
+NONE_MEASURABLE = ("too few target pairs differ for any MDAD to be measured (see the "
+                   "notices below)")
 
 
 def _upper(row: pd.Series) -> str:
@@ -30,14 +32,19 @@ def _interval(row: pd.Series) -> str:
 
 
 def _flagged(table: pd.DataFrame) -> pd.DataFrame:
-    """`table` with a column `_thin`: the rows the study's notices flag."""
-    from mdad.study.trust import flagged_mask
+    """`table` as shown (`mdad.study.trust.as_shown`: no value in a row whose MDAD
+    cannot be measured, column `measurable`) with a column `_thin`: the rows the
+    study's notices flag."""
+    from mdad.study.trust import as_shown, flagged_mask
 
-    return table.assign(_thin=flagged_mask(table))
+    return as_shown(table).assign(_thin=flagged_mask(table))
 
 
 def _gap_clause(row: pd.Series) -> str:
-    """'11.0 accuracy points (interval ...)' or the censored wording."""
+    """'11.0 accuracy points (interval ...)' or the censored wording, or no value at
+    all where none can be measured."""
+    if not row.measurable:
+        return "no measurable MDAD: too few target pairs differ"
     if not row.reached:
         beyond = "" if pd.isna(row.max_gap) else f" (above {points(row.max_gap)} points)"
         return f"an MDAD {NOT_REACHED}{beyond}"
@@ -45,8 +52,10 @@ def _gap_clause(row: pd.Series) -> str:
 
 
 def _by_mdad(rows: pd.DataFrame) -> pd.DataFrame:
-    """Rows ordered by MDAD, censored values last (they are larger than any reached)."""
-    return rows.assign(_key=rows.mdad.fillna(np.inf)).sort_values("_key", kind="stable")
+    """Rows ordered by MDAD, censored values last (they are larger than any reached),
+    and rows with no measurable MDAD after them."""
+    key = rows.mdad.fillna(np.inf).where(rows.measurable, 2 * np.inf)
+    return rows.assign(_key=key).sort_values("_key", kind="stable")
 
 
 @dataclass(frozen=True)
@@ -67,10 +76,16 @@ def findings(study: StudyFolder) -> list[Finding]:
     table = _flagged(_seen(study))
     sizes = study.sizes
     threshold = f"{study.threshold:.0%}"
+    if not table.measurable.any():  # a value here would contradict the notices
+        return [Finding(f"No MDAD can be measured in this run: in every row, {NONE_MEASURABLE}; "
+                        "run the study with more targets or runs.",
+                        tuple(table.to_dict("records")))]
     out: list[Finding] = []
     smallest = _by_mdad(table[table["size"] == sizes[0]])
     best = smallest.iloc[0]
-    if not best.reached:
+    if not best.measurable:
+        text = f"With {sizes[0]} items, no MDAD can be measured: {NONE_MEASURABLE}."
+    elif not best.reached:
         text = (f"With {sizes[0]} items, no method ranks pairs of models correctly "
                 f"{threshold} of the time: the MDAD is {NOT_REACHED} (the largest gap "
                 f"between two targets was {points(smallest.max_gap.max())} points).")
@@ -79,7 +94,7 @@ def findings(study: StudyFolder) -> list[Finding]:
                 f"correctly {threshold} of the time only when they differ by at least "
                 f"{points(best.mdad)} accuracy points ({_interval(best)}).")
     rows = [best.to_dict()]
-    if "random" in set(table.method) and best.method != "random":
+    if "random" in set(table.method) and best.method != "random" and best.measurable:
         uniform = smallest[smallest.method == "random"].iloc[0]
         text += (f" Uniform random sampling needs a gap of {_gap_clause(uniform)}."
                  if uniform.reached else
@@ -88,15 +103,25 @@ def findings(study: StudyFolder) -> list[Finding]:
     out.append(Finding(text, tuple(rows)))
 
     largest = _by_mdad(table[table["size"] == sizes[-1]])
-    low, high = largest.iloc[0], largest.iloc[-1]
-    if low.mdad == high.mdad or not (low.reached or high.reached):
+    measured = largest[largest.measurable]
+    shown = measured if len(measured) else largest
+    low, high = shown.iloc[0], shown.iloc[-1]
+    some = "" if len(measured) == len(largest) else " that can be measured"
+    if measured.empty:
+        text = (f"With {sizes[-1]} items, the largest size run, no MDAD can be measured: "
+                f"{NONE_MEASURABLE}.")
+    elif low.mdad == high.mdad or not (low.reached or high.reached):
         what = (f"{points(low.mdad)} points" if low.reached else NOT_REACHED)
-        text = f"With {sizes[-1]} items, the largest size run, every method's MDAD is {what}."
+        text = (f"With {sizes[-1]} items, the largest size run, every method's MDAD{some} "
+                f"is {what}.")
     else:
         text = (f"With {sizes[-1]} items, the largest size run, MDAD ranges from "
                 f"{points(low.mdad)} points for {display_name(low.method)} to "
                 + (f"{points(high.mdad)} points" if high.reached else NOT_REACHED)
                 + f" for {display_name(high.method)}.")
+    if some and len(measured):
+        text = (f"{text[:-1]}; {len(largest) - len(measured)} of {len(largest)} methods have no "
+                "measurable MDAD there.")
     behind = [f"from {int(low.pairs):,} target pairs each"] if (
         not pd.isna(low.get("pairs", np.nan)) and (largest.pairs == low.pairs).all()) else []
     if (low.reached or high.reached) and largest._thin.any():
@@ -116,12 +141,15 @@ def _catch_up(table: pd.DataFrame, sizes: list[int]) -> Finding:
     """From which size on uniform random sampling is within one bin of the best."""
     rows = []
     catch_up = None
+    unmeasured = []  # sizes where random has no measurable MDAD: never "caught up" there
     for size in sizes:
         at = _by_mdad(table[table["size"] == size])
         uniform = at[at.method == "random"].iloc[0]
         best = at.iloc[0]
         rows.append(uniform.to_dict())
         rows.append(best.to_dict())
+        if not uniform.measurable:
+            unmeasured.append(str(size))
         if uniform.reached and uniform.mdad - best.mdad <= BIN + 1e-12:
             catch_up = catch_up or size
         else:
@@ -129,6 +157,9 @@ def _catch_up(table: pd.DataFrame, sizes: list[int]) -> Finding:
     if catch_up is None:
         text = ("At none of the sizes run is uniform random sampling within half a point "
                 "of the best method's MDAD.")
+        if unmeasured:
+            text = (f"{text[:-1]} (it has no measurable MDAD at {', '.join(unmeasured)} "
+                    "items).")
     else:
         text = (f"From {catch_up} items on, uniform random sampling is within half a point "
                 "of the best method's MDAD: the selection methods help only below that.")
@@ -142,6 +173,11 @@ def _targets(study: StudyFolder, table: pd.DataFrame, sizes: list[int]) -> Findi
     size = sizes[0]
     best = _by_mdad(table[table["size"] == size]).iloc[0]
     count = len(study.config["study"]["target_models"])
+    if not best.measurable:
+        return Finding(
+            f"Among the {count} fixed target models, no method's {size}-item MDAD can be "
+            "measured (too few of their pairs differ), so nothing can be said of which of "
+            "their comparisons a micro-benchmark of that size settles.", (best.to_dict(),))
     if not best.reached:
         return Finding(
             f"Among the {count} fixed target models, no method's {size}-item MDAD was "

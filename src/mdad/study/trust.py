@@ -56,6 +56,39 @@ def flat_mask(mdad: pd.DataFrame) -> pd.Series:
     return differing_pairs(mdad) < MIN_CROSSING_PAIRS
 
 
+# The columns that state a row's MDAD (or a bound on it): none of them is shown for a
+# row whose MDAD cannot be measured.
+VALUE_COLUMNS = ("mdad", "mdad_low", "mdad_high", "max_gap", "mdad_smooth",
+                 "mdad_smooth_low", "mdad_smooth_high")
+NOT_MEASURABLE = "not measurable"
+
+
+def unmeasurable_mask(mdad: pd.DataFrame) -> pd.Series:
+    """Rows the notice says no MDAD can be measured for (`flat_mask`); none in a
+    table from before the pair columns, which cannot tell."""
+    if not {"pairs", "tied_pairs"} <= set(mdad.columns):
+        return pd.Series(False, index=mdad.index)
+    return flat_mask(mdad)
+
+
+def as_shown(mdad: pd.DataFrame) -> pd.DataFrame:
+    """mdad.csv's rows as every surface shows them: with a boolean column
+    `measurable`, and, where it is False, every value column (`VALUE_COLUMNS`) NaN and
+    `reached` / `smooth_reached` False, so that no value, interval or "> x" bound is
+    drawn or written for a row whose notice says none can be measured. A copy: the
+    study's own table (and its numbers) are left as they are."""
+    unmeasurable = unmeasurable_mask(mdad).to_numpy(dtype=bool)
+    shown = mdad.assign(measurable=~unmeasurable)
+    if unmeasurable.any():
+        for column in VALUE_COLUMNS:
+            if column in shown.columns:
+                shown[column] = shown[column].astype(float).mask(unmeasurable)
+        for column in ("reached", "smooth_reached"):
+            if column in shown.columns:
+                shown[column] = shown[column].astype(bool) & ~unmeasurable
+    return shown
+
+
 def thin_data_notices(mdad: pd.DataFrame) -> tuple[str, ...]:
     """One notice for rows whose MDAD rests on few pairs (the crossing bin holds fewer
     than `MIN_CROSSING_PAIRS`, or the row fewer than `MIN_GROUP_PAIRS` pairs), and one
