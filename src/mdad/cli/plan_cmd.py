@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from mdad.cli.errors import literal_console, user_errors
+from mdad.cli.errors import literal, literal_console, user_errors
 from mdad.cli.practice_common import (
     JsonOption,
     OtherVersion,
@@ -62,6 +62,14 @@ def plan(
     answer = make_plan(data, gap=gap, size=size, method=method, study_dir=run,
                        target_models=names, threshold=threshold,
                        allow_other_version=other_version, against=against)
+    if answer.study_data_note:  # allowed, but never silent
+        from rich.console import Console
+
+        from mdad.cli.errors import as_options
+
+        warning = as_options(answer.study_data_note, ("study_dir",))
+        Console(stderr=True).print(f"[yellow]warning:[/] {literal(warning)}",
+                                   highlight=False, soft_wrap=True)
     _degenerate_notes(answer)
     if as_json:
         print_json(answer)
@@ -69,8 +77,12 @@ def plan(
     console = literal_console()
     console.print(f"{_answer_text(answer, method)} ({data.name}, {_source_text(answer, run)})")
     console.print(_against_text(answer, data.matrix.n_items))
-    if answer.settled_share is not None:
-        pairs = answer.target_pairs
+    pairs = answer.target_pairs
+    if pairs is not None and not answer.measurable:
+        console.print(f"Which of the {pairs:,} pairwise comparison{'s' if pairs != 1 else ''} "
+                      "of the target models it settles cannot be said: no MDAD can be "
+                      "measured.")
+    elif answer.settled_share is not None:
         console.print(f"It settles {answer.settled_share:.0%} of the {pairs:,} pairwise "
                       f"comparison{'s' if pairs != 1 else ''} of the target models (their "
                       "gap is at least the MDAD)"
@@ -80,7 +92,13 @@ def plan(
 
 def _degenerate_notes(answer) -> None:
     """Say plainly when no pair of models differs, or few do."""
-    if answer.thin:
+    if not answer.measurable and answer.differing_pairs is None:  # from a study
+        from mdad.metrics.mdad import MIN_CROSSING_PAIRS
+
+        note("the study's notes say no MDAD can be measured at the rows this answer is "
+             f"interpolated from: fewer than {MIN_CROSSING_PAIRS} of its target pairs "
+             "differ there; rerun the study with more targets or runs")
+    elif answer.thin:
         note("the study flagged the rows this answer is interpolated from: their MDAD "
              "rests on few pairs, or almost no target pair differs (see its notes); the "
              "value can move by several points with the seed: rerun the study with more "
@@ -100,10 +118,16 @@ def _degenerate_notes(answer) -> None:
 
 
 def _answer_text(answer, method: str) -> str:
-    mdad = mdad_text(answer.mdad, answer.max_gap, answer.how)
+    # where none can be measured, no value and no "> x" bound stands for the MDAD
+    mdad = (mdad_text(answer.mdad, answer.max_gap, answer.how) if answer.measurable
+            else "not measurable")
     pairs = f", from {answer.pairs:,} model pairs" if answer.pairs is not None else ""
     if answer.gap is not None and answer.size is None:
         largest = "the whole benchmark" if answer.how == "analytic" else "the study's sizes"
+        if not answer.measurable:
+            return (f"No size up to {largest} can be said to reach a gap of "
+                    f"{given_points(answer.gap)} points with {method}: no MDAD can be "
+                    f"measured at the largest{pairs}.")
         return (f"No size up to {largest} reaches a gap of {given_points(answer.gap)} "
                 f"points with {method}: its MDAD at the largest is {mdad}{pairs}.")
     if answer.gap is not None and answer.max_gap is not None and answer.gap > answer.max_gap:
@@ -116,6 +140,8 @@ def _answer_text(answer, method: str) -> str:
         return (f"{method}: {answer.size} items rank pairs {given_points(answer.gap)} or more "
                 f"points apart correctly with probability >= {answer.threshold:.0%} "
                 f"(MDAD {mdad}{pairs}).")
+    if not answer.measurable:
+        return f"{method}, {answer.size} items: no MDAD can be measured{pairs}."
     return (f"{method}, {answer.size} items: MDAD {mdad} at {answer.threshold:.0%} "
             f"agreement{pairs}.")
 
@@ -123,7 +149,8 @@ def _answer_text(answer, method: str) -> str:
 def _source_text(answer, run: Path | None) -> str:
     if answer.how == "analytic":
         return "computed analytically from every pair of models"
-    return f"interpolated from the {answer.split} split of the study in {run}"
+    return (f"interpolated from the {answer.split} split of the study of "
+            f"{answer.study_dataset} in {run}")
 
 
 def _against_text(answer, n_items: int) -> str:

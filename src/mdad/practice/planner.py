@@ -250,7 +250,8 @@ class Plan:
         population correction) or "universe" (the task the benchmark samples); a
         study stands for them by its seen and unseen split (`split`).
     settled_share : share of the given target models' comparisons with |gap| >= mdad
-        (0.0 when the MDAD is not reached).
+        (0.0 when the MDAD is not reached; None when it cannot be measured or without
+        target models).
     target_pairs : how many comparisons of target models `settled_share` is over
         (None without target models).
     crossing_pairs : pairs in the gap bin that sets `mdad` (analytic only; 0 when not
@@ -260,6 +261,14 @@ class Plan:
     split : the study split read ("seen" or "unseen") when interpolated, else None.
     thin : interpolated from a study row that the study itself flags: its MDAD rests on
         few pairs, or almost no target pair differs (`mdad.study.trust`).
+    measurable : False when no MDAD can be measured: from a study, a row (or a
+        neighbour it is interpolated from) where too few target pairs differ, the rows
+        its notice names; analytically, no pair of models differs. `mdad` is then None
+        and `settled_share` None: no number stands for it.
+    study_dataset : the dataset the study ran on (config.json's name), when
+        interpolated.
+    study_data_note : when the study ran on another version of the data and that was
+        allowed, what differs (None otherwise).
     """
 
     method: str
@@ -278,6 +287,9 @@ class Plan:
     crossing_pairs: int | None = None
     split: str | None = None
     thin: bool = False
+    measurable: bool = True
+    study_dataset: str | None = None
+    study_data_note: str | None = None
 
 
 def size_for_gap(structure: PairStructure, gap: float, *, threshold: float = DEFAULT_THRESHOLD,

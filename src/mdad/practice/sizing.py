@@ -37,6 +37,9 @@ class StudyPoint:
         study's mdad.csv predates those columns.
     thin : the study flags the row (or a row it is interpolated from): its MDAD rests
         on few pairs, or almost no target pair differs (`mdad.study.trust`).
+    measurable : False where the study's notice says no MDAD can be measured (too few
+        target pairs differ, `mdad.study.trust.flat_mask`), or the point is
+        interpolated from such a row; `value` is then None, never a number.
     """
 
     size: int
@@ -44,6 +47,7 @@ class StudyPoint:
     max_gap: float | None
     pairs: int | None
     thin: bool = False
+    measurable: bool = True
 
 
 def plan(dataset: Dataset, *, gap: float | None = None, size: int | str | None = None,
@@ -60,14 +64,20 @@ def plan(dataset: Dataset, *, gap: float | None = None, size: int | str | None =
     (none). Any other method needs a finished study (`study_dir`, its mdad.csv) whose
     MDAD curve on the seen split (``against="full"``) or the unseen split
     (``"universe"``) is interpolated. An MDAD that is not reached is None, never a
-    number.
+    number; nor is one that the study says cannot be measured (`measurable` False).
+
+    A study of another benchmark (both named datasets, `mdad.data.registry.DATASETS` or
+    ``synthetic:<shape>``, with different names) is refused whatever
+    `allow_other_version` says; that flag accepts a study of another version of this
+    dataset's data (its sha256 differs), and the answer's `study_data_note` says so.
 
     Raises
     ------
     ConfigError
         For both or neither of gap and size, a gap outside (0, 1), a size outside
         the pool, an unknown target model or reference, fewer than 2 target models,
-        or a method with no study.
+        a method with no study, or a study of another benchmark or (unless allowed)
+        of other data.
     """
     if (gap is None) == (size is None):
         raise ConfigError("give exactly one of gap and size", parameters=("gap", "size"))
@@ -92,13 +102,18 @@ def plan(dataset: Dataset, *, gap: float | None = None, size: int | str | None =
             raise ConfigError(f"method {method} has no analytic MDAD; pass study_dir RUN_DIR, a "
                               f"finished `mdad run --methods {method}` on this dataset",
                               parameters=("study_dir",))
+        from mdad.study.folder import read_study_folder
+
         split = STUDY_SPLIT[against]
-        curve = study_curve(Path(study_dir), method, threshold,
-                            None if allow_other_version else matrix.sha256, split=split)
+        run = read_study_folder(Path(study_dir))
+        study_note = check_study_data(run, Path(study_dir), dataset.name, matrix.sha256,
+                                      allow_other_version=allow_other_version)
+        curve = _curve(run, Path(study_dir), method, threshold, split)
         found, point = interpolate(curve, gap=gap, size=size)
         answer = Plan(method, found, point.value, point.value is not None, point.max_gap,
                       point.pairs, gap, threshold, "interpolated", against, split=split,
-                      thin=point.thin)
+                      thin=point.thin, measurable=point.measurable,
+                      study_dataset=run.config["dataset"]["name"], study_data_note=study_note)
     if target_models is not None:
         index = matrix.model_index(target_models, what="target_models: model",
                                    parameter="target_models")
@@ -107,7 +122,8 @@ def plan(dataset: Dataset, *, gap: float | None = None, size: int | str | None =
                               f"{index.size}", parameters=("target_models",))
         accuracy = matrix.accuracy()[index]
         i, j = np.triu_indices(index.size, k=1)
-        settled = (0.0 if answer.mdad is None
+        # no share at all where no MDAD can be measured: 0% would be a value
+        settled = (None if not answer.measurable else 0.0 if answer.mdad is None
                    else float(np.mean(np.abs(accuracy[i] - accuracy[j]) >= answer.mdad)))
         answer = replace(answer, settled_share=settled, target_pairs=int(i.size))
     return answer
@@ -144,7 +160,7 @@ def _analytic_plan(dataset: Dataset, gap: float | None, size: int | None, method
         result = analytic_mdad(structure, size, **options)
     return Plan(method, size, result.value, result.reached, result.max_gap, result.pairs,
                 gap, threshold, "analytic", against, differing_pairs=result.differing,
-                crossing_pairs=result.crossing_pairs)
+                crossing_pairs=result.crossing_pairs, measurable=result.differing > 0)
 
 
 def largest_size(matrix, method: str) -> int:
@@ -154,22 +170,85 @@ def largest_size(matrix, method: str) -> int:
 
 
 def study_curve(study_dir: Path, method: str, threshold: float, sha256: str | None, *,
-                split: str = "seen") -> list[StudyPoint]:
+                split: str = "seen", dataset: str | None = None) -> list[StudyPoint]:
     """The method's MDAD by size (ascending) on `split` at the study's largest source
-    count; the study's data must have `sha256` unless it is None.
+    count; the study's data must have `sha256` unless it is None, and must not be of
+    another benchmark than the dataset named `dataset` (checked whatever `sha256` is;
+    not checked when `dataset` is None).
 
     Reads mdad.csv with or without the censoring columns (`max_gap`, `pairs`);
-    `read_study_folder` reads an old folder's 0.5 (its "not reached") as censored.
+    `read_study_folder` reads an old folder's 0.5 (its "not reached") as censored. A
+    row whose MDAD the study says cannot be measured gives a point with `value` None
+    and `measurable` False.
+
+    Raises
+    ------
+    ConfigError
+        For a study of another benchmark, of other data (`sha256`), or of another
+        threshold.
+    DataError
+        When the study has no rows for `method` on `split`.
     """
     from mdad.study.folder import read_study_folder
 
     run = read_study_folder(study_dir)
-    studied = run.config["dataset"]["sha256"]
-    if sha256 is not None and studied != sha256:
-        raise ConfigError(f"study_dir {study_dir} was made on other data (sha256 "
-                          f"{studied[:12]}..., this dataset {sha256[:12]}...); rerun the study, "
-                          "or pass allow_other_version",
-                          parameters=("study_dir", "allow_other_version"))
+    check_study_data(run, study_dir, dataset, sha256, allow_other_version=sha256 is None)
+    return _curve(run, study_dir, method, threshold, split)
+
+
+def named_benchmark(name: str) -> bool:
+    """Whether `name` names a benchmark (a registered dataset or a ``synthetic:<shape>``
+    simulation) rather than a file, whose name says nothing of what it holds."""
+    from mdad.data.registry import DATASETS
+
+    return name in DATASETS or name.startswith("synthetic:")
+
+
+def other_benchmark(studied: str, name: str | None) -> bool:
+    """Whether `studied` and `name` are two different named benchmarks."""
+    return (name is not None and named_benchmark(studied) and named_benchmark(name)
+            and studied != name)
+
+
+def check_study_data(run, study_dir: Path, dataset: str | None, sha256: str | None, *,
+                     allow_other_version: bool = False) -> str | None:
+    """Refuse a study of another benchmark than `dataset`, always, and a study of
+    other data than `sha256` unless `allow_other_version`; return a note saying the
+    study's data is another version when that was allowed (None when it is the same
+    data, or `sha256` is None).
+
+    The message suggests allow_other_version only for what may be another version of
+    the same benchmark: the same name, or a file whose name cannot tell.
+
+    Raises
+    ------
+    ConfigError
+        As above.
+    """
+    studied_name = str(run.config["dataset"]["name"])
+    if other_benchmark(studied_name, dataset):
+        raise ConfigError(f"study_dir {study_dir} is a study of {studied_name}, another "
+                          f"benchmark than {dataset} (not another version of its data); run "
+                          f"a study of {dataset} (mdad run {dataset}) and pass its folder",
+                          parameters=("study_dir",))
+    studied = str(run.config["dataset"]["sha256"])
+    if sha256 is None or studied == sha256:
+        return None
+    where = (f"study_dir {study_dir} was made on other data ({studied_name}, sha256 "
+             f"{studied[:12]}...; this dataset {dataset or 'here'}, {sha256[:12]}...)")
+    if allow_other_version:
+        return f"{where}: interpolated from it as another version of the same benchmark"
+    if dataset is None or studied_name == dataset:
+        fix = "rerun the study, or pass allow_other_version"
+    else:  # a file's name does not say which benchmark it holds
+        fix = (f"rerun the study on this data, or, only if it is another version of "
+               f"{studied_name}'s data, pass allow_other_version")
+    raise ConfigError(f"{where}; {fix}", parameters=("study_dir", "allow_other_version"))
+
+
+def _curve(run, study_dir: Path, method: str, threshold: float, split: str
+           ) -> list[StudyPoint]:
+    """The points of `study_curve` from the read study folder `run`."""
     if abs(run.threshold - threshold) > 1e-12:
         raise ConfigError(f"study_dir {study_dir} used threshold {run.threshold}; pass threshold "
                           f"{run.threshold} or rerun the study",
@@ -179,14 +258,15 @@ def study_curve(study_dir: Path, method: str, threshold: float, sha256: str | No
     if table.empty:
         raise DataError(f"study_dir {study_dir} has no {split}-split results for method "
                         f"{method}; it ran {', '.join(run.methods)}", parameters=("study_dir",))
-    from mdad.study.trust import flagged_mask
+    from mdad.study.trust import flagged_mask, unmeasurable_mask
 
     flagged = flagged_mask(table).to_numpy(dtype=bool)
-    return [_study_point(row, bool(thin)) for row, thin in
-            zip(table.to_dict("records"), flagged, strict=True)]
+    unmeasurable = unmeasurable_mask(table).to_numpy(dtype=bool)
+    return [_study_point(row, bool(thin), measurable=not flat) for row, thin, flat in
+            zip(table.to_dict("records"), flagged, unmeasurable, strict=True)]
 
 
-def _study_point(row: dict, thin: bool = False) -> StudyPoint:
+def _study_point(row: dict, thin: bool = False, *, measurable: bool = True) -> StudyPoint:
     import pandas as pd
 
     value = pd.to_numeric(pd.Series([row.get("mdad")]), errors="coerce").iloc[0]
@@ -199,15 +279,18 @@ def _study_point(row: dict, thin: bool = False) -> StudyPoint:
         return float(number) if np.isfinite(number) else None
 
     pairs = optional("pairs")
-    return StudyPoint(int(row["size"]), float(value) if reached else None,
-                      optional("max_gap"), None if pairs is None else int(pairs), thin)
+    # where none can be measured, neither a value nor a bound (max_gap) stands for it
+    return StudyPoint(int(row["size"]), float(value) if reached and measurable else None,
+                      optional("max_gap") if measurable else None,
+                      None if pairs is None else int(pairs), thin, measurable)
 
 
 def interpolate(curve: list[StudyPoint], *, gap: float | None,
                 size: int | None) -> tuple[int | None, StudyPoint]:
     """Linear interpolation of MDAD in log(size) between the study's sizes; sizes
     outside the study's range are refused rather than extrapolated, and never through
-    an unreached point: a size next to an unreached study size is unreached.
+    an unreached point: a size next to an unreached study size is unreached, and a
+    size next to a study size with no measurable MDAD has none either.
 
     With `size`: that size and its point. With `gap`: the first size whose MDAD is at
     most `gap` (the study size itself when its smaller neighbour is unreached), or
@@ -230,7 +313,8 @@ def interpolate(curve: list[StudyPoint], *, gap: float | None,
         share = (before.value - gap) / (before.value - point.value)
         needed = int(np.ceil(np.exp(low + share * (high - low)) - 1e-9))
         return needed, StudyPoint(needed, float(gap), _least(before.max_gap, point.max_gap),
-                                  _least(before.pairs, point.pairs), before.thin or point.thin)
+                                  _least(before.pairs, point.pairs), before.thin or point.thin,
+                                  before.measurable and point.measurable)
     return None, curve[-1]
 
 
@@ -246,6 +330,10 @@ def _point_at(curve: list[StudyPoint], size: int) -> StudyPoint:
             return point
     k = next(i for i, p in enumerate(curve) if p.size > size)
     before, after = curve[k - 1], curve[k]
+    measurable = before.measurable and after.measurable
+    if not measurable:  # no value, and no bound either, next to such a row
+        return StudyPoint(size, None, None, _least(before.pairs, after.pairs),
+                          before.thin or after.thin, False)
     if before.value is None or after.value is None:
         censored = after if after.value is None else before
         return StudyPoint(size, None, censored.max_gap, _least(before.pairs, after.pairs),
