@@ -209,9 +209,20 @@ def test_any_damage_is_a_data_error_or_a_working_state(saved_state, index, value
         assert named in STATE_SCHEMA, str(exc)
 
 
+def test_a_format_1_state_reads_with_the_older_interval_and_says_so(saved_state):
+    older = {k: v for k, v in saved_state.items() if k != "cv_calibration"}
+    test = AdaptiveTest.from_json({**older, "format": "mdad-adaptive/1"}, "state.json")
+    assert test.cv_calibration is None
+    assert "format /1 state" in test.estimate().interval_how
+    with pytest.raises(DataError, match="'cv_calibration' must be null, or one row of 11"):
+        AdaptiveTest.from_json({**saved_state, "format": "mdad-adaptive/1"}, "state.json")
+    with pytest.raises(DataError, match="'cv_calibration' must be null, or one row of 11"):
+        AdaptiveTest.from_json({**saved_state, "cv_calibration": [[0.0] * 11]}, "state.json")
+
+
 def test_an_extra_or_missing_field_is_named(saved_state):
     with pytest.raises(DataError, match=r"^state.json: field 'extra' is not part of an "
-                       r"mdad-adaptive/1 state; start a new test$"):
+                       r"mdad-adaptive/2 state; start a new test$"):
         AdaptiveTest.from_json({**saved_state, "extra": 1}, "state.json")
     with pytest.raises(DataError, match=r"^state.json: field 'pending' is missing; start a new "
                        r"test$"):

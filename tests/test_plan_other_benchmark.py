@@ -55,8 +55,6 @@ def test_a_study_of_another_benchmark_is_refused_whatever_the_flag(gpqa_study: P
         assert "allow-other-data-version" not in line
 
 
-@pytest.mark.xfail(strict=True, reason="select --run checks the benchmark once bundle.py's "
-                   "_mdad_curve passes dataset=dataset.name to study_curve (the lead's file)")
 def test_select_from_a_study_of_another_benchmark_is_refused(gpqa_study: Path,
                                                              tmp_path: Path) -> None:
     shared_data(MMLU_PRO_CSV)

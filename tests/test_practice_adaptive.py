@@ -18,7 +18,6 @@ from mdad.errors import ConfigError, DataError
 from mdad.irt.cat import administer
 from mdad.practice.adaptive import (
     CV_FOLDS,
-    Z_95,
     AdaptiveTest,
     run_batches,
     start_adaptive_test,
@@ -63,10 +62,11 @@ def test_state_round_trip_and_the_interval(test_on_gpqa, gpqa_data, tmp_path):
     again = AdaptiveTest.load(tmp_path / "state.json")
     assert again.estimate() == test.estimate()
     estimate = test.estimate()
-    # at least 1.96 times the cross-validated error for 5 answers on each side
     assert estimate.cv_error == pytest.approx(test.cv_error[1])
-    assert estimate.accuracy - estimate.low >= Z_95 * estimate.cv_error - 1e-12
-    assert estimate.high - estimate.accuracy >= Z_95 * estimate.cv_error - 1e-12
+    # the belt of the held-out tests after 5 answers, recomputed from their estimates
+    assert (estimate.low, estimate.high) == test.interval_at(np.array(estimate.accuracy), 5)
+    assert estimate.low <= estimate.accuracy <= estimate.high
+    assert estimate.interval_how.startswith("calibrated on 420 held-out tests after 5")
 
 
 def test_one_answer_once_and_the_budget(test_on_gpqa):

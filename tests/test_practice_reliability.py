@@ -179,9 +179,7 @@ def test_gpqa_mdad_set_by_a_handful_of_pairs_says_so(gpqa_data, tmp_path: Path):
     assert_ok(proc)
     assert "gap bin alone" not in proc.stderr
     # a /2 file cannot say: estimate says that instead of nothing
-    two = json.loads(mb.read_text())
-    del two["mdad_curve_crossing_pairs"]
-    mb.write_text(json.dumps({**two, "format": "mdad-microbenchmark/2"}))
+    mb.write_text(json.dumps(older_file(json.loads(mb.read_text()), "mdad-microbenchmark/2")))
     proc = mdad_cli("estimate", mb, answers, "--allow-partial", cwd=tmp_path)
     assert_ok(proc)
     assert "gap bin alone" not in proc.stderr
@@ -335,21 +333,33 @@ def test_plan_from_a_thin_study_says_so(tmp_path: Path):
 
 # --- the file -----------------------------------------------------------------------
 
-def test_file_format_3_reads_2_and_refuses_older(tmp_path: Path):
+def older_file(data: dict, fmt: str) -> dict:
+    """`data` as a file of format /3 or /2 was written: without /4's fields (and /2
+    without the crossing counts)."""
+    from mdad.practice.bundle_format import NEW_IN_4
+
+    old = {k: v for k, v in data.items() if k not in NEW_IN_4}
+    if fmt.endswith("/2"):
+        del old["mdad_curve_crossing_pairs"]
+    return {**old, "format": fmt}
+
+
+def test_file_format_4_reads_3_and_2_and_refuses_older(tmp_path: Path):
     bundle = select_microbenchmark(as_dataset(irt_matrix()), "random", 10, seed=0)
     path = tmp_path / "mb.json"
     bundle.save(path)
     loaded = MicroBenchmarkFile.load(path)
-    assert loaded.format == "mdad-microbenchmark/3"
+    assert loaded.format == "mdad-microbenchmark/4"
     assert loaded.mdad_curve_sizes == list(range(1, 11)) and len(loaded.mdad_curve) == 10
     crossing = loaded.mdad_curve_crossing_pairs
     assert [count == 0 for count in crossing] == [v is None for v in loaded.mdad_curve]
     assert loaded.reference_scores().shape == (40, 10)
     data = json.loads(path.read_text())
     # a /2 file (no crossing counts) reads as not recorded, and stays /2 saved again
-    two = {**data, "format": "mdad-microbenchmark/2"}
-    del two["mdad_curve_crossing_pairs"]
-    path.write_text(json.dumps(two))
+    three = older_file(data, "mdad-microbenchmark/3")
+    path.write_text(json.dumps(three))
+    assert MicroBenchmarkFile.load(path).source_models is None
+    path.write_text(json.dumps(older_file(data, "mdad-microbenchmark/2")))
     old = MicroBenchmarkFile.load(path)
     assert old.crossing_pairs_at(10) is None and old.format == "mdad-microbenchmark/2"
     assert old.mdad_curve == loaded.mdad_curve
@@ -372,7 +382,7 @@ def test_file_format_3_reads_2_and_refuses_older(tmp_path: Path):
     data["format"] = "mdad-microbenchmark/1"
     path.write_text(json.dumps(data))
     with pytest.raises(DataError, match=r"format mdad-microbenchmark/1, this version reads "
-                                        r"mdad-microbenchmark/2 and mdad-microbenchmark/3.*"
+                                        r"mdad-microbenchmark/2 to mdad-microbenchmark/4.*"
                                         r"select again"):
         MicroBenchmarkFile.load(path)
 

@@ -75,6 +75,7 @@ def estimate(
                                allow_other_metric=allow_other_metric)
     answer = estimate_score(bundle, scores, allow_partial=allow_partial)
     file_pairs_note(microbenchmark, bundle, answer)
+    _estimate_notes(bundle, answer)
     if as_json:
         print_json(answer)
         return
@@ -92,12 +93,9 @@ def estimate(
                   f"({mdad_source(answer.mdad_how, answer.mdad_pairs)}): reliably above "
                   f"{len(answer.above)} of them, reliably below {len(answer.below)}, too close "
                   f"to call against {len(answer.too_close)}")
-    # each verdict is a separate test: say so, or 420 verdicts read as one 95% claim
-    others = len(bundle.reference_models)
-    each = (f" for each of the {others} comparisons on its own, not for all at once"
-            if others > 1 else "")
-    console.print(f"rule ({answer.confidence:.0%} confidence{each}; the same as "
-                  f"`mdad compare`): {answer.rule}")
+    # a user reads a whole list at once: say what holds for it
+    console.print(f"lists (false discovery rate at most {answer.list_error_rate:.0%} for "
+                  f"each list): {answer.rule}")
     if not answer.mdad_reached:
         console.print("no model is reliably above or below: the MDAD is not reached at this "
                       "size, so no gap on these items is reliable")
@@ -107,6 +105,18 @@ def estimate(
             shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5
                                             else "")
             console.print(f"  {label}: {shown}")
+
+
+def _estimate_notes(bundle, answer) -> None:
+    """What the interval cannot vouch for: a model beyond the reference models, a file
+    selected from some of the dataset's models."""
+    if answer.beyond:
+        note("the interval reaches past the accuracies of the models it was calibrated on "
+             f"({points(bundle.calibration().lowest)} to "
+             f"{points(bundle.calibration().highest)}): this model may lie beyond the "
+             "reference models, where the interval extrapolates")
+    if bundle.subset_note():
+        note(f"the micro-benchmark was {bundle.subset_note()}")
 
 
 def _report_mismatch(console: Console, path: Path, scores, size: int) -> None:

@@ -24,7 +24,7 @@ import json
 import math
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,7 +40,9 @@ from mdad.practice.bundle import lm_eval_ids
 if TYPE_CHECKING:
     from mdad.practice.estimate import ItemScores
 
-STATE_FORMAT = "mdad-adaptive/1"
+STATE_FORMAT = "mdad-adaptive/2"
+# also read: /1 states lack `cv_calibration`; their interval is the older one, and says so
+OLDER_STATE_FORMAT = "mdad-adaptive/1"
 CV_FOLDS = 5
 Z_95 = 1.959963984540054
 ADAPTIVE_METHODS = {"adaptive": 1, "adaptive-md": 3}  # method -> IRT dimensions
@@ -65,6 +67,7 @@ class AdaptiveEstimate:
     ability_standard_error : the ability's, on the IRT scale, not accuracy (for a
         multidimensional fit, along its least-determined direction).
     cv_error : the cross-validated root mean square error for this many answers.
+    interval_how : how the interval was made.
     finished : True once the budget is spent or `ability_standard_error` < the target.
     reason : why it finished, or what comes next.
     """
@@ -78,6 +81,7 @@ class AdaptiveEstimate:
     cv_error: float
     finished: bool
     reason: str
+    interval_how: str = ""
 
 
 @dataclass
@@ -100,6 +104,8 @@ class AdaptiveTest:
     target_se: float | None
     cv_answered: list[int]
     cv_error: list[float]
+    # per cv_answered, `Calibration.to_list()`; None for a /1 state or too few models
+    cv_calibration: list[list[float]] | None = None
     answers: dict[str, float] = field(default_factory=dict)
     pending: list[str] = field(default_factory=list)
     round: int = 0
@@ -172,8 +178,7 @@ class AdaptiveTest:
                                             scores[None])[0])
         se = float(np.sqrt(np.linalg.eigvalsh(covariance).max()))
         cv = float(np.interp(len(self.answers), self.cv_answered, self.cv_error))
-        model_se = self._accuracy_se(ability, covariance, answered)
-        half = Z_95 * max(cv, model_se)
+        low, high, how = self._interval(accuracy, ability, covariance, answered, cv)
         n = len(self.answers)
         if n >= self.budget:
             finished, reason = True, f"the budget of {self.budget} items is spent"
@@ -182,8 +187,45 @@ class AdaptiveTest:
                                       f"target {self.target_se}")
         else:
             finished, reason = False, (f"{self.budget - n} of {self.budget} items left")
-        return AdaptiveEstimate(accuracy, max(0.0, accuracy - half), min(1.0, accuracy + half),
-                                n, self.budget, se, cv, finished, reason)
+        return AdaptiveEstimate(accuracy, low, high, n, self.budget, se, cv, finished,
+                                reason, how)
+
+    def _interval(self, accuracy: float, ability: np.ndarray, covariance: np.ndarray,
+                  answered: np.ndarray, cv: float) -> tuple[float, float, str]:
+        """The 95% interval of the accuracy and how it was made: the Neyman belt of the
+        held-out tests after as many answers (the last batch count at most the answers),
+        or, in a /1 state or with too few models, 1.96 times the larger of the
+        cross-validated error and the IRT model's own standard error."""
+        n = len(self.answers)
+        if self.cv_calibration is not None:
+            low, high = self.interval_at(np.array(accuracy), n)
+            k = int(np.searchsorted(self.cv_answered, n, side="right")) - 1
+            return (float(low), float(high), f"calibrated on {int(self.cv_calibration[k][10])} "
+                    f"held-out tests after {self.cv_answered[k]} answers, at every accuracy")
+        half = Z_95 * max(cv, self._accuracy_se(ability, covariance, answered))
+        return (max(0.0, accuracy - half), min(1.0, accuracy + half),
+                "1.96 x the larger of the cross-validated and the model's standard error, "
+                "on average over models only (a format /1 state, or too few models to "
+                "calibrate at every accuracy)")
+
+    def interval_at(self, accuracy: np.ndarray, answered: int
+                    ) -> tuple[np.ndarray, np.ndarray]:
+        """The calibrated 95% interval of estimates `accuracy` (any shape) after
+        `answered` answers: the belt of the held-out tests after the largest batch count
+        at most `answered`.
+
+        Raises
+        ------
+        ConfigError
+            For a state without calibration (format /1, or too few models).
+        """
+        from mdad.practice.calibration import Calibration
+
+        if self.cv_calibration is None:
+            raise ConfigError("this test has no calibrated interval (a format /1 state, or "
+                              "too few models)")
+        k = int(np.searchsorted(self.cv_answered, answered, side="right")) - 1
+        return Calibration.from_list(self.cv_calibration[max(k, 0)]).interval(accuracy)
 
     def _accuracy_se(self, ability: np.ndarray, covariance: np.ndarray,
                      answered: np.ndarray) -> float:
@@ -283,6 +325,7 @@ class AdaptiveTest:
             "difficulty": self.difficulty.tolist(), "budget": self.budget,
             "batch": self.batch, "target_se": self.target_se,
             "cv_answered": self.cv_answered, "cv_error": self.cv_error,
+            "cv_calibration": self.cv_calibration,
             "answers": [[item, value] for item, value in self.answers.items()],
             "pending": self.pending, "round": self.round, "applied": self.applied,
         }
@@ -443,10 +486,20 @@ def _ascending(value: object, state: dict[str, Any]) -> bool:
             and value == sorted(set(value)))  # type: ignore[arg-type]  # each once, ascending
 
 
+def _calibration_rows(value: object, state: dict[str, Any]) -> bool:
+    if value is None:
+        return True
+    return state["format"] == STATE_FORMAT and _list_of(
+        value, lambda row: _list_of(row, lambda x: _real(x, -1e6, 1e6), 11),
+        len(state["cv_answered"])) and all(
+        0 <= row[8] <= row[9] <= 1 and row[10] >= 2 for row in value)  # type: ignore[union-attr]
+
+
 # field -> (its rule, for the message; the check, given the fields above it, all valid).
 # One table, read top to bottom: every field's type and range, and how fields relate.
 STATE_SCHEMA: dict[str, tuple[str, Callable[[Any, dict[str, Any]], bool]]] = {
-    "format": (f"must be {STATE_FORMAT!r}", lambda v, s: v == STATE_FORMAT),
+    "format": (f"must be {STATE_FORMAT!r} (or {OLDER_STATE_FORMAT!r})",
+               lambda v, s: v in (STATE_FORMAT, OLDER_STATE_FORMAT)),
     "mdad_version": ("must be printable text", lambda v, s: _text(v)),
     "dataset": ("must be printable text", lambda v, s: _text(v)),
     "sha256": ("must be 64 lowercase hex digits, or empty",
@@ -475,6 +528,8 @@ STATE_SCHEMA: dict[str, tuple[str, Callable[[Any, dict[str, Any]], bool]]] = {
     "cv_answered": ("must be whole numbers from 0 to the budget, ascending", _ascending),
     "cv_error": ("must hold one number in [0, 1] per cv_answered",
                  lambda v, s: _list_of(v, lambda x: _real(x, 0, 1), len(s["cv_answered"]))),
+    "cv_calibration": ("must be null, or one row of 11 finite numbers per cv_answered (a "
+                       "format /2 state)", _calibration_rows),
     "answers": ("must be [item, score in [0, 1]] pairs of distinct items of the test, at "
                 "most the budget", _pairs),
     "pending": ("must list distinct unanswered items of the test, at most the budget",
@@ -497,6 +552,8 @@ def _validated(data: object, where: str, fix: str = "start a new test") -> Adapt
     """
     if not isinstance(data, dict):
         raise DataError(f"{where}: not an adaptive test state (a JSON object expected); {fix}")
+    if data.get("format") == OLDER_STATE_FORMAT and "cv_calibration" not in data:
+        data = {**data, "cv_calibration": None}  # /1 had none: the older interval
     for name, (rule, check) in STATE_SCHEMA.items():
         if name not in data:
             raise DataError(f"{where}: field {name!r} is missing; {fix}")
@@ -515,6 +572,8 @@ def _validated(data: object, where: str, fix: str = "start a new test") -> Adapt
         batch=data["batch"],
         target_se=None if data["target_se"] is None else float(data["target_se"]),
         cv_answered=list(data["cv_answered"]), cv_error=[float(x) for x in data["cv_error"]],
+        cv_calibration=(None if data["cv_calibration"] is None
+                        else [[float(x) for x in row] for row in data["cv_calibration"]]),
         answers={item: float(value) for item, value in data["answers"]},
         pending=list(data["pending"]), round=data["round"], applied=list(data["applied"]),
         mdad_version=data["mdad_version"])
@@ -525,9 +584,12 @@ def _validated(data: object, where: str, fix: str = "start a new test") -> Adapt
 
 def start_adaptive_test(dataset: Dataset, *, budget: int, batch: int = 1,
                         target_se: float | None = None, method: str = "adaptive",
-                        metric: str | None = None, seed: int = 0) -> AdaptiveTest:
-    """Fit `method`'s IRT model on every model of `dataset`, cross-validate the test on
-    held-out models, and return a test whose first batch is pending.
+                        metric: str | None = None, seed: int = 0,
+                        models: Sequence[str] | Sequence[int] | np.ndarray | None = None
+                        ) -> AdaptiveTest:
+    """Fit `method`'s IRT model on every model of `dataset` (or only `models`: names,
+    or indices into its models), cross-validate the test on held-out models, and
+    return a test whose first batch is pending.
 
     Raises
     ------
@@ -546,7 +608,9 @@ def start_adaptive_test(dataset: Dataset, *, budget: int, batch: int = 1,
     if method not in ADAPTIVE_METHODS:
         raise ConfigError(f"method must be one of {', '.join(ADAPTIVE_METHODS)}; got "
                           f"{method!r}", parameters=("method",))
-    matrix = dataset.matrix
+    from mdad.practice.bundle import model_subset
+
+    matrix = model_subset(dataset.matrix, models)
     if not 1 <= budget <= matrix.n_items:
         raise ConfigError(f"budget must lie in 1..{matrix.n_items}, the dataset's items; got "
                           f"{budget}", parameters=("budget",))
@@ -568,7 +632,8 @@ def start_adaptive_test(dataset: Dataset, *, budget: int, batch: int = 1,
                         "estimates a model unlike them; use data whose models differ")
     with one_thread():
         model = fit_irt(scores, dims, np.random.default_rng(seed)).standardised()
-        answered, error = _cross_validated_error(scores, dims, budget, batch, seed)
+        answered, error, calibration = _cross_validated_error(scores, dims, budget, batch,
+                                                              seed)
     ids = [str(i) for i in matrix.item_ids]
     spec = dataset.spec
     lm_eval = lm_eval_ids(ids, spec.lm_eval_task if spec else None)
@@ -579,7 +644,7 @@ def start_adaptive_test(dataset: Dataset, *, budget: int, batch: int = 1,
         metric=metric or (spec.lm_eval_metric if spec else "acc"), item_ids=ids,
         lm_eval_items=lm_eval, discrimination=model.discrimination_,
         difficulty=model.difficulty_, budget=budget, batch=batch, target_se=target_se,
-        cv_answered=answered, cv_error=error)
+        cv_answered=answered, cv_error=error, cv_calibration=calibration)
     test.next_items()
     # the state it will be: what `load` refuses is refused now, before a file is written
     return _validated(test.to_json(), f"the adaptive test of {dataset.name}",
@@ -622,20 +687,29 @@ def run_batches(discrimination: np.ndarray, difficulty: np.ndarray, scores: np.n
 
 
 def _cross_validated_error(scores: np.ndarray, dims: int, budget: int, batch: int,
-                           seed: int) -> tuple[list[int], list[float]]:
-    """The root mean square error, after each batch, of held-out models' estimates
-    against their accuracy on all items: 5 folds, each fitted on the other models."""
+                           seed: int
+                           ) -> tuple[list[int], list[float], list[list[float]] | None]:
+    """After each batch of held-out models' tests (5 folds, each fitted on the other
+    models): the answers so far, the root mean square error against their accuracy on
+    all items, and the Neyman belt of their estimates (`Calibration.to_list()`; None
+    with fewer models than `calibration.MIN_MODELS`)."""
+    from mdad.practice.calibration import MIN_MODELS, Calibration
     from mdad.selection.tinybenchmarks import fit_irt
 
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(9,)))
     folds = np.array_split(rng.permutation(scores.shape[0]), CV_FOLDS)
     truth = scores.mean(axis=1)
-    squared = []
+    estimates = np.empty((0, scores.shape[0]))
     for k, held in enumerate(folds):
         train = np.setdiff1d(np.arange(scores.shape[0]), held)
         model = fit_irt(scores[train], dims, np.random.default_rng([seed, k])).standardised()
         discrimination = model.discrimination_ if dims > 1 else model.discrimination_[:, 0]
-        counts, estimates = run_batches(discrimination, model.difficulty_, scores[held],
-                                        budget, batch)
-        squared.append((estimates - truth[held][None, :]) ** 2)
-    return counts, [float(v) for v in np.sqrt(np.concatenate(squared, axis=1).mean(axis=1))]
+        counts, fold = run_batches(discrimination, model.difficulty_, scores[held],
+                                   budget, batch)
+        if k == 0:
+            estimates = np.empty((len(counts), scores.shape[0]))
+        estimates[:, held] = fold
+    error = np.sqrt(((estimates - truth[None, :]) ** 2).mean(axis=1))
+    calibration = (None if scores.shape[0] < MIN_MODELS else
+                   [Calibration.fit(truth, row).to_list() for row in estimates])
+    return counts, [float(v) for v in error], calibration

@@ -3,11 +3,12 @@ later without the data: `mdad select`."""
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -16,11 +17,20 @@ from mdad.data.matrix import ResponseMatrix
 from mdad.data.registry import Dataset
 from mdad.errors import ConfigError, DataError, check_whole
 from mdad.metrics.mdad import DEFAULT_THRESHOLD
-from mdad.practice.bundle_format import FORMAT, OLDER_FORMAT, READABLE_FORMATS, validate
+from mdad.practice.bundle_format import (
+    FORMAT,
+    OLDER_FORMAT,
+    READABLE_FORMATS,
+    compact_ids,
+    validate,
+)
 from mdad.practice.fit_pool import SPAWN_AFTER_SECONDS, run_fits
 from mdad.practice.planner import mdad_curve, pair_structure
 from mdad.selection import MethodDefaults, MicroBenchmark, SeenPool, method_class
 from mdad.selection.threads import one_thread
+
+if TYPE_CHECKING:
+    from mdad.practice.calibration import Calibration
 
 CV_FOLDS = 5
 PASS_A_FILE = "pass a micro-benchmark file written by `mdad select`"  # the fix, in errors
@@ -64,8 +74,17 @@ class MicroBenchmarkFile:
         sets each size's MDAD (0 where not reached); None when interpolated from a
         study (its rows' flags say when they rest on few pairs) or not recorded.
     error_sd : for methods other than uniform random sampling, the root mean square
-        error of the estimate over held-out dataset models (5-fold, by model), used
-        for the 95% interval.
+        error of the estimate over held-out dataset models (5-fold, by model).
+    cv_truth, cv_estimate : for those methods, each source model's accuracy on the pool
+        and its estimate by a micro-benchmark selected without its fold, in
+        `reference_models`' order as saved: what calibrates the 95% interval
+        (`mdad.practice.calibration`); None for uniform random sampling and in files
+        older than format /4.
+    source_models, source_models_sha256 : how many models it was selected from and the
+        sha256 of their names (one per line, in order); dataset_models : how many the
+        dataset has (None in files older than /4).
+    dataset_item_ids : every item id of the dataset (`compact_ids`), so that answers
+        to another benchmark's items are told apart (None in files older than /4).
     """
 
     dataset: str
@@ -96,6 +115,32 @@ class MicroBenchmarkFile:
     notes: list[str] = field(default_factory=list)
     dataset_items: int | None = None
     mdad_curve_crossing_pairs: list[int] | None = None
+    cv_truth: list[float] | None = None
+    cv_estimate: list[float] | None = None
+    source_models: int | None = None
+    source_models_sha256: str | None = None
+    dataset_models: int | None = None
+    dataset_item_ids: dict[str, list] | None = None
+
+    def calibration(self, confidence: float = 0.95) -> Calibration | None:
+        """The held-out calibration of the 95% interval, or None when the file has none
+        (uniform random sampling, whose interval is exact; files older than /4) or too
+        few models to fit one (fewer than `calibration.MIN_MODELS`)."""
+        from mdad.practice.calibration import MIN_MODELS, Calibration
+
+        if self.cv_truth is None or self.cv_estimate is None or len(self.cv_truth) < MIN_MODELS:
+            return None
+        return Calibration.fit(np.asarray(self.cv_truth), np.asarray(self.cv_estimate),
+                               confidence)
+
+    def subset_note(self) -> str:
+        """'' when selected from all the dataset's models, else a sentence saying from
+        how many."""
+        if self.dataset_models is None or self.source_models in (None, self.dataset_models):
+            return ""
+        return (f"selected from {self.source_models} of {self.dataset}'s "
+                f"{self.dataset_models} models (sha256 of their names "
+                f"{(self.source_models_sha256 or '')[:12]}...), not from all of them")
 
     def scope(self) -> str:
         """What the estimate stands for: 'gpqa', or 'a pool of 3 of gpqa's 448 items'."""
@@ -104,8 +149,14 @@ class MicroBenchmarkFile:
         return f"a pool of {self.pool_size} of {self.dataset}'s {self.dataset_items} items"
 
     def to_json(self) -> str:
-        """The file's text (`load` reads it back)."""
-        return json.dumps(asdict(self), indent=1) + "\n"
+        """The file's text (`load` reads it back); a file read from an older format is
+        written in it again, without the fields that format lacks."""
+        from mdad.practice.bundle_format import NEW_IN_4
+
+        data = asdict(self)
+        if self.format != FORMAT:
+            data = {k: v for k, v in data.items() if k not in NEW_IN_4}
+        return json.dumps(data, indent=1) + "\n"
 
     def save(self, path: Path) -> None:
         Path(path).write_text(self.to_json(), encoding="utf-8")
@@ -125,7 +176,7 @@ class MicroBenchmarkFile:
         if isinstance(found, str) and found.startswith("mdad-microbenchmark/") and (
                 found not in READABLE_FORMATS):
             raise DataError(f"{path}: written by another version of mdad (format {found}, "
-                            f"this version reads {OLDER_FORMAT} and {FORMAT}); select again "
+                            f"this version reads {OLDER_FORMAT} to {FORMAT}); select again "
                             "with `mdad select`")
         if found not in READABLE_FORMATS:
             raise DataError(f"{path}: not a micro-benchmark file written by `mdad select` "
@@ -179,12 +230,16 @@ class MicroBenchmarkFile:
 
 def select_microbenchmark(dataset: Dataset, method: str, size: int, *, seed: int = 0,
                           pool: list[str] | None = None,
+                          models: Sequence[str] | Sequence[int] | np.ndarray | None = None,
                           threshold: float = DEFAULT_THRESHOLD, study_dir: Path | None = None,
                           allow_other_version: bool = False, metric: str | None = None,
                           progress: SelectProgress | None = None,
                           spawn_worker: bool = False) -> MicroBenchmarkFile:
     """Choose `size` items of `dataset` (or of the item ids in `pool`) with `method`,
-    using every model of the dataset as a source.
+    using every model of the dataset as a source, or only `models` (names, or indices
+    into the dataset's models): held-out evaluation selects from some models and
+    estimates the others. The file records how many models and which (a hash of
+    their names), and `estimate` says so when they are not all.
 
     `study_dir` is a finished study of the method (see `mdad plan --run`) whose seen
     split's MDAD curve is interpolated; without it, methods with an analytic MDAD get
@@ -202,9 +257,11 @@ def select_microbenchmark(dataset: Dataset, method: str, size: int, *, seed: int
     ConfigError
         For an unknown method, a size outside 1..pool size (or the study's sizes), an
         unknown pool item, or a `study_dir` with a `pool` smaller than the dataset.
+    DataError
+        For an unknown or repeated model in `models`.
     """
     check_whole(seed, "seed", minimum=0)
-    matrix = _pool_matrix(dataset.matrix, pool)
+    matrix = model_subset(_pool_matrix(dataset.matrix, pool), models)
     if study_dir is not None and matrix.n_items < dataset.matrix.n_items:
         # the study's micro-benchmarks were drawn from every item, not from the pool
         raise ConfigError(f"study_dir's MDAD is for micro-benchmarks drawn from all "
@@ -231,9 +288,11 @@ def select_microbenchmark(dataset: Dataset, method: str, size: int, *, seed: int
     report(0, total, f"selecting {size} items with {method} from {matrix.n_models} models"
            + (f", and cross-validating its estimate in {CV_FOLDS} folds" if cross_validate
               else ""))
-    micro, error_sd = _select_and_validate(matrix, selector, size, seed, cross_validate,
+    micro, held_out = _select_and_validate(matrix, selector, size, seed, cross_validate,
                                            lambda done, step: report(done, total, step),
                                            spawn_worker)
+    truth = matrix.accuracy()
+    names = [str(m) for m in matrix.model_names]
     estimator = cls.save_estimator(micro)
     order = np.asarray(micro.items)
     ids = [str(matrix.item_ids[i]) for i in order]
@@ -245,12 +304,44 @@ def select_microbenchmark(dataset: Dataset, method: str, size: int, *, seed: int
         lm_eval_tasks=lm_eval_tasks(lm_eval_items),
         lm_eval_metric=metric or (spec.lm_eval_metric if spec else "acc"),
         estimator=estimator, pool_size=matrix.n_items,
-        reference_models=[str(m) for m in matrix.model_names],
-        reference_accuracy=[float(a) for a in matrix.accuracy()],
+        reference_models=names, reference_accuracy=[float(a) for a in truth],
         reference_answers=_answers_json(matrix.scores()[:, order]),
-        **curve, threshold=threshold, error_sd=error_sd, notes=list(micro.notes),
+        **curve, threshold=threshold,
+        error_sd=(None if held_out is None
+                  else float(np.sqrt(np.mean((held_out - truth) ** 2)))),
+        notes=list(micro.notes),
         dataset_items=(dataset.matrix.n_items if matrix.n_items < dataset.matrix.n_items
-                       else None))
+                       else None),
+        cv_truth=None if held_out is None else [float(a) for a in truth],
+        cv_estimate=None if held_out is None else [float(e) for e in held_out],
+        source_models=len(names), source_models_sha256=names_sha256(names),
+        dataset_models=dataset.matrix.n_models,
+        dataset_item_ids=compact_ids([str(i) for i in dataset.matrix.item_ids]))
+
+
+def names_sha256(names: list[str]) -> str:
+    """The sha256 of model names, one per line, in order."""
+    return hashlib.sha256("".join(f"{name}\n" for name in names).encode()).hexdigest()
+
+
+def model_subset(matrix: ResponseMatrix,
+                  models: Sequence[str] | Sequence[int] | np.ndarray | None) -> ResponseMatrix:
+    """`matrix` with only `models` (names, or indices into its models), in its order."""
+    if models is None:
+        return matrix
+    values = list(np.asarray(models).tolist())
+    if values and all(isinstance(v, int) for v in values):
+        if len(set(values)) != len(values) or not all(0 <= v < matrix.n_models
+                                                      for v in values):
+            raise ConfigError(f"models: indices must be distinct and in 0..{matrix.n_models - 1}",
+                              parameters=("models",))
+        rows = np.array(sorted(values), dtype=np.int64)
+    else:
+        rows = np.sort(matrix.model_index([str(v) for v in values], what="models",
+                                          parameter="models"))
+    if rows.size == 0:
+        raise ConfigError("models: select from at least one model", parameters=("models",))
+    return matrix.take(models=rows)
 
 
 def _mdad_curve(dataset: Dataset, matrix: ResponseMatrix, cls: type[MethodDefaults],
@@ -262,7 +353,8 @@ def _mdad_curve(dataset: Dataset, matrix: ResponseMatrix, cls: type[MethodDefaul
         from mdad.practice.sizing import interpolate, study_curve, study_mdad_curve
 
         points = study_curve(Path(study_dir), cls.name, threshold,
-                             None if allow_other_version else dataset.matrix.sha256)
+                             None if allow_other_version else dataset.matrix.sha256,
+                             dataset=dataset.name)
         _, point = interpolate(points, gap=None, size=size)
         known = study_mdad_curve(points, size)
         return {**_mdad_fields(point.value, point.max_gap, point.pairs, "interpolated"),
@@ -397,10 +489,10 @@ def lm_eval_ids(ids: list[str], task: str | None) -> list[str] | None:
 def _select_and_validate(matrix: ResponseMatrix, selector: MethodDefaults, size: int,
                          seed: int, cross_validate: bool,
                          finished: Callable[[int, str], None], spawn_worker: bool = False
-                         ) -> tuple[MicroBenchmark, float | None]:
+                         ) -> tuple[MicroBenchmark, np.ndarray | None]:
     """The micro-benchmark selected from every model, and (when `cross_validate`) the
-    root mean square error of the method's estimate on models it did not select with:
-    5 folds of models, each estimated by a micro-benchmark selected on the rest.
+    method's estimate of each model, shape (n_models,), by a micro-benchmark it did not
+    select with: 5 folds of models, each estimated by one selected on the rest.
 
     The selection and the folds are independent fits, each with its own seeds and one
     BLAS thread, as a study's cells run: the same numbers whatever the machine's cores
@@ -411,7 +503,7 @@ def _select_and_validate(matrix: ResponseMatrix, selector: MethodDefaults, size:
     folds = np.array_split(rng.permutation(matrix.n_models), CV_FOLDS)
     tasks = [(_select, (selector, _seen_pool(matrix, seed), size, np.random.default_rng(seed)))]
     if cross_validate:
-        tasks += [(_fold_error, (matrix, selector, size, seed, k, folds[k]))
+        tasks += [(_fold_estimate, (matrix, selector, size, seed, k, folds[k]))
                   for k in range(CV_FOLDS)]
     results = {}
     with one_thread([selector]):
@@ -423,8 +515,10 @@ def _select_and_validate(matrix: ResponseMatrix, selector: MethodDefaults, size:
                      f"cross-validation fold {index} of {CV_FOLDS} done")
     if not cross_validate:
         return results[0], None
-    errors = np.concatenate([results[k] for k in range(1, CV_FOLDS + 1)])
-    return results[0], float(np.sqrt(np.mean(errors ** 2)))
+    held_out = np.empty(matrix.n_models)
+    for k in range(CV_FOLDS):
+        held_out[folds[k]] = results[k + 1]
+    return results[0], held_out
 
 
 def _select(selector: MethodDefaults, pool: SeenPool, size: int,
@@ -432,15 +526,15 @@ def _select(selector: MethodDefaults, pool: SeenPool, size: int,
     return selector.select(pool, size, rng=rng)
 
 
-def _fold_error(matrix: ResponseMatrix, selector: MethodDefaults, size: int, seed: int,
+def _fold_estimate(matrix: ResponseMatrix, selector: MethodDefaults, size: int, seed: int,
                 k: int, held: np.ndarray) -> np.ndarray:
-    """Estimated minus true accuracy of the `held` models (fold `k`), shape
-    (len(held),), by a micro-benchmark selected on the other models."""
+    """The estimated accuracy of the `held` models (fold `k`), shape (len(held),), by a
+    micro-benchmark selected on the other models."""
     train = np.setdiff1d(np.arange(matrix.n_models), held)
     pool = _seen_pool(matrix, seed + 1000 * (k + 1), train)
     micro = selector.select(pool, size, rng=np.random.default_rng([seed, k]))
     scores = matrix.gold_confidence(held) if micro.uses_confidence else matrix.scores(held)
-    return micro.estimate(scores) - matrix.accuracy()[held]
+    return micro.estimate(scores)
 
 
 def lm_eval_samples_json(bundle: MicroBenchmarkFile) -> dict[str, list[int]]:

@@ -15,12 +15,18 @@ FIELDS = ("dataset", "sha256", "mdad_version", "method", "size", "seed", "items"
           "reference_models", "reference_accuracy", "reference_answers", "mdad",
           "mdad_reached", "max_gap", "mdad_pairs", "mdad_how", "mdad_curve_sizes",
           "mdad_curve", "threshold", "error_sd", "format", "notes",
-          "dataset_items", "mdad_curve_crossing_pairs")
-OPTIONAL = ("notes", "dataset_items", "mdad_curve_crossing_pairs")
-FORMAT = "mdad-microbenchmark/3"
-# also read: /2 files lack `mdad_curve_crossing_pairs` (the CLI says so where it matters)
+          "dataset_items", "mdad_curve_crossing_pairs", "cv_truth", "cv_estimate",
+          "source_models", "source_models_sha256", "dataset_models", "dataset_item_ids")
+# New in /4: the held-out pairs that calibrate the interval, and what it was selected from.
+NEW_IN_4 = ("cv_truth", "cv_estimate", "source_models", "source_models_sha256",
+            "dataset_models", "dataset_item_ids")
+OPTIONAL = ("notes", "dataset_items", "mdad_curve_crossing_pairs", *NEW_IN_4)
+FORMAT = "mdad-microbenchmark/4"
+# also read: /3 files lack NEW_IN_4 (their interval is the older, uncalibrated one, and
+# the CLI says so); /2 files also lack `mdad_curve_crossing_pairs`
 OLDER_FORMAT = "mdad-microbenchmark/2"
-READABLE_FORMATS = (OLDER_FORMAT, FORMAT)
+PREVIOUS_FORMAT = "mdad-microbenchmark/3"
+READABLE_FORMATS = (OLDER_FORMAT, PREVIOUS_FORMAT, FORMAT)
 
 
 def _number(value: Any) -> bool:
@@ -127,6 +133,35 @@ def validate(data: dict[str, Any], path: object) -> None:
     need(whole is None or (_integer(whole) and whole > data["pool_size"]), "dataset_items",
          "null or a whole number above `pool_size`")
     _validate_estimator(data["estimator"], size, need)
+    _check_provenance(data, need)
+
+
+def _check_provenance(data: dict[str, Any], need: Callable[[bool, str, str], None]) -> None:
+    """/4's calibration pairs (one per source model, null for uniform random sampling,
+    whose interval needs none) and what the file was selected from."""
+    if data["format"] != FORMAT:
+        for name in NEW_IN_4:
+            need(data.get(name) is None, name, f"null or absent in a format {data['format']} "
+                 "file")
+        return
+    for name in NEW_IN_4:
+        need(name in data, name, "present")
+    sources = data["source_models"]
+    need(_integer(sources) and sources == len(data["reference_models"]), "source_models",
+         "the count of reference_models")
+    need(_integer(data["dataset_models"]) and data["dataset_models"] >= sources,
+         "dataset_models", "a count of models of at least `source_models`")
+    need(isinstance(data["source_models_sha256"], str), "source_models_sha256", "text")
+    ids = data["dataset_item_ids"]
+    need(isinstance(ids, dict) and set(ids) == {"ranges", "ids"} and _strings(ids["ids"])
+         and isinstance(ids["ranges"], list)
+         and all(isinstance(r, list) and len(r) == 2 and all(_integer(v) and v >= 0 for v in r)
+                 and r[0] <= r[1] for r in ids["ranges"]), "dataset_item_ids",
+         "an object of ranges [first, last] of whole-number ids and other ids")
+    for name in ("cv_truth", "cv_estimate"):
+        need(data[name] is None if data["error_sd"] is None
+             else _numbers(data[name], sources), name,
+             "one number per source model, or null when error_sd is null")
 
 
 def _validate_estimator(estimator: Any, size: int, need) -> None:
@@ -180,3 +215,33 @@ def _check_crossing_pairs(data: dict[str, Any], need: Callable[[bool, str, str],
                  for count, value in zip(crossing, data["mdad_curve"], strict=True)),
          name, "one count of pairs per size of mdad_curve_sizes, 0 exactly where the MDAD "
          "is not reached")
+
+
+def compact_ids(ids: list[str]) -> dict[str, list]:
+    """Item ids as ``{"ranges": [[first, last], ...], "ids": [...]}``: runs of
+    whole-number ids (written without leading zeros) as ranges, any other id as is."""
+    numbers = sorted(int(i) for i in ids if i.isascii() and i.isdigit() and str(int(i)) == i)
+    others = sorted(i for i in ids if not (i.isascii() and i.isdigit() and str(int(i)) == i))
+    ranges: list[list[int]] = []
+    for n in numbers:
+        if ranges and n == ranges[-1][1] + 1:
+            ranges[-1][1] = n
+        else:
+            ranges.append([n, n])
+    return {"ranges": ranges, "ids": others}
+
+
+def in_compact(compact: dict[str, list], ids: list[str]) -> list[bool]:
+    """Whether each of `ids` is one that `compact_ids` wrote into `compact`."""
+    import bisect
+
+    starts = [r[0] for r in compact["ranges"]]
+    others = set(compact["ids"])
+
+    def known(i: str) -> bool:
+        if i.isascii() and i.isdigit() and str(int(i)) == i:
+            k = bisect.bisect_right(starts, int(i)) - 1
+            return k >= 0 and int(i) <= compact["ranges"][k][1]
+        return i in others
+
+    return [known(i) for i in ids]

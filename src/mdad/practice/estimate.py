@@ -55,6 +55,15 @@ RULE = ("A is reliably above B when, on the items both answered, estimate(A) - "
         "estimate(B) is at least the MDAD for that many items, its paired 95% "
         "interval excludes 0, and the exact McNemar test of the items only one of "
         "them got right gives p < 0.05")
+LIST_FDR = 0.05
+# Lists use a 99% interval: a model's list is long exactly when its estimate is extreme,
+# which is when a 95% interval misses most often, so 95% lets more than 5% of listed
+# verdicts be wrong (benchmarks/bench_roundtrip.py).
+LIST_CONFIDENCE = 0.999
+LIST_RULE = ("a model is listed when its full-benchmark accuracy lies outside the 99% "
+             "interval, the estimate is at least the MDAD from it, and `mdad compare` "
+             "names the same winner; a list is wrong only when the interval misses on its "
+             "side")
 _TOLERANCE = 1e-9  # float noise around the MDAD's bin edges
 
 
@@ -214,8 +223,14 @@ class Estimate:
     mdad_crossing_pairs : the pairs in the gap bin that sets it, for `items_used`
         items (0 when not reached, None when the file does not record them).
     above, below, too_close : reference models this model is reliably above, below,
-        or too close to call (`RULE`: the same verdict `compare` gives).
+        or too close to call (`LIST_RULE`): every model listed is the winner `compare`
+        names, and each list holds as a whole (`list_error_rate`).
+    rule : `LIST_RULE`.
     interval_how : how the accuracy interval was computed.
+    beyond : the interval reaches past the accuracies of the held-out models it was
+        calibrated on: the model may lie beyond the reference models, where the
+        interval extrapolates.
+    list_error_rate : the false discovery rate each list controls (0.05).
     """
 
     model: str
@@ -239,6 +254,8 @@ class Estimate:
     too_close: list[str]
     rule: str
     interval_how: str
+    beyond: bool = False
+    list_error_rate: float = 0.05
 
 
 def require_items(bundle: MicroBenchmarkFile, observed: np.ndarray, *, allow_partial: bool,
@@ -266,16 +283,16 @@ def require_items(bundle: MicroBenchmarkFile, observed: np.ndarray, *, allow_par
 
 def estimate_score(bundle: MicroBenchmarkFile, results: ItemScores, *,
                    allow_partial: bool = False) -> Estimate:
-    """Estimate `results`' model's full accuracy from the micro-benchmark, and apply
-    `RULE` against every reference model's answers on the same items.
+    """Estimate `results`' model's full accuracy from the micro-benchmark, and list the
+    reference models it is reliably above or below (`LIST_RULE`).
 
-    The 95% interval: for uniform random sampling, the normal (Wilson) interval of a
-    mean of n of N items drawn without replacement (finite population correction);
-    for every other method, +-1.96 times the cross-validated error stored in the file,
-    scaled by sqrt(size / n) when only n items were answered. With `allow_partial`,
-    items the results lack are left out: linear estimators are re-weighted over the
-    rest, IRT estimators re-fitted on the answered anchors; Anchor Points' predictor
-    refuses.
+    The 95% interval (`accuracy_interval`): for uniform random sampling, the Wilson
+    interval of a mean of n of N items drawn without replacement; for every other
+    method, the Neyman belt calibrated on the file's held-out models
+    (`mdad.practice.calibration`), its spread scaled by sqrt(size / n) when only n
+    items were answered. With `allow_partial`, items the results lack are left out:
+    linear estimators are re-weighted over the rest, IRT estimators re-fitted on the
+    answered anchors; Anchor Points' predictor refuses.
 
     Raises
     ------
@@ -287,29 +304,82 @@ def estimate_score(bundle: MicroBenchmarkFile, results: ItemScores, *,
     require_items(bundle, observed, allow_partial=allow_partial, who=results.model)
     used = int(observed.sum())
     value = float(_estimates(bundle, np.nan_to_num(results.scores)[None, :], observed)[0])
-    if bundle.error_sd is None:
-        low, high = _wilson(value, used, bundle.pool_size)
-        how = "Wilson score, finite-population corrected"
-    else:
-        spread = bundle.error_sd * np.sqrt(bundle.size / used)
-        low, high = max(value - Z95 * spread, 0.0), min(value + Z95 * spread, 1.0)
-        how = ("cross-validated error" if used == bundle.size else
-               f"cross-validated error scaled by sqrt({bundle.size}/{used})")
+    interval = accuracy_interval(bundle, value, used)
     _, mdad = bundle.mdad_at(used)
-    verdicts = verdicts_against(bundle, results.scores, bundle.reference_scores(), observed,
-                                mdad)
+    truth = np.asarray(bundle.reference_accuracy)
+    gap = value - truth
+    clears = mdad is not None and np.abs(gap) >= mdad - _TOLERANCE
+    # listed only when the interval clears the model's known full accuracy and compare
+    # names the same winner: a list is wrong only if the interval misses on its side
+    strict = accuracy_interval(bundle, value, used, LIST_CONFIDENCE)
+    ahead = clears & (truth < strict.low)
+    behind = clears & (truth > strict.high)
+    candidates = np.flatnonzero(ahead | behind)
+    verdicts = verdicts_against(bundle, results.scores, bundle.reference_scores()[candidates],
+                                observed, mdad)
+    agrees = np.zeros(truth.size, dtype=bool)
+    agrees[candidates] = verdicts.reliable & (np.sign(verdicts.difference)
+                                              == np.where(ahead, 1, -1)[candidates])
+    ahead, behind = ahead & agrees, behind & agrees
     names = np.asarray(bundle.reference_models)
-    ahead = verdicts.reliable & (verdicts.difference > 0)
-    behind = verdicts.reliable & (verdicts.difference < 0)
     return Estimate(
-        model=results.model, accuracy=value, low=low, high=high, confidence=CONFIDENCE,
-        items_used=used, size=bundle.size, partial=used < bundle.size,
+        model=results.model, accuracy=value, low=interval.low, high=interval.high,
+        confidence=CONFIDENCE, items_used=used, size=bundle.size, partial=used < bundle.size,
         missing=results.missing, extra=results.extra, mdad=mdad,
         mdad_reached=mdad is not None, max_gap=bundle.max_gap,
         mdad_pairs=bundle.mdad_pairs, mdad_how=bundle.mdad_how,
         mdad_crossing_pairs=bundle.crossing_pairs_at(used), above=names[ahead].tolist(),
-        below=names[behind].tolist(),
-        too_close=names[~verdicts.reliable].tolist(), rule=RULE, interval_how=how)
+        below=names[behind].tolist(), too_close=names[~(ahead | behind)].tolist(),
+        rule=LIST_RULE, interval_how=interval.how, beyond=interval.beyond,
+        list_error_rate=LIST_FDR)
+
+
+@dataclass(frozen=True)
+class AccuracyInterval:
+    """A 95% interval of a model's full accuracy (fractions), how it was made, and
+    whether it reaches past the accuracies it was calibrated on (an extrapolation)."""
+
+    low: float
+    high: float
+    how: str
+    beyond: bool = False
+
+
+def accuracy_interval(bundle: MicroBenchmarkFile, value: float, used: int,
+                      confidence: float = CONFIDENCE) -> AccuracyInterval:
+    """The `confidence` interval (95% by default) of the full accuracy of a model
+    estimated at `value` from `used` of the micro-benchmark's items (see
+    `estimate_score`)."""
+    from scipy.special import ndtri
+
+    z = float(ndtri(0.5 + confidence / 2))
+    scaled = "" if used == bundle.size else f", its spread scaled by sqrt({bundle.size}/{used})"
+    if bundle.error_sd is None:
+        correct = value * used
+        if abs(correct - round(correct)) < 1e-6 and bundle.pool_size < 10**6:
+            low, high = hypergeometric_interval(round(correct), used, bundle.pool_size,
+                                                confidence)
+            return AccuracyInterval(low, high, "exact, for items drawn without replacement")
+        low, high = _wilson(value, used, bundle.pool_size, z)
+        return AccuracyInterval(low, high, "Wilson score, finite-population corrected "
+                                "(partial-credit scores)")
+    calibration = bundle.calibration(confidence)
+    if calibration is None:
+        from mdad.practice.bundle_format import FORMAT
+        from mdad.practice.calibration import MIN_MODELS
+
+        why = (f"a format {bundle.format} file: select again for an interval calibrated "
+               "at every accuracy" if bundle.format != FORMAT else
+               f"{len(bundle.reference_models)} models are too few to calibrate one at "
+               f"every accuracy (it needs {MIN_MODELS}); it holds on average only")
+        spread = bundle.error_sd * np.sqrt(bundle.size / used)
+        return AccuracyInterval(max(value - z * spread, 0.0), min(value + z * spread, 1.0),
+                                f"+-1.96 x the cross-validated error{scaled} ({why})")
+    low, high = calibration.interval(value, scale=float(np.sqrt(bundle.size / used)))
+    low, high = float(low), float(high)
+    return AccuracyInterval(low, high, f"calibrated on {calibration.models} held-out "
+                            f"models at every accuracy{scaled}",
+                            calibration.beyond(low, high))
 
 
 def verdicts_against(bundle: MicroBenchmarkFile, scores: np.ndarray, others: np.ndarray,
@@ -554,17 +624,49 @@ def _estimates(bundle: MicroBenchmarkFile, scores: np.ndarray,
     return bundle.to_microbenchmark().estimate(scores)
 
 
-def _wilson(value: float, n: int, pool: int) -> tuple[float, float]:
-    """The 95% Wilson score interval of a mean of n 0/1 scores drawn without
+def hypergeometric_interval(correct: int, n: int, pool: int,
+                            confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """The exact interval of a pool's accuracy K / `pool` from `correct` of `n` items
+    drawn without replacement: every K whose hypergeometric tail at `correct` is above
+    (1 - confidence) / 2 on each side (Clopper and Pearson's construction for a finite
+    pool), so it covers every model's accuracy with at least `confidence`.
+
+    >>> hypergeometric_interval(5, 5, 5)  # the whole pool: exact
+    (1.0, 1.0)
+    """
+    from scipy.special import gammaln
+
+    tail = (1 - confidence) / 2
+    k = np.arange(pool + 1, dtype=np.float64)[:, None]  # the pool's correct items
+    x = np.arange(n + 1, dtype=np.float64)[None, :]
+    with np.errstate(invalid="ignore"):
+        log_pmf = (_log_choose(k, x, gammaln) + _log_choose(pool - k, n - x, gammaln)
+                   - _log_choose(np.float64(pool), np.float64(n), gammaln))
+    pmf = np.where(np.isfinite(log_pmf), np.exp(log_pmf), 0.0)
+    at_most = pmf[:, : correct + 1].sum(axis=1)  # P(X <= correct | K)
+    at_least = pmf[:, correct:].sum(axis=1)  # P(X >= correct | K)
+    plausible = np.flatnonzero((at_most > tail) & (at_least > tail))
+    return float(plausible[0] / pool), float(plausible[-1] / pool)
+
+
+def _log_choose(a, b, gammaln):
+    """log C(a, b), -inf where b < 0 or b > a."""
+    ok = (b >= 0) & (b <= a)
+    return np.where(ok, gammaln(a + 1) - gammaln(np.where(ok, b, 0) + 1)
+                    - gammaln(np.where(ok, a - b, 0) + 1), -np.inf)
+
+
+def _wilson(value: float, n: int, pool: int, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval (95% for the default `z`) of a mean of n 0/1 scores drawn without
     replacement from `pool` items: the sample size is inflated by the finite
     population correction (n / fpc), which shrinks the interval as n nears the pool."""
     fpc = (pool - n) / max(pool - 1, 1)
     if fpc <= 0:
         return value, value
     effective = n / fpc
-    z2 = Z95**2
+    z2 = z**2
     centre = (value + z2 / (2 * effective)) / (1 + z2 / effective)
-    half = Z95 * np.sqrt(value * (1 - value) / effective + z2 / (4 * effective**2)) / (
+    half = z * np.sqrt(value * (1 - value) / effective + z2 / (4 * effective**2)) / (
         1 + z2 / effective)
     return max(centre - half, 0.0), min(centre + half, 1.0)
 

@@ -1,0 +1,66 @@
+"""Round trips on held-out models: coverage of `estimate`'s 95% intervals in the bottom
+decile, the middle and the top decile, mean interval width, and the share of listed
+verdicts that are wrong, per method x size (`mdad.practice.roundtrip`).
+
+Each row: the dataset's models in 5 folds by model, for each seed; each fold's
+micro-benchmark is selected from the other models and every held-out model is
+estimated from its real answers. `--split top` selects from the models outside the
+top decile and estimates the top decile (new models beyond the reference set);
+`--split bottom` the same below.
+
+Usage:
+  python benchmarks/bench_roundtrip.py gpqa --methods random,anchor-points \\
+      --sizes 10,25,50,100 --seeds 0,1,2,3 [--split folds] [--json out.json]
+
+The README's table of coverage is this script's output (the command it came from is
+printed under it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("dataset")
+    parser.add_argument("--methods", default="random,anchor-points,confidence-strata")
+    parser.add_argument("--sizes", default="10,25,50,100")
+    parser.add_argument("--seeds", default="0,1")
+    parser.add_argument("--split", default="folds")
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+
+    from mdad.data import load_dataset
+    from mdad.practice.roundtrip import GROUPS, round_trip
+
+    data = load_dataset(args.dataset)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    seeds = [int(s) for s in args.seeds.split(",")]
+    rows = []
+    print(f"{'method':24} {'size':>4} {'est.':>5} {'bottom':>7} {'middle':>7} {'top':>7} "
+          f"{'all':>6} {'width':>6} {'listed':>7} {'wrong':>6} {'s':>5}", flush=True)
+    for method in args.methods.split(","):
+        start = time.perf_counter()
+        trip = round_trip(data, method, sizes, seeds=seeds, split=args.split)
+        seconds = time.perf_counter() - start
+        for row in trip.summary():
+            row["seconds"] = seconds
+            rows.append(row)
+            cells = [("-" if row[g] is None else f"{100 * row[g]:.1f}") for g in GROUPS]
+            wrong = "-" if row["wrong share"] is None else f"{100 * row['wrong share']:.1f}"
+            print(f"{method:24} {row['size']:>4} {row['estimates']:>5} {cells[0]:>7} "
+                  f"{cells[1]:>7} {cells[2]:>7} {100 * row['coverage']:>6.1f} "
+                  f"{100 * row['width']:>6.1f} {row['listed']:>7} {wrong:>6} "
+                  f"{seconds:>5.0f}", flush=True)
+    print(f"(coverage %, width in points; python {' '.join(sys.argv)})")
+    if args.json is not None:
+        args.json.write_text(json.dumps(rows, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,189 @@
+"""Round trips: how often `estimate`'s intervals and lists hold for models the
+micro-benchmark was not selected with, measured as a user meets them.
+
+The dataset's models are split into folds; each fold's micro-benchmark is selected from
+the other models (`select_microbenchmark(..., models=...)`) and every model of the fold
+is estimated from its real answers on the selected items (`estimate_score`), with its
+95% interval and its above and below lists. An adaptive method is started on the other
+models (`start_adaptive_test(..., models=...)`) and the fold's models take the test on
+their real answers. `split="top"` (or "bottom") selects from the models outside the top
+(bottom) decile and estimates that decile: new models beyond the reference models.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from mdad.data.registry import Dataset
+from mdad.errors import ConfigError
+
+SPLITS = ("folds", "top", "bottom")
+GROUPS = ("bottom decile", "middle", "top decile")
+
+
+@dataclass(frozen=True)
+class RoundTrip:
+    """Held-out estimates, one row per (size, seed, held-out model).
+
+    Attributes
+    ----------
+    method, dataset, split : what was run.
+    size, seed, model : int arrays of shape (rows,); `model` indexes the dataset's models.
+    truth, estimate, low, high : float arrays of shape (rows,), fractions.
+    listed, wrong : int arrays of shape (rows,), the reference models listed above or
+        below, and how many of those the true accuracies order the other way or tie
+        (0 for adaptive methods, which list none).
+    group : int array of shape (rows,), 0 bottom decile, 1 middle, 2 top decile, by the
+        model's true accuracy among all the dataset's models.
+    """
+
+    method: str
+    dataset: str
+    split: str
+    size: np.ndarray
+    seed: np.ndarray
+    model: np.ndarray
+    truth: np.ndarray
+    estimate: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    listed: np.ndarray
+    wrong: np.ndarray
+    group: np.ndarray
+
+    @property
+    def covered(self) -> np.ndarray:
+        return (self.low <= self.truth) & (self.truth <= self.high)
+
+    def summary(self) -> list[dict[str, object]]:
+        """One row per size: coverage (fraction) in each group and overall, the mean
+        interval width (fraction), the listed verdicts and the share of them wrong
+        (None when none were listed), and how many estimates each figure rests on."""
+        rows = []
+        for size in np.unique(self.size):
+            at = self.size == size
+            row: dict[str, object] = {"method": self.method, "dataset": self.dataset,
+                                      "split": self.split, "size": int(size),
+                                      "estimates": int(at.sum()),
+                                      "coverage": float(self.covered[at].mean())}
+            for k, name in enumerate(GROUPS):
+                part = at & (self.group == k)
+                row[name] = float(self.covered[part].mean()) if part.any() else None
+                row[f"{name} estimates"] = int(part.sum())
+            row["width"] = float((self.high - self.low)[at].mean())
+            listed = int(self.listed[at].sum())
+            row["listed"] = listed
+            row["wrong share"] = float(self.wrong[at].sum() / listed) if listed else None
+            rows.append(row)
+        return rows
+
+
+def deciles(accuracy: np.ndarray) -> np.ndarray:
+    """0 for the bottom decile of `accuracy`, 2 for the top, 1 between; shape kept."""
+    low, high = np.quantile(accuracy, [0.1, 0.9])
+    return np.where(accuracy <= low, 0, np.where(accuracy >= high, 2, 1))
+
+
+def round_trip(dataset: Dataset, method: str, sizes: Sequence[int], *,
+               seeds: Sequence[int] = (0, 1), folds: int = 5, split: str = "folds",
+               progress: Callable[[str], None] | None = None) -> RoundTrip:
+    """Held-out round trips of `method` at each of `sizes` (see the module docstring).
+
+    Raises
+    ------
+    ConfigError
+        For an unknown split, or fewer than 2 folds.
+    """
+    from mdad.practice.adaptive import ADAPTIVE_METHODS
+
+    if split not in SPLITS:
+        raise ConfigError(f"split must be one of {', '.join(SPLITS)}; got {split!r}",
+                          parameters=("split",))
+    if folds < 2:
+        raise ConfigError("folds must be at least 2", parameters=("folds",))
+    matrix = dataset.matrix
+    truth = matrix.accuracy()
+    group = deciles(truth)
+    rows: dict[str, list] = {k: [] for k in ("size", "seed", "model", "truth", "estimate",
+                                             "low", "high", "listed", "wrong")}
+    say = progress or (lambda message: None)
+    for seed in seeds:
+        for fold, held in enumerate(_held_out(group, split, folds, seed)):
+            train = np.setdiff1d(np.arange(matrix.n_models), held)
+            # each fold its own draw: a seed's folds share items otherwise
+            selection_seed = seed * 1000 + fold
+            if method in ADAPTIVE_METHODS:
+                parts = _adaptive(dataset, method, sizes, selection_seed, train, held)
+            else:
+                parts = [(size, *_static(dataset, method, size, selection_seed, train, held))
+                         for size in sizes]
+            for size, estimate, low, high, listed, wrong in parts:
+                for key, value in (("size", np.full(held.size, size)),
+                                   ("seed", np.full(held.size, seed)), ("model", held),
+                                   ("truth", truth[held]), ("estimate", estimate),
+                                   ("low", low), ("high", high), ("listed", listed),
+                                   ("wrong", wrong)):
+                    rows[key].append(value)
+            say(f"{method}: seed {seed}, {held.size} held-out models done")
+    arrays = {k: np.concatenate(v) for k, v in rows.items()}
+    return RoundTrip(method, dataset.name, split, group=group[arrays["model"]], **arrays)
+
+
+def _held_out(group: np.ndarray, split: str, folds: int, seed: int) -> list[np.ndarray]:
+    if split == "top":
+        return [np.flatnonzero(group == 2)]
+    if split == "bottom":
+        return [np.flatnonzero(group == 0)]
+    order = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(11,))).permutation(
+        group.size)
+    return [np.sort(part) for part in np.array_split(order, folds)]
+
+
+def _static(dataset: Dataset, method: str, size: int, seed: int, train: np.ndarray,
+            held: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Estimates, intervals, listed and wrong counts of the `held` models by a
+    micro-benchmark of `size` items selected from the `train` models."""
+    from mdad.practice.bundle import select_microbenchmark
+    from mdad.practice.estimate import ItemScores, estimate_score
+
+    bundle = select_microbenchmark(dataset, method, size, seed=seed, models=train)
+    matrix = dataset.matrix
+    column = {str(item): k for k, item in enumerate(matrix.item_ids)}
+    items = [column[item] for item in bundle.items]
+    uses_confidence = bundle.estimator.get("confidence", False)
+    scores = (matrix.gold_confidence(held) if uses_confidence
+              else matrix.scores(held))[:, items]
+    truth, reference = matrix.accuracy()[held], np.asarray(bundle.reference_accuracy)
+    where = {name: k for k, name in enumerate(bundle.reference_models)}
+    out = np.empty((5, held.size))
+    for k, model in enumerate(held):
+        answer = estimate_score(bundle, ItemScores(str(matrix.model_names[model]),
+                                                   scores[k].astype(np.float64), [], 0))
+        above = reference[[where[name] for name in answer.above]]
+        below = reference[[where[name] for name in answer.below]]
+        out[:, k] = (answer.accuracy, answer.low, answer.high, above.size + below.size,
+                     np.sum(truth[k] <= above) + np.sum(truth[k] >= below))
+    return out[0], out[1], out[2], out[3].astype(np.int64), out[4].astype(np.int64)
+
+
+def _adaptive(dataset: Dataset, method: str, sizes: Sequence[int], seed: int,
+              train: np.ndarray, held: np.ndarray) -> list[tuple]:
+    """The `held` models' adaptive tests (batch 1) by a test started on the `train`
+    models, read after each of `sizes` answers: (size, estimate, low, high, 0, 0)."""
+    from mdad.practice.adaptive import run_batches, start_adaptive_test
+
+    test = start_adaptive_test(dataset, budget=max(sizes), seed=seed, method=method,
+                               models=train)
+    scores = dataset.matrix.scores(held).astype(np.float64)
+    a = test.discrimination if test.discrimination.shape[1] > 1 else test.discrimination[:, 0]
+    counts, estimates = run_batches(a, test.difficulty, scores, max(sizes), 1)
+    parts = []
+    for size in sizes:
+        estimate = estimates[counts.index(size)]
+        low, high = test.interval_at(estimate, size)
+        zeros = np.zeros(held.size, dtype=np.int64)
+        parts.append((size, estimate, low, high, zeros, zeros))
+    return parts

@@ -1,0 +1,103 @@
+"""The intervals `estimate` and the adaptive test print: the Neyman belt calibrated on
+held-out models (`mdad.practice.calibration`) and the exact interval of uniform random
+sampling (`hypergeometric_interval`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from mdad.errors import DataError
+from mdad.practice.calibration import MISS, Calibration, tail_rank
+from mdad.practice.estimate import hypergeometric_interval
+
+
+def test_tail_rank_by_hand_and_against_the_binomial():
+    # m = 420, tail 2.5%: P(Bin(420, .025) <= 6) = 0.0987 <= 0.1 < P(<= 7) = 0.1751
+    assert stats.binom.cdf(6, 420, 0.025) == pytest.approx(0.0987, abs=1e-4)
+    assert stats.binom.cdf(7, 420, 0.025) == pytest.approx(0.1751, abs=1e-4)
+    assert tail_rank(420, 0.025) == 7
+    for m in (20, 84, 336, 1000, 5000):
+        k = tail_rank(m, 0.025)
+        assert k == 1 or stats.binom.cdf(k - 1, m, 0.025) <= MISS
+        assert stats.binom.cdf(k, m, 0.025) > MISS or k == m
+
+
+def _shrinking(rng: np.random.Generator, truth: np.ndarray) -> np.ndarray:
+    """An estimator that pulls toward 0.4 by half and errs more at the ends."""
+    noise = rng.normal(size=truth.shape) * (0.02 + 0.2 * np.abs(truth - 0.4))
+    return 0.4 + 0.5 * (truth - 0.4) + noise
+
+
+def test_the_belt_holds_at_every_true_accuracy_where_one_error_does_not():
+    rng = np.random.default_rng(0)
+    truth = rng.uniform(0.2, 0.6, 2000)
+    estimate = _shrinking(rng, truth)
+    belt = Calibration.fit(truth, estimate)
+    rmse = np.sqrt(np.mean((estimate - truth) ** 2))
+    for level in (0.22, 0.4, 0.58):
+        t = np.full(4000, level)
+        y = _shrinking(rng, t)
+        low, high = belt.interval(y)
+        assert np.mean((low <= t) & (t <= high)) >= 0.93, level
+        plain = np.mean(np.abs(y - t) <= 1.96 * rmse)
+        if level != 0.4:  # the average error misses strong and weak models
+            assert plain < 0.9, (level, plain)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.floats(0.005, 0.1), st.floats(-0.6, 0.3))
+def test_the_belt_is_an_interval_that_grows_with_the_estimate(seed, noise, slope):
+    rng = np.random.default_rng(seed)
+    truth = rng.uniform(0.15, 0.75, 300)
+    estimate = truth + slope * (truth - 0.45) + rng.normal(0, noise, truth.size)
+    belt = Calibration.fit(truth, estimate)
+    y = np.sort(rng.uniform(estimate.min(), estimate.max(), 50))  # as held-out models gave
+    low, high = belt.interval(y)
+    assert np.all((0 <= low) & (low <= high) & (high <= 1))
+    assert np.all(np.diff(low) >= -1e-9) and np.all(np.diff(high) >= -1e-9)
+    assert Calibration.from_list(belt.to_list()) == belt
+    wide_low, wide_high = belt.interval(y, scale=2.0)
+    inside = (low > 0) & (high < 1)
+    assert np.all(wide_low[inside] <= low[inside] + 1e-9)
+    assert np.all(wide_high[inside] >= high[inside] - 1e-9)
+
+
+def test_an_unbiased_estimator_gets_about_its_own_error_each_side():
+    rng = np.random.default_rng(1)
+    truth = rng.uniform(0.3, 0.5, 5000)
+    estimate = truth + rng.normal(0, 0.03, truth.size)
+    low, high = Calibration.fit(truth, estimate).interval(np.array(0.4))
+    # 1.96 x 0.03 = 0.059, a little more for the conservative tail rank
+    assert 0.4 - low == pytest.approx(0.06, abs=0.006)
+    assert high - 0.4 == pytest.approx(0.06, abs=0.006)
+
+
+def test_too_few_models_are_refused():
+    with pytest.raises(DataError, match="19 held-out models cannot calibrate"):
+        Calibration.fit(np.linspace(0, 1, 19), np.linspace(0, 1, 19))
+
+
+def test_the_exact_interval_by_hand_and_against_scipy():
+    assert hypergeometric_interval(5, 5, 5) == (1.0, 1.0)
+    # 0 of 1 item of a pool of 2: K = 2 is impossible, K = 1 has P(X <= 0) = 1/2
+    assert hypergeometric_interval(0, 1, 2) == (0.0, 0.5)
+    pool, n = 60, 12
+    for correct in range(n + 1):
+        low, high = hypergeometric_interval(correct, n, pool)
+        plausible = [k for k in range(pool + 1)
+                     if stats.hypergeom.cdf(correct, pool, k, n) > 0.025
+                     and stats.hypergeom.sf(correct - 1, pool, k, n) > 0.025]
+        assert (low, high) == (plausible[0] / pool, plausible[-1] / pool)
+
+
+def test_the_exact_interval_covers_every_model_at_least_95_percent():
+    pool, n = 80, 10
+    for k in range(pool + 1):
+        cover = sum(stats.hypergeom.pmf(x, pool, k, n) for x in range(n + 1)
+                    if (lambda lo_hi: lo_hi[0] <= k / pool <= lo_hi[1])(
+                        hypergeometric_interval(x, n, pool)))
+        assert cover >= 0.95 - 1e-12, (k, cover)
