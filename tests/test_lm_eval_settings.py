@@ -264,6 +264,9 @@ def test_estimate_refuses_a_new_model_s_mixed_answers(tmp_path):
     estimate = mdad_cli("estimate", str(micro), str(new))
     assert_user_error(estimate, r"mixed lm-eval settings: model m ran its tasks with "
                                 r"different n-shot: 0 for t_a; 5 for t_b")
+    allowed = mdad_cli("estimate", str(micro), str(new), "--allow-mixed-settings")
+    assert allowed.returncode == 0, allowed.stderr
+    assert "mixed lm-eval settings, read as they are (allowed)" in allowed.stderr
 
 
 def test_data_info_says_unknown_without_results_files(tmp_path):

@@ -19,6 +19,7 @@ import typer
 from mdad.cli.errors import literal_console, user_errors
 from mdad.cli.files import check_new_file
 from mdad.cli.practice_common import (
+    AllowMixedSettings,
     JsonOption,
     data_metric,
     load_practice_data,
@@ -122,6 +123,7 @@ def start(
     missing: Annotated[MissingPolicy, typer.Option(help="Missing cells, as in `mdad run`."
                                                    )] = MissingPolicy.DROP_ITEMS,
     seed: Annotated[int, typer.Option(help="Seed of the fits and folds.")] = 0,
+    allow_mixed_settings: AllowMixedSettings = False,
     force: Annotated[bool, typer.Option("--force", help="Replace OUT if it exists.")] = False,
 ) -> None:
     """Fit the item model on a dataset's models and write the first batch."""
@@ -130,7 +132,8 @@ def start(
     _check_outputs(out, force)  # before the lock: a folder that is missing has none
     with _locked(out):
         _check_outputs(out, force)  # again: another start may have written it meanwhile
-        data = load_practice_data(dataset, missing=missing, metric=metric)
+        data = load_practice_data(dataset, missing=missing, metric=metric,
+                                  allow_mixed_settings=allow_mixed_settings)
         test = start_adaptive_test(data, budget=budget, batch=batch, target_se=target_se,
                                    method=method, metric=data_metric(data, metric),
                                    seed=seed)
@@ -162,6 +165,7 @@ def next_batch(
              "or a CSV item_id,correct.")],
     metric: Annotated[str | None, typer.Option(
         help="lm-eval metric field (default: the one the test was started on).")] = None,
+    allow_mixed_settings: AllowMixedSettings = False,
     as_json: JsonOption = False,
 ) -> None:
     """Record the model's answers on the pending batch, then write the next batch or
@@ -170,10 +174,11 @@ def next_batch(
 
     check_state_file(state)  # first: no lock file is made beside a state that is missing
     with _locked(state):
-        _next_batch(state, results, metric, as_json)
+        _next_batch(state, results, metric, as_json, allow_mixed_settings)
 
 
-def _next_batch(state: Path, results: Path, metric: str | None, as_json: bool) -> None:
+def _next_batch(state: Path, results: Path, metric: str | None, as_json: bool,
+                allow_mixed_settings: bool = False) -> None:
     """`next`'s read-modify-write of the state and its batch file, under the lock."""
     from mdad.practice.adaptive import AdaptiveTest
 
@@ -182,7 +187,8 @@ def _next_batch(state: Path, results: Path, metric: str | None, as_json: bool) -
         raise ConfigError(f"{state}: the test is finished ({test.estimate().answered} items "
                           f"answered), no batch is pending; its estimate: `mdad adaptive "
                           f"estimate {state}`")
-    recorded = test.apply_results(results, metric=metric)
+    recorded = test.apply_results(results, metric=metric,
+                                  allow_mixed_settings=allow_mixed_settings)
     finished = test.estimate().finished
     batch = _batch_file_of(test, state)
     if not finished:

@@ -10,6 +10,7 @@ from rich.console import Console
 
 from mdad.cli.errors import literal, literal_console, user_errors
 from mdad.cli.practice_common import (
+    AllowMixedSettings,
     AllowOtherMetric,
     AllowPartial,
     JsonOption,
@@ -47,6 +48,7 @@ def estimate(
     allow_partial: AllowPartial = False,
     allow_other_metric: AllowOtherMetric = False,
     other_version: OtherDatasetVersion = False,
+    allow_mixed_settings: AllowMixedSettings = False,
     as_json: JsonOption = False,
 ) -> None:
     """Estimate a model's full-benchmark accuracy and where it stands."""
@@ -72,7 +74,8 @@ def estimate(
         if warning:
             Console(stderr=True).print(f"[yellow]warning:[/] {literal(warning)}")
     scores = read_model_scores(results, bundle, metric=metric,
-                               allow_other_metric=allow_other_metric)
+                               allow_other_metric=allow_other_metric,
+                               allow_mixed_settings=allow_mixed_settings)
     answer = estimate_score(bundle, scores, allow_partial=allow_partial)
     file_pairs_note(microbenchmark, bundle, answer)
     _estimate_notes(bundle, answer)
@@ -120,6 +123,8 @@ def _estimate_notes(bundle, answer) -> None:
 
 
 def _report_mismatch(console: Console, path: Path, scores, size: int) -> None:
+    for message in scores.notes:
+        note(f"{path}: {message}")
     if scores.missing:
         note(f"{path} lacks {len(scores.missing)} of the {size} items (e.g. "
              f"{scores.missing[0]})")
@@ -136,16 +141,17 @@ def compare(
     metric: MetricOption = None,
     allow_partial: AllowPartial = False,
     allow_other_metric: AllowOtherMetric = False,
+    allow_mixed_settings: AllowMixedSettings = False,
     as_json: JsonOption = False,
 ) -> None:
     """Is the gap between two models on a micro-benchmark real?"""
     from mdad.practice import MicroBenchmarkFile, compare_models, read_model_scores
 
     bundle = MicroBenchmarkFile.load(microbenchmark)
-    first = read_model_scores(results_a, bundle, metric=metric,
-                              allow_other_metric=allow_other_metric)
-    second = read_model_scores(results_b, bundle, metric=metric,
-                               allow_other_metric=allow_other_metric)
+    first, second = (read_model_scores(path, bundle, metric=metric,
+                                       allow_other_metric=allow_other_metric,
+                                       allow_mixed_settings=allow_mixed_settings)
+                     for path in (results_a, results_b))
     first, second = _told_apart(first, results_a, second, results_b)
     answer = compare_models(bundle, first, second, allow_partial=allow_partial)
     file_pairs_note(microbenchmark, bundle, answer)

@@ -28,6 +28,10 @@ AllowPartial = Annotated[bool, typer.Option(
     "--allow-partial",
     help="Judge from the items actually answered when some are missing (the estimate, "
          "its interval, the MDAD and every verdict are then for that many items).")]
+AllowMixedSettings = Annotated[bool, typer.Option(
+    "--allow-mixed-settings",
+    help="Read lm-eval results whose runs differ in n-shot as they are (refused by "
+         "default; a note says what was mixed).")]
 AllowOtherMetric = Annotated[bool, typer.Option(
     "--allow-other-metric",
     help="Accept a --metric other than the one the micro-benchmark was built on.")]
@@ -46,7 +50,8 @@ def note(message: str) -> None:
 
 
 def load_practice_data(dataset: str, *, missing: MissingPolicy = MissingPolicy.DROP_ITEMS,
-                       metric: str | None = None) -> Dataset:
+                       metric: str | None = None,
+                       allow_mixed_settings: bool = False) -> Dataset:
     """Load `dataset` as `mdad run` does and print its missing-data drop notice.
 
     Raises
@@ -57,7 +62,9 @@ def load_practice_data(dataset: str, *, missing: MissingPolicy = MissingPolicy.D
     """
     from mdad.data import load_dataset
 
-    data = load_dataset(dataset, missing=missing, metric=metric)
+    # None, not False: only the lm-eval loader knows the option
+    data = load_dataset(dataset, missing=missing, metric=metric,
+                        allow_mixed_settings=True if allow_mixed_settings else None)
     for message in load_notices(data):
         note(message)
     return data
@@ -119,6 +126,18 @@ def mdad_source(how: str, pairs: int | None) -> str:
         f"{how}, pair count not recorded by the study")
 
 
-__all__ = ["AllowOtherMetric", "AllowPartial", "JsonOption", "OtherVersion", "data_metric",
-           "file_pairs_note", "load_practice_data", "mdad_source", "mdad_text", "note",
-           "points", "print_json"]
+__all__ = [
+    "AllowMixedSettings",
+    "AllowOtherMetric",
+    "AllowPartial",
+    "JsonOption",
+    "OtherVersion",
+    "data_metric",
+    "file_pairs_note",
+    "load_practice_data",
+    "mdad_source",
+    "mdad_text",
+    "note",
+    "points",
+    "print_json",
+]

@@ -96,6 +96,10 @@ def run(
     metric: Annotated[str | None, typer.Option(
         help="lm-eval metric field: acc, acc_norm, exact_match (default: the dataset's, "
              "else acc).")] = None,
+    allow_mixed_settings: Annotated[bool, typer.Option(
+        "--allow-mixed-settings",
+        help="Read lm-eval results whose runs differ in n-shot as they are (refused by "
+             "default).")] = False,
     out: Annotated[Path | None, typer.Option(
         help="Output folder (default: runs/DATASET-TIME, a new folder).")] = None,
     per_subtask: Annotated[bool, typer.Option(
@@ -185,6 +189,8 @@ def _request(options: dict) -> StudyRequest:
     load_options: dict = {"missing": MissingPolicy(options["missing"]).value}
     if options["metric"] is not None:
         load_options["metric"] = options["metric"]
+    if options.get("allow_mixed_settings"):
+        load_options["allow_mixed_settings"] = True
     if Orientation(options["orientation"]) is not Orientation.AUTO:
         load_options["orientation"] = Orientation(options["orientation"]).value
     if options["models"] is not None:

@@ -14,6 +14,7 @@ import typer
 from mdad.cli.errors import literal_console, user_errors
 from mdad.cli.files import check_new_file, write_text
 from mdad.cli.practice_common import (
+    AllowMixedSettings,
     OtherVersion,
     data_metric,
     few_pairs_note,
@@ -72,6 +73,10 @@ def select(
     missing: Annotated[MissingPolicy, typer.Option(help="Missing cells, as in `mdad run`."
                                                    )] = MissingPolicy.DROP_ITEMS,
     other_version: OtherVersion = False,
+    models: Annotated[Path | None, typer.Option(
+        "--models", help="File of model names (one per line) to select from; default all "
+                         "the dataset's models. The file records how many and which.")] = None,
+    allow_mixed_settings: AllowMixedSettings = False,
     force: Annotated[bool, typer.Option(
         "--force", help="Replace OUT (and OUT.samples.json) if they exist.")] = False,
 ) -> None:
@@ -86,10 +91,14 @@ def select(
     if output_format == "lm-eval":
         check_new_file(samples_path, option="--out (its samples file)", force=force,
                        folder_fix="remove that folder, or choose another --out")
-    data = load_practice_data(dataset, missing=missing, metric=metric)
+    data = load_practice_data(dataset, missing=missing, metric=metric,
+                              allow_mixed_settings=allow_mixed_settings)
+    model_names = (read_name_list(models, option="--models", what="model names")
+                   if models is not None else None)
     pool_ids = (read_name_list(pool, option="--pool", what="item ids") if pool is not None
                 else None)
     bundle = select_microbenchmark(data, method, size, seed=seed, pool=pool_ids,
+                                   models=model_names,
                                    study_dir=run, allow_other_version=other_version,
                                    metric=data_metric(data, metric),
                                    progress=delayed_progress(), spawn_worker=True)

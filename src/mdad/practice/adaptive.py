@@ -257,7 +257,8 @@ class AdaptiveTest:
         """The lm-eval ``--tasks`` of the pending batch."""
         return sorted(self.samples_json())
 
-    def apply_results(self, path: Path, *, metric: str | None = None) -> ItemScores:
+    def apply_results(self, path: Path, *, metric: str | None = None,
+                      allow_mixed_settings: bool = False) -> ItemScores:
         """Record the pending batch's answers from one model's results (an lm-eval
         ``--log_samples`` folder or file, or a CSV ``item_id,correct``); returns them as
         read: every one recorded, and the count of other items in the results (`extra`,
@@ -293,7 +294,8 @@ class AdaptiveTest:
             names = [lm_names[item] for item in wanted]
             tasks = {name.rsplit("/", 1)[0] for name in self.lm_eval_items}
         scores = read_item_scores(path, wanted, names, metric=metric, dataset=self.dataset,
-                                  what="batch", tasks=tasks, allow_none=True)
+                                  what="batch", tasks=tasks, allow_none=True,
+                                  allow_mixed_settings=allow_mixed_settings)
         if scores.missing:
             if scores.sha256 in self.applied:  # the likeliest slip: last round's again
                 raise ConfigError(

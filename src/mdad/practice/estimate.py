@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -79,6 +79,8 @@ class ItemScores:
     sha256 : the fingerprint of the result files read, and only those: as
         `mdad.data.files.files_sha256` of them, relative to the results' folder ("" when
         not read from files).
+    result_items : every item id the results hold (of the tasks read).
+    notes : what the reader said (mixed lm-eval settings, allowed).
     """
 
     model: str
@@ -86,6 +88,8 @@ class ItemScores:
     missing: list[str]
     extra: int
     sha256: str = ""
+    result_items: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 def check_metric(bundle: MicroBenchmarkFile, metric: str | None, *,
@@ -107,7 +111,8 @@ def check_metric(bundle: MicroBenchmarkFile, metric: str | None, *,
 
 
 def read_model_scores(path: Path, bundle: MicroBenchmarkFile, *, metric: str | None = None,
-                      allow_other_metric: bool = False) -> ItemScores:
+                      allow_other_metric: bool = False,
+                      allow_mixed_settings: bool = False) -> ItemScores:
     """One model's scores on the micro-benchmark's items, read from its per-item
     results: an lm-eval ``--log_samples`` folder or file, or a CSV with columns
     ``item_id`` and ``correct``.
@@ -120,18 +125,49 @@ def read_model_scores(path: Path, bundle: MicroBenchmarkFile, *, metric: str | N
     ConfigError
         For a `metric` other than the micro-benchmark's, unless `allow_other_metric`.
     DataError
-        For a file with several models, duplicated items, or no item of the
-        micro-benchmark at all (results for another task or dataset).
+        For a file with several models, duplicated items, no item of the
+        micro-benchmark at all, or items that are not the dataset's (results for another
+        task or dataset); lm-eval runs of mixed n-shot unless `allow_mixed_settings`.
     """
     check_metric(bundle, metric, allow_other_metric=allow_other_metric)
-    return read_item_scores(path, bundle.items, bundle.lm_eval_items,
-                            metric=metric or bundle.lm_eval_metric, dataset=bundle.dataset)
+    scores = read_item_scores(path, bundle.items, bundle.lm_eval_items,
+                              metric=metric or bundle.lm_eval_metric, dataset=bundle.dataset,
+                              allow_mixed_settings=allow_mixed_settings)
+    check_dataset_items(bundle, scores, path)
+    return scores
+
+
+def check_dataset_items(bundle: MicroBenchmarkFile, scores: ItemScores, path: Path) -> None:
+    """Refuse results holding items that are not the dataset's (answers to another
+    benchmark whose item ids overlap, e.g. MMLU-Pro's numbers given for GPQA). A file
+    older than format /4 does not record the dataset's items: not checked.
+
+    Raises
+    ------
+    DataError
+        Naming how many of the results' items are foreign and one of them.
+    """
+    from mdad.practice.bundle_format import in_compact
+
+    if bundle.dataset_item_ids is None or not scores.result_items:
+        return
+    ids = scores.result_items
+    if bundle.lm_eval_items is not None and all("/" in i for i in ids) and not all(
+            "/" in i for i in bundle.items):
+        ids = [i.rsplit("/", 1)[1] for i in ids]  # task/doc names of a doc-numbered dataset
+    foreign = [i for i, known in zip(ids, in_compact(bundle.dataset_item_ids, ids),
+                                     strict=True) if not known]
+    if foreign:
+        raise DataError(f"{path}: {len(foreign)} of its {len(ids)} items are not items of "
+                        f"{bundle.dataset} (e.g. {foreign[0]!r}): answers to another "
+                        f"benchmark? pass this model's answers to {bundle.dataset}")
 
 
 def read_item_scores(path: Path, items: list[str], lm_eval_items: list[str] | None, *,
                      metric: str, dataset: str, what: str = "micro-benchmark",
                      tasks: Collection[str] | None = None,
-                     allow_none: bool = False) -> ItemScores:
+                     allow_none: bool = False,
+                     allow_mixed_settings: bool = False) -> ItemScores:
     """One model's scores on `items` (their ``task/doc_id`` names are `lm_eval_items`,
     None when the dataset has no lm-eval mapping), read from an lm-eval
     ``--log_samples`` folder or file (with `metric`) or a CSV ``item_id,correct``.
@@ -155,6 +191,7 @@ def read_item_scores(path: Path, items: list[str], lm_eval_items: list[str] | No
     if path.suffix.lower() == ".csv":
         digest = hashlib.sha256()
         model, values = path.stem, read_answers_csv(path, feed=digest.update)
+        notes = []
         # `files_sha256([path], path.parent)` of the bytes parsed, not of a second reading
         sha256 = hashlib.sha256(f"{path.name}\0{digest.hexdigest()}\n".encode()).hexdigest()
         wanted = items
@@ -170,7 +207,9 @@ def read_item_scores(path: Path, items: list[str], lm_eval_items: list[str] | No
         # were not measured on
         matrix = load_lm_eval_samples(
             path, metric=metric, fallback_metric=False,
-            tasks={item.rsplit("/", 1)[0] for item in wanted} if tasks is None else tasks)
+            tasks={item.rsplit("/", 1)[0] for item in wanted} if tasks is None else tasks,
+            allow_mixed_settings=allow_mixed_settings)
+        notes = list(matrix.notes)
         if matrix.n_models != 1:
             raise DataError(f"{path}: holds results of {matrix.n_models} models; pass one "
                             "model's folder or file")
@@ -185,7 +224,8 @@ def read_item_scores(path: Path, items: list[str], lm_eval_items: list[str] | No
                         "are they for another task or dataset?")
     scores = np.array([values.get(item, np.nan) for item in wanted])
     missing = [item for item, s in zip(items, scores, strict=True) if np.isnan(s)]
-    return ItemScores(model, scores, missing, len(set(values) - set(wanted)), sha256)
+    return ItemScores(model, scores, missing, len(set(values) - set(wanted)), sha256,
+                      list(values), notes)
 
 
 @dataclass(frozen=True)
