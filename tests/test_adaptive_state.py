@@ -214,10 +214,10 @@ def test_a_format_1_state_reads_with_the_older_interval_and_says_so(saved_state)
     test = AdaptiveTest.from_json({**older, "format": "mdad-adaptive/1"}, "state.json")
     assert test.cv_calibration is None
     assert "format /1 state" in test.estimate().interval_how
-    with pytest.raises(DataError, match="'cv_calibration' must be null, or one row of 11"):
+    with pytest.raises(DataError, match="'cv_calibration' must be null, or one calibration"):
         AdaptiveTest.from_json({**saved_state, "format": "mdad-adaptive/1"}, "state.json")
-    with pytest.raises(DataError, match="'cv_calibration' must be null, or one row of 11"):
-        AdaptiveTest.from_json({**saved_state, "cv_calibration": [[0.0] * 11]}, "state.json")
+    with pytest.raises(DataError, match="'cv_calibration' must be null, or one calibration"):
+        AdaptiveTest.from_json({**saved_state, "cv_calibration": [[0.0] * 19]}, "state.json")
 
 
 def test_an_extra_or_missing_field_is_named(saved_state):

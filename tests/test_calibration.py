@@ -101,3 +101,42 @@ def test_the_exact_interval_covers_every_model_at_least_95_percent():
                     if (lambda lo_hi: lo_hi[0] <= k / pool <= lo_hi[1])(
                         hypergeometric_interval(x, n, pool)))
         assert cover >= 0.95 - 1e-12, (k, cover)
+
+
+def test_a_heavier_lower_tail_among_strong_models_is_kept():
+    """Strong models sometimes look average on a few items: a long lower tail in the
+    top third only. One set of tail points for all would miss them."""
+    def skewed(rng, truth):
+        error = rng.normal(0, 0.02, truth.shape)
+        strong = truth > 0.5
+        slip = strong & (rng.random(truth.shape) < 0.08)
+        return truth + error - np.where(slip, 0.08, 0.0)
+
+    rng = np.random.default_rng(3)
+    truth = rng.uniform(0.2, 0.6, 900)
+    belt = Calibration.fit(truth, skewed(rng, truth))
+    assert belt.low[2] < belt.low[0] - 0.5  # the top third's own, longer lower tail
+    t = np.full(6000, 0.57)
+    low, high = belt.interval(skewed(rng, t))
+    assert np.mean((low <= t) & (t <= high)) >= 0.94
+
+
+def test_an_estimate_no_accuracy_explains_gets_the_whole_range():
+    rng = np.random.default_rng(4)
+    truth = rng.uniform(0.2, 0.45, 300)
+    belt = Calibration.fit(truth, truth + rng.normal(0, 0.03, truth.size))
+    assert belt.unexplained(np.array([0.0, 0.3, 0.95])).tolist() == [True, False, True]
+    low, high = belt.interval(np.array([0.0, 0.95]))
+    reach = 0.5 * (belt.highest - belt.lowest)
+    assert low.tolist() == pytest.approx([belt.lowest - reach] * 2, abs=3e-4)
+    assert high.tolist() == pytest.approx([belt.highest + reach] * 2, abs=3e-4)
+
+
+def test_a_tail_beyond_what_the_models_can_place_is_stretched_as_a_normal_would():
+    rng = np.random.default_rng(5)
+    truth = rng.uniform(0.2, 0.6, 336)
+    estimate = truth + rng.normal(0, 0.03, truth.size)
+    usual, strict = Calibration.fit(truth, estimate), Calibration.fit(truth, estimate, 0.999)
+    # 336 models place a 2.5% tail, not a 0.05% one: its extremes are stretched by
+    # z(0.9995) / z(1 - (1 - 0.1 ** (1 / 336))) = 3.29 / 2.47
+    assert strict.high[1] > usual.high[1] * 1.2 and strict.low[1] < usual.low[1] * 1.2

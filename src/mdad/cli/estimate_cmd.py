@@ -113,7 +113,11 @@ def estimate(
 def _estimate_notes(bundle, answer) -> None:
     """What the interval cannot vouch for: a model beyond the reference models, a file
     selected from some of the dataset's models."""
-    if answer.beyond:
+    if answer.unexplained:
+        note("no accuracy explains this estimate: the micro-benchmark read this model unlike "
+             "any of the models it was calibrated on, so the interval is the whole range it "
+             "speaks for and no model is listed above or below")
+    elif answer.beyond:
         note("the interval reaches past the accuracies of the models it was calibrated on "
              f"({points(bundle.calibration().lowest)} to "
              f"{points(bundle.calibration().highest)}): this model may lie beyond the "

@@ -200,7 +200,7 @@ class AdaptiveTest:
         if self.cv_calibration is not None:
             low, high = self.interval_at(np.array(accuracy), n)
             k = int(np.searchsorted(self.cv_answered, n, side="right")) - 1
-            return (float(low), float(high), f"calibrated on {int(self.cv_calibration[k][10])} "
+            return (float(low), float(high), f"calibrated on {int(self.cv_calibration[k][-1])} "
                     f"held-out tests after {self.cv_answered[k]} answers, at every accuracy")
         half = Z_95 * max(cv, self._accuracy_se(ability, covariance, answered))
         return (max(0.0, accuracy - half), min(1.0, accuracy + half),
@@ -489,12 +489,13 @@ def _ascending(value: object, state: dict[str, Any]) -> bool:
 
 
 def _calibration_rows(value: object, state: dict[str, Any]) -> bool:
+    from mdad.practice.calibration import LIST_LENGTH, Calibration
+
     if value is None:
         return True
     return state["format"] == STATE_FORMAT and _list_of(
-        value, lambda row: _list_of(row, lambda x: _real(x, -1e6, 1e6), 11),
-        len(state["cv_answered"])) and all(
-        0 <= row[8] <= row[9] <= 1 and row[10] >= 2 for row in value)  # type: ignore[union-attr]
+        value, lambda row: _list_of(row, lambda x: _real(x, -1e6, 1e6), LIST_LENGTH)
+        and Calibration.valid_list(row), len(state["cv_answered"]))
 
 
 # field -> (its rule, for the message; the check, given the fields above it, all valid).
@@ -530,8 +531,9 @@ STATE_SCHEMA: dict[str, tuple[str, Callable[[Any, dict[str, Any]], bool]]] = {
     "cv_answered": ("must be whole numbers from 0 to the budget, ascending", _ascending),
     "cv_error": ("must hold one number in [0, 1] per cv_answered",
                  lambda v, s: _list_of(v, lambda x: _real(x, 0, 1), len(s["cv_answered"]))),
-    "cv_calibration": ("must be null, or one row of 11 finite numbers per cv_answered (a "
-                       "format /2 state)", _calibration_rows),
+    "cv_calibration": ("must be null, or one calibration (19 numbers, as "
+                       "Calibration.to_list) per cv_answered (a format /2 state)",
+                       _calibration_rows),
     "answers": ("must be [item, score in [0, 1]] pairs of distinct items of the test, at "
                 "most the budget", _pairs),
     "pending": ("must list distinct unanswered items of the test, at most the budget",

@@ -6,11 +6,11 @@ models down and weak ones up, so a plus-or-minus of one average error misses the
 `Calibration` models the error r = estimate - truth of held-out models (each estimated
 by a micro-benchmark selected without it) as a function of their true accuracy t:
 
-    r = mu(t) + sigma(t) e,    mu(t) = a + b t,    sigma(t) = c + d t (floored),
+    r = mu(t) + sigma(t) e,    mu and sigma quadratic in t (sigma floored),
 
-with a and b by least squares, c and d by least squares on |r - mu(t)|, and e's 2.5%
-and 97.5% points taken from the standardised held-out errors themselves (conformal
-ranks, so no normality is assumed). The 95% interval of a new estimate y is every
+mu by least squares, sigma by least squares on |r - mu(t)|, and e's 2.5% and 97.5%
+points taken from the standardised held-out errors themselves (order statistics far
+enough out, `tail_rank`, so no normality is assumed). The 95% interval of a new estimate y is every
 accuracy t that would put y inside its own 95% band [t + mu(t) + sigma(t) e_lo,
 t + mu(t) + sigma(t) e_hi]: a confidence set that holds at every true accuracy, not
 only on average over models, as far as the two lines describe the errors (the
@@ -29,6 +29,8 @@ from mdad.errors import DataError
 CONFIDENCE = 0.95
 GRID = np.linspace(0.0, 1.0, 4001)  # accuracies the belt is inverted over
 MIN_MODELS = 20
+LIST_LENGTH = 19  # numbers in `Calibration.to_list()`
+WINDOWS = 3  # thirds of the held-out models by true accuracy, each with its own tails
 # The belt's 2.5% points are order statistics of the held-out errors, taken far enough
 # out that they are too central with probability at most MISS (see `tail_rank`).
 MISS = 0.1  # fewer held-out models cannot place a 2.5% point
@@ -45,22 +47,28 @@ class Calibration:
 
     Attributes
     ----------
-    intercept, slope : mu(t) = intercept + slope t, the mean error (fractions).
-    spread : sigma(t) = spread[0] + spread[1] x + spread[2] x^2 with x = (t - lowest) /
-        (highest - lowest), floored at `spread_floor` (fractions): held-out errors
-        spread more at both ends of the models' range than in its middle.
+    mean : mu(t) = mean[0] + mean[1] x + mean[2] x^2 with x = (t - lowest) / (highest -
+        lowest), the mean error (fractions); continued along its tangent beyond the
+        held-out range, where a parabola would turn.
+    spread : sigma(t) = spread[0] + spread[1] x + spread[2] x^2, floored at
+        `spread_floor` (fractions): held-out errors spread more at both ends of the
+        models' range than in its middle.
     spread_floor : a tenth of the mean absolute error: never a spread of 0.
-    low, high : the 2.5% and 97.5% points of the standardised errors (conformal).
+    low, high : the tail points of the standardised errors (`tail_rank`) in each third
+        of the held-out models by true accuracy, at `centres` (x of each third's median
+        model), each at least as far out as the tail point of all of them: the lower
+        tail of strong models' errors is longer (a strong model can look average on a
+        few items), which one set of tail points for all would miss.
     lowest, highest : the range of the held-out models' true accuracies.
     models : how many held-out models it was fitted on.
     """
 
-    intercept: float
-    slope: float
+    mean: tuple[float, float, float]
     spread: tuple[float, float, float]
     spread_floor: float
-    low: float
-    high: float
+    low: tuple[float, float, float]
+    high: tuple[float, float, float]
+    centres: tuple[float, float, float]
     lowest: float
     highest: float
     models: int
@@ -75,6 +83,7 @@ class Calibration:
         truth, estimate : float arrays of shape (m,), each held-out model's accuracy on
             the whole pool and its estimate by a micro-benchmark selected without it
             (fractions). NaN pairs are left out.
+        confidence : the belt's level; its tails are (1 - confidence) / 2 each.
 
         Raises
         ------
@@ -89,31 +98,59 @@ class Calibration:
         if m < MIN_MODELS:
             raise DataError(f"{m} held-out models cannot calibrate a 95% interval; it "
                             f"needs at least {MIN_MODELS}")
-        error = estimate - truth
-        design = np.column_stack([np.ones(m), truth])
-        (intercept, slope), *_ = np.linalg.lstsq(design, error, rcond=None)
-        deviation = np.abs(error - design @ (intercept, slope))
         lowest, highest = float(truth.min()), float(truth.max())
         x = _unit(truth, lowest, highest)
-        spread_coef, *_ = np.linalg.lstsq(np.column_stack([np.ones(m), x, x * x]),
-                                          deviation, rcond=None)
+        design = np.column_stack([np.ones(m), x, x * x])
+        error = estimate - truth
+        mean, *_ = np.linalg.lstsq(design, error, rcond=None)
+        deviation = np.abs(error - design @ mean)
+        spread_coef, *_ = np.linalg.lstsq(design, deviation, rcond=None)
         floor = max(0.1 * float(deviation.mean()), 1e-4)
-        spread = np.maximum(np.polyval(spread_coef[::-1], x), floor)
-        standardised = np.sort((error - intercept - slope * truth) / spread)
-        k = tail_rank(m, (1 - confidence) / 2)
-        return cls(float(intercept), float(slope), tuple(float(v) for v in spread_coef),
-                   floor, float(standardised[k - 1]), float(standardised[m - k]),
-                   lowest, highest, m)
+        spread = np.maximum(design @ spread_coef, floor)
+        standardised = (error - design @ mean) / spread
+        tail = (1 - confidence) / 2
+        low_all, high_all = _tails(standardised, tail)
+        order = np.argsort(truth, kind="stable")
+        thirds = np.array_split(order, WINDOWS)
+        tails = np.array([_tails(standardised[part], tail, conformal=True)
+                          for part in thirds])
+        centres = [float(np.median(x[part])) for part in thirds]
+        return cls(_floats(mean), _floats(spread_coef), floor,
+                   _floats(np.minimum(tails[:, 0], low_all)),
+                   _floats(np.maximum(tails[:, 1], high_all)), _floats(centres), lowest,
+                   highest, m)
 
     def to_list(self) -> list[float]:
-        """The fields as 11 numbers, in order (`from_list` reads them back)."""
-        return [self.intercept, self.slope, *self.spread, self.spread_floor, self.low,
-                self.high, self.lowest, self.highest, float(self.models)]
+        """The fields as `LIST_LENGTH` numbers, in order (`from_list` reads them back)."""
+        return [*self.mean, *self.spread, self.spread_floor, *self.low, *self.high,
+                *self.centres, self.lowest, self.highest, float(self.models)]
 
     @classmethod
     def from_list(cls, values: list[float]) -> Calibration:
         v = [float(x) for x in values]
-        return cls(v[0], v[1], (v[2], v[3], v[4]), v[5], v[6], v[7], v[8], v[9], int(v[10]))
+        return cls(_floats(v[0:3]), _floats(v[3:6]), v[6], _floats(v[7:10]),
+                   _floats(v[10:13]), _floats(v[13:16]), v[16], v[17], int(v[18]))
+
+    @staticmethod
+    def valid_list(values: list[float]) -> bool:
+        """Whether `values` (finite numbers) can be a `to_list()`: 12 of them, the range
+        within [0, 1], a positive floor, low <= high, at least `MIN_MODELS` models."""
+        return (len(values) == LIST_LENGTH and 0 <= values[16] <= values[17] <= 1
+                and values[6] > 0 and all(values[7 + k] <= values[10 + k] for k in range(3))
+                and values[13] <= values[14] <= values[15] and values[18] >= MIN_MODELS)
+
+    def mean_at(self, truth: np.ndarray) -> np.ndarray:
+        """mu(t) for accuracies `truth` (any shape)."""
+        x = _unit(np.asarray(truth, dtype=np.float64), self.lowest, self.highest)
+        edge = np.clip(x, 0.0, 1.0)
+        a, b, c = self.mean
+        return a + b * edge + c * edge**2 + (b + 2 * c * edge) * (x - edge)
+
+    def tails_at(self, truth: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The lower and upper tail points at accuracies `truth`: linear between the
+        thirds' centres, constant beyond them."""
+        x = _unit(np.asarray(truth, dtype=np.float64), self.lowest, self.highest)
+        return np.interp(x, self.centres, self.low), np.interp(x, self.centres, self.high)
 
     def spread_at(self, truth: np.ndarray) -> np.ndarray:
         """sigma(t) for accuracies `truth` (any shape): held at the range's edges and
@@ -135,27 +172,32 @@ class Calibration:
 
         Returns
         -------
-        low, high : arrays of `estimate`'s shape, within [0, 1], low <= estimate's
-            nearest belt accuracy <= high. Where no accuracy puts the estimate inside
-            its band (an estimate far outside what held-out models gave), the interval
-            runs from the estimate to the accuracy whose band it is nearest.
+        low, high : arrays of `estimate`'s shape, within [0, 1]. Where no accuracy
+            puts the estimate inside its band (an estimate unlike any a held-out model
+            gave, `unexplained`), the interval is every accuracy the belt speaks for.
         """
         y = np.asarray(estimate, dtype=np.float64)
-        flat = y.reshape(-1, 1)
-        centre = GRID + self.intercept + self.slope * GRID
-        spread = scale * self.spread_at(GRID)
-        inside = (flat >= centre + spread * self.low) & (flat <= centre + spread * self.high)
-        inside &= self._domain()
-        any_inside = inside.any(axis=1)
+        inside = self._inside(y.reshape(-1, 1), scale)
+        domain = self._domain()
+        inside[~inside.any(axis=1)] = domain  # unexplained: all the belt speaks for
         first = np.argmax(inside, axis=1)
         last = GRID.size - 1 - np.argmax(inside[:, ::-1], axis=1)
-        low, high = GRID[first], GRID[last]
-        if not any_inside.all():
-            distance = np.abs(flat - centre) / spread
-            nearest = GRID[np.argmin(distance, axis=1)]
-            low = np.where(any_inside, low, np.minimum(nearest, flat[:, 0]))
-            high = np.where(any_inside, high, np.maximum(nearest, flat[:, 0]))
-        return low.reshape(y.shape), high.reshape(y.shape)
+        return GRID[first].reshape(y.shape), GRID[last].reshape(y.shape)
+
+    def unexplained(self, estimate: np.ndarray | float, scale: float = 1.0) -> np.ndarray:
+        """Whether no accuracy puts each estimate inside its band: the micro-benchmark
+        read this model unlike any held-out model of any accuracy (bool, `estimate`'s
+        shape)."""
+        y = np.asarray(estimate, dtype=np.float64)
+        return ~self._inside(y.reshape(-1, 1), scale).any(axis=1).reshape(y.shape)
+
+    def _inside(self, flat: np.ndarray, scale: float) -> np.ndarray:
+        """(n, grid) whether estimate n lies in the band of each grid accuracy."""
+        centre = GRID + self.mean_at(GRID)
+        spread = scale * self.spread_at(GRID)
+        low_tail, high_tail = self.tails_at(GRID)
+        return ((flat >= centre + spread * low_tail) & (flat <= centre + spread * high_tail)
+                & self._domain())
 
     def _domain(self) -> np.ndarray:
         """The accuracies the belt speaks for: the held-out models' range widened by
@@ -180,6 +222,31 @@ def tail_rank(m: int, tail: float, miss: float = MISS) -> int:
     counts = np.arange(m)  # k - 1
     ok = np.flatnonzero(bdtr(counts, m, tail) <= miss)
     return int(ok[-1]) + 1 if ok.size else 1
+
+
+def _tails(standardised: np.ndarray, tail: float, conformal: bool = False
+           ) -> tuple[float, float]:
+    """The lower and upper `tail` points of `standardised` errors: the order statistics
+    of rank `tail_rank`, or with `conformal` split conformal prediction's own rank,
+    floor((m + 1) tail) (at least 1), which a window of a third of the models uses."""
+    ordered = np.sort(standardised)
+    m = ordered.size
+    k = max(int(np.floor((m + 1) * tail)), 1) if conformal else tail_rank(m, tail)
+    low, high = float(ordered[k - 1]), float(ordered[m - k])
+    reached = 1.0 - MISS ** (1.0 / m)  # the tail the extreme stands for, at MISS
+    if not conformal and tail < reached:
+        # too few models for so small a tail: the extremes, stretched as far as a
+        # normal tail would go from theirs to it (the one assumption beyond the data)
+        from scipy.special import ndtri
+
+        stretch = float(ndtri(1 - tail) / ndtri(1 - reached))
+        centre = float(np.median(ordered))
+        low, high = centre + (low - centre) * stretch, centre + (high - centre) * stretch
+    return low, high
+
+
+def _floats(values) -> tuple[float, float, float]:
+    return (float(values[0]), float(values[1]), float(values[2]))
 
 
 def _unit(truth: np.ndarray, lowest: float, highest: float) -> np.ndarray:

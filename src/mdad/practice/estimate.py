@@ -271,6 +271,9 @@ class Estimate:
         calibrated on: the model may lie beyond the reference models, where the
         interval extrapolates.
     list_error_rate : the false discovery rate each list controls (0.05).
+    unexplained : no accuracy explains the estimate: the micro-benchmark read this model
+        unlike any held-out model; the interval is all the calibration speaks for, and
+        nothing is listed.
     """
 
     model: str
@@ -296,6 +299,7 @@ class Estimate:
     interval_how: str
     beyond: bool = False
     list_error_rate: float = 0.05
+    unexplained: bool = False
 
 
 def require_items(bundle: MicroBenchmarkFile, observed: np.ndarray, *, allow_partial: bool,
@@ -352,6 +356,7 @@ def estimate_score(bundle: MicroBenchmarkFile, results: ItemScores, *,
     # listed only when the interval clears the model's known full accuracy and compare
     # names the same winner: a list is wrong only if the interval misses on its side
     strict = accuracy_interval(bundle, value, used, LIST_CONFIDENCE)
+    clears = clears & (not (interval.unexplained or strict.unexplained))
     ahead = clears & (truth < strict.low)
     behind = clears & (truth > strict.high)
     candidates = np.flatnonzero(ahead | behind)
@@ -371,18 +376,21 @@ def estimate_score(bundle: MicroBenchmarkFile, results: ItemScores, *,
         mdad_crossing_pairs=bundle.crossing_pairs_at(used), above=names[ahead].tolist(),
         below=names[behind].tolist(), too_close=names[~(ahead | behind)].tolist(),
         rule=LIST_RULE, interval_how=interval.how, beyond=interval.beyond,
-        list_error_rate=LIST_FDR)
+        list_error_rate=LIST_FDR, unexplained=interval.unexplained)
 
 
 @dataclass(frozen=True)
 class AccuracyInterval:
-    """A 95% interval of a model's full accuracy (fractions), how it was made, and
-    whether it reaches past the accuracies it was calibrated on (an extrapolation)."""
+    """A 95% interval of a model's full accuracy (fractions), how it was made, whether
+    it reaches past the accuracies it was calibrated on (an extrapolation), and whether
+    no accuracy explains the estimate (`Calibration.unexplained`: then the interval is
+    all the belt speaks for, and no list is made)."""
 
     low: float
     high: float
     how: str
     beyond: bool = False
+    unexplained: bool = False
 
 
 def accuracy_interval(bundle: MicroBenchmarkFile, value: float, used: int,
@@ -415,11 +423,12 @@ def accuracy_interval(bundle: MicroBenchmarkFile, value: float, used: int,
         spread = bundle.error_sd * np.sqrt(bundle.size / used)
         return AccuracyInterval(max(value - z * spread, 0.0), min(value + z * spread, 1.0),
                                 f"+-1.96 x the cross-validated error{scaled} ({why})")
-    low, high = calibration.interval(value, scale=float(np.sqrt(bundle.size / used)))
-    low, high = float(low), float(high)
+    scale = float(np.sqrt(bundle.size / used))
+    low, high = (float(v) for v in calibration.interval(value, scale=scale))
     return AccuracyInterval(low, high, f"calibrated on {calibration.models} held-out "
                             f"models at every accuracy{scaled}",
-                            calibration.beyond(low, high))
+                            calibration.beyond(low, high),
+                            bool(calibration.unexplained(value, scale)))
 
 
 def verdicts_against(bundle: MicroBenchmarkFile, scores: np.ndarray, others: np.ndarray,
@@ -669,31 +678,47 @@ def hypergeometric_interval(correct: int, n: int, pool: int,
     """The exact interval of a pool's accuracy K / `pool` from `correct` of `n` items
     drawn without replacement: every K whose hypergeometric tail at `correct` is above
     (1 - confidence) / 2 on each side (Clopper and Pearson's construction for a finite
-    pool), so it covers every model's accuracy with at least `confidence`.
+    pool), so it covers every model's accuracy with at least `confidence`. Each tail is
+    monotone in K, so each end is found by bisection (about 2 log2(pool) tails).
 
     >>> hypergeometric_interval(5, 5, 5)  # the whole pool: exact
     (1.0, 1.0)
     """
+    tail = (1 - confidence) / 2
+    x = np.arange(n + 1, dtype=np.float64)
+
+    def tails(k: int) -> tuple[float, float]:
+        """P(X <= correct | K = k), P(X >= correct | K = k)."""
+        pmf = _hypergeometric_pmf(x, k, n, pool)
+        return float(pmf[: correct + 1].sum()), float(pmf[correct:].sum())
+
+    # lowest K with P(X >= correct) > tail; highest K with P(X <= correct) > tail
+    lo, hi = correct, pool - (n - correct)  # the K the draw allows
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if tails(mid)[1] > tail else (mid + 1, hi)
+    low = lo
+    lo, hi = correct, pool - (n - correct)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if tails(mid)[0] > tail else (lo, mid - 1)
+    return low / pool, lo / pool
+
+
+def _hypergeometric_pmf(x: np.ndarray, k: int, n: int, pool: int) -> np.ndarray:
+    """P(X = x) for the correct items X among n drawn from a pool of `pool` with k
+    correct, for each of `x` (0 where impossible)."""
     from scipy.special import gammaln
 
-    tail = (1 - confidence) / 2
-    k = np.arange(pool + 1, dtype=np.float64)[:, None]  # the pool's correct items
-    x = np.arange(n + 1, dtype=np.float64)[None, :]
-    with np.errstate(invalid="ignore"):
-        log_pmf = (_log_choose(k, x, gammaln) + _log_choose(pool - k, n - x, gammaln)
-                   - _log_choose(np.float64(pool), np.float64(n), gammaln))
-    pmf = np.where(np.isfinite(log_pmf), np.exp(log_pmf), 0.0)
-    at_most = pmf[:, : correct + 1].sum(axis=1)  # P(X <= correct | K)
-    at_least = pmf[:, correct:].sum(axis=1)  # P(X >= correct | K)
-    plausible = np.flatnonzero((at_most > tail) & (at_least > tail))
-    return float(plausible[0] / pool), float(plausible[-1] / pool)
+    def log_choose(a: float, b: np.ndarray) -> np.ndarray:
+        ok = (b >= 0) & (b <= a)
+        safe = np.where(ok, b, 0.0)
+        return np.where(ok, gammaln(a + 1) - gammaln(safe + 1) - gammaln(a - safe + 1),
+                        -np.inf)
 
-
-def _log_choose(a, b, gammaln):
-    """log C(a, b), -inf where b < 0 or b > a."""
-    ok = (b >= 0) & (b <= a)
-    return np.where(ok, gammaln(a + 1) - gammaln(np.where(ok, b, 0) + 1)
-                    - gammaln(np.where(ok, a - b, 0) + 1), -np.inf)
+    log_pmf = (log_choose(k, x) + log_choose(pool - k, n - x)
+               - log_choose(pool, np.array(float(n))))
+    return np.exp(log_pmf)
 
 
 def _wilson(value: float, n: int, pool: int, z: float = Z95) -> tuple[float, float]:
