@@ -102,9 +102,9 @@ def _print_estimate(test: AdaptiveTest, as_json: bool) -> None:
     literal_console().print(
         f"estimate ({state}, {estimate.answered} of {estimate.budget} items of "
         f"{test.dataset}, {test.metric}): {points(estimate.accuracy)} points, 95% interval "
-        f"{points(estimate.low)} to {points(estimate.high)} (cross-validated error "
-        f"{points(estimate.cv_error)} points for this many items; ability standard error "
-        f"{estimate.ability_standard_error:.3f}); {estimate.reason}")
+        f"{points(estimate.low)} to {points(estimate.high)} ({estimate.interval_how}; "
+        f"cross-validated error {points(estimate.cv_error)} points for this many items; "
+        f"ability standard error {estimate.ability_standard_error:.3f}); {estimate.reason}")
 
 
 @app.command("start")

@@ -30,6 +30,9 @@ _EXPORTS = {
     "estimate_score": "mdad.practice.estimate",
     "read_model_scores": "mdad.practice.estimate",
     "plan": "mdad.practice.sizing",
+    "Calibration": "mdad.practice.calibration",
+    "RoundTrip": "mdad.practice.roundtrip",
+    "round_trip": "mdad.practice.roundtrip",
     "AnalyticMdad": "mdad.practice.planner",
     "Plan": "mdad.practice.planner",
     "analytic_mdad": "mdad.practice.planner",
@@ -43,11 +46,13 @@ __all__ = [
     "AdaptiveEstimate",
     "AdaptiveTest",
     "AnalyticMdad",
+    "Calibration",
     "Comparison",
     "Estimate",
     "ItemScores",
     "MicroBenchmarkFile",
     "Plan",
+    "RoundTrip",
     "analytic_mdad",
     "compare_models",
     "estimate_score",
@@ -56,6 +61,7 @@ __all__ = [
     "pair_structure",
     "plan",
     "read_model_scores",
+    "round_trip",
     "select_microbenchmark",
     "size_for_gap",
     "start_adaptive_test",
@@ -71,6 +77,7 @@ if TYPE_CHECKING:
         select_microbenchmark,
         with_reference,
     )
+    from mdad.practice.calibration import Calibration
     from mdad.practice.estimate import (
         CONFIDENCE,
         RULE,
@@ -88,6 +95,7 @@ if TYPE_CHECKING:
         pair_structure,
         size_for_gap,
     )
+    from mdad.practice.roundtrip import RoundTrip, round_trip
     from mdad.practice.sizing import plan
 
 
