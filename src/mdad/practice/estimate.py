@@ -63,8 +63,9 @@ RULE = ("A is reliably above B when, on the items both answered, estimate(A) - "
         "them got right gives p < 0.05")
 LIST_FDR = 0.05
 # Lists use a 99.9% interval: a model's list is long exactly when its estimate is
-# extreme, which is when an interval misses most often; at 95%, 16% of listed verdicts
-# at 10 random items were wrong, at 99%, still 16% (benchmarks/bench_roundtrip.py).
+# extreme, which is when an interval misses most often: at 95% or 99%, more than 5% of
+# listed verdicts were wrong at 10 items in held-out round trips
+# (benchmarks/bench_roundtrip.py).
 LIST_CONFIDENCE = 0.999
 LIST_RULE = ("a model is listed when its full-benchmark accuracy lies outside the 99.9% "
              "interval, the estimate is at least the MDAD from it, and `mdad compare` "
