@@ -43,7 +43,7 @@ def main() -> None:
     seeds = [int(s) for s in args.seeds.split(",")]
     rows = []
     print(f"{'method':24} {'size':>4} {'est.':>5} {'bottom':>7} {'middle':>7} {'top':>7} "
-          f"{'all':>6} {'width':>6} {'listed':>7} {'wrong':>6} {'s':>5}", flush=True)
+          f"{'all':>6} {'width':>6} {'listed':>7} {'wrong':>6} {'notice':>6} {'s':>5}", flush=True)
     for method in args.methods.split(","):
         start = time.perf_counter()
         trip = round_trip(data, method, sizes, seeds=seeds, split=args.split)
@@ -56,8 +56,9 @@ def main() -> None:
             print(f"{method:24} {row['size']:>4} {row['estimates']:>5} {cells[0]:>7} "
                   f"{cells[1]:>7} {cells[2]:>7} {100 * row['coverage']:>6.1f} "
                   f"{100 * row['width']:>6.1f} {row['listed']:>7} {wrong:>6} "
-                  f"{seconds:>5.0f}", flush=True)
-    print(f"(coverage %, width in points; python {' '.join(sys.argv)})")
+                  f"{100 * row['notice']:>6.1f} {seconds:>5.0f}", flush=True)
+    print(f"(coverage %, width in points, notice: % of estimates saying the model may lie "
+          f"beyond the reference models; python {' '.join(sys.argv)})")
     if args.json is not None:
         args.json.write_text(json.dumps(rows, indent=1) + "\n")
 

@@ -98,6 +98,9 @@ def _print_estimate(test: AdaptiveTest, as_json: bool) -> None:
         print_json({**asdict(estimate), "dataset": test.dataset, "method": test.method,
                     "metric": test.metric, "round": test.round})
         return
+    if estimate.beyond:
+        note("the interval reaches past the accuracies of the models it was calibrated on: "
+             "this model may lie beyond them, where the interval extrapolates")
     state = "FINAL" if estimate.finished else "so far"
     literal_console().print(
         f"estimate ({state}, {estimate.answered} of {estimate.budget} items of "

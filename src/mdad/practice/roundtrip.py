@@ -36,6 +36,8 @@ class RoundTrip:
     listed, wrong : int arrays of shape (rows,), the reference models listed above or
         below, and how many of those the true accuracies order the other way or tie
         (0 for adaptive methods, which list none).
+    beyond : bool array of shape (rows,), the estimate carries the notice that the model
+        may lie beyond the models the interval was calibrated on.
     group : int array of shape (rows,), 0 bottom decile, 1 middle, 2 top decile, by the
         model's true accuracy among all the dataset's models.
     """
@@ -52,6 +54,7 @@ class RoundTrip:
     high: np.ndarray
     listed: np.ndarray
     wrong: np.ndarray
+    beyond: np.ndarray
     group: np.ndarray
 
     @property
@@ -74,6 +77,7 @@ class RoundTrip:
                 row[name] = float(self.covered[part].mean()) if part.any() else None
                 row[f"{name} estimates"] = int(part.sum())
             row["width"] = float((self.high - self.low)[at].mean())
+            row["notice"] = float(self.beyond[at].mean())
             listed = int(self.listed[at].sum())
             row["listed"] = listed
             row["wrong share"] = float(self.wrong[at].sum() / listed) if listed else None
@@ -108,7 +112,7 @@ def round_trip(dataset: Dataset, method: str, sizes: Sequence[int], *,
     truth = matrix.accuracy()
     group = deciles(truth)
     rows: dict[str, list] = {k: [] for k in ("size", "seed", "model", "truth", "estimate",
-                                             "low", "high", "listed", "wrong")}
+                                             "low", "high", "listed", "wrong", "beyond")}
     say = progress or (lambda message: None)
     for seed in seeds:
         for fold, held in enumerate(_held_out(group, split, folds, seed)):
@@ -120,12 +124,12 @@ def round_trip(dataset: Dataset, method: str, sizes: Sequence[int], *,
             else:
                 parts = [(size, *_static(dataset, method, size, selection_seed, train, held))
                          for size in sizes]
-            for size, estimate, low, high, listed, wrong in parts:
+            for size, estimate, low, high, listed, wrong, beyond in parts:
                 for key, value in (("size", np.full(held.size, size)),
                                    ("seed", np.full(held.size, seed)), ("model", held),
                                    ("truth", truth[held]), ("estimate", estimate),
                                    ("low", low), ("high", high), ("listed", listed),
-                                   ("wrong", wrong)):
+                                   ("wrong", wrong), ("beyond", beyond)):
                     rows[key].append(value)
             say(f"{method}: seed {seed}, {held.size} held-out models done")
     arrays = {k: np.concatenate(v) for k, v in rows.items()}
@@ -144,8 +148,8 @@ def _held_out(group: np.ndarray, split: str, folds: int, seed: int) -> list[np.n
 
 def _static(dataset: Dataset, method: str, size: int, seed: int, train: np.ndarray,
             held: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Estimates, intervals, listed and wrong counts of the `held` models by a
-    micro-benchmark of `size` items selected from the `train` models."""
+    """Estimates, intervals, listed and wrong counts, and notices of the `held` models
+    by a micro-benchmark of `size` items selected from the `train` models."""
     from mdad.practice.bundle import select_microbenchmark
     from mdad.practice.estimate import ItemScores, estimate_score
 
@@ -158,21 +162,23 @@ def _static(dataset: Dataset, method: str, size: int, seed: int, train: np.ndarr
               else matrix.scores(held))[:, items]
     truth, reference = matrix.accuracy()[held], np.asarray(bundle.reference_accuracy)
     where = {name: k for k, name in enumerate(bundle.reference_models)}
-    out = np.empty((5, held.size))
+    out = np.empty((6, held.size))
     for k, model in enumerate(held):
         answer = estimate_score(bundle, ItemScores(str(matrix.model_names[model]),
                                                    scores[k].astype(np.float64), [], 0))
         above = reference[[where[name] for name in answer.above]]
         below = reference[[where[name] for name in answer.below]]
         out[:, k] = (answer.accuracy, answer.low, answer.high, above.size + below.size,
-                     np.sum(truth[k] <= above) + np.sum(truth[k] >= below))
-    return out[0], out[1], out[2], out[3].astype(np.int64), out[4].astype(np.int64)
+                     np.sum(truth[k] <= above) + np.sum(truth[k] >= below), answer.beyond)
+    return (out[0], out[1], out[2], out[3].astype(np.int64), out[4].astype(np.int64),
+            out[5].astype(bool))
 
 
 def _adaptive(dataset: Dataset, method: str, sizes: Sequence[int], seed: int,
               train: np.ndarray, held: np.ndarray) -> list[tuple]:
     """The `held` models' adaptive tests (batch 1) by a test started on the `train`
-    models, read after each of `sizes` answers: (size, estimate, low, high, 0, 0)."""
+    models, read after each of `sizes` answers: (size, estimate, low, high, 0, 0,
+    beyond)."""
     from mdad.practice.adaptive import run_batches, start_adaptive_test
 
     test = start_adaptive_test(dataset, budget=max(sizes), seed=seed, method=method,
@@ -185,5 +191,6 @@ def _adaptive(dataset: Dataset, method: str, sizes: Sequence[int], seed: int,
         estimate = estimates[counts.index(size)]
         low, high = test.interval_at(estimate, size)
         zeros = np.zeros(held.size, dtype=np.int64)
-        parts.append((size, estimate, low, high, zeros, zeros))
+        parts.append((size, estimate, low, high, zeros, zeros,
+                      test.beyond_at(low, high, size)))
     return parts
