@@ -81,3 +81,24 @@ def test_unknown_or_repeated_models_are_refused(gpqa_data):
         select_microbenchmark(gpqa_data, "random", 5, models=["no-such-model"])
     with pytest.raises(ConfigError, match="models: indices must be distinct"):
         select_microbenchmark(gpqa_data, "random", 5, models=np.array([1, 1]))
+
+
+def test_long_digit_ids_and_leading_zeros_are_kept_as_they_are():
+    from mdad.practice.bundle_format import compact_ids, in_compact
+
+    long = "9" * 5000
+    compact = compact_ids(["0", "1", "2", "007", long, "\u0663"])
+    assert compact["ranges"] == [[0, 2]]
+    assert in_compact(compact, ["1", "7", "007", long, "3", "\u0663"]) == [
+        True, False, True, True, False, True]
+
+
+def test_a_pool_file_is_not_compared_with_another_dataset_s_models(gpqa_data):
+    from mdad.errors import ConfigError
+    from mdad.practice import with_reference
+
+    pool = [str(i) for i in gpqa_data.matrix.item_ids[:100]]
+    bundle = select_microbenchmark(gpqa_data, "random", 10, seed=0, pool=pool)
+    with pytest.raises(ConfigError, match="a pool of 100 of gpqa's 448 items, whose item ids "
+                                          "it does not record"):
+        with_reference(bundle, gpqa_data)

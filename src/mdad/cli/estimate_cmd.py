@@ -97,8 +97,10 @@ def estimate(
                   f"{len(answer.above)} of them, reliably below {len(answer.below)}, too close "
                   f"to call against {len(answer.too_close)}")
     # a user reads a whole list at once: say what holds for it
-    console.print(f"lists (false discovery rate at most {answer.list_error_rate:.0%} for "
-                  f"each list): {answer.rule}")
+    rate = ("false discovery rate at most "
+            f"{answer.list_error_rate:.0%} for each list" if answer.list_error_rate is not None
+            else "no error rate for a list as a whole: the interval holds on average only")
+    console.print(f"lists ({rate}): {answer.rule}")
     if not answer.mdad_reached:
         console.print("no model is reliably above or below: the MDAD is not reached at this "
                       "size, so no gap on these items is reliable")

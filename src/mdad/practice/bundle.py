@@ -433,6 +433,11 @@ def with_reference(bundle: MicroBenchmarkFile, dataset: Dataset, *,
         When `dataset` lacks some of the micro-benchmark's items.
     """
     check_same_benchmark(bundle, dataset.name)
+    if bundle.dataset_items is not None:
+        raise ConfigError(f"the micro-benchmark stands for {bundle.scope()}, whose item ids "
+                          f"it does not record, so {dataset.name}'s models' accuracy on that "
+                          "pool is unknown; compare with the models saved in the file "
+                          "(leave out dataset)", parameters=("dataset",))
     sha = dataset.matrix.sha256 or ""
     warning = ""
     if sha != bundle.sha256:

@@ -217,11 +217,17 @@ def _check_crossing_pairs(data: dict[str, Any], need: Callable[[bool, str, str],
          "is not reached")
 
 
+def _number_id(i: str) -> bool:
+    """A whole-number id as ranges hold it: ASCII digits, no leading zero, short enough
+    for an exact int (longer digit strings are kept as they are)."""
+    return i.isascii() and i.isdigit() and len(i) <= 18 and str(int(i)) == i
+
+
 def compact_ids(ids: list[str]) -> dict[str, list]:
     """Item ids as ``{"ranges": [[first, last], ...], "ids": [...]}``: runs of
     whole-number ids (written without leading zeros) as ranges, any other id as is."""
-    numbers = sorted(int(i) for i in ids if i.isascii() and i.isdigit() and str(int(i)) == i)
-    others = sorted(i for i in ids if not (i.isascii() and i.isdigit() and str(int(i)) == i))
+    numbers = sorted(int(i) for i in ids if _number_id(i))
+    others = sorted(i for i in ids if not _number_id(i))
     ranges: list[list[int]] = []
     for n in numbers:
         if ranges and n == ranges[-1][1] + 1:
@@ -239,7 +245,7 @@ def in_compact(compact: dict[str, list], ids: list[str]) -> list[bool]:
     others = set(compact["ids"])
 
     def known(i: str) -> bool:
-        if i.isascii() and i.isdigit() and str(int(i)) == i:
+        if _number_id(i):
             k = bisect.bisect_right(starts, int(i)) - 1
             return k >= 0 and int(i) <= compact["ranges"][k][1]
         return i in others

@@ -9,13 +9,17 @@ by a micro-benchmark selected without it) as a function of their true accuracy t
     r = mu(t) + sigma(t) e,    mu and sigma quadratic in t (sigma floored),
 
 mu by least squares, sigma by least squares on |r - mu(t)|, and e's 2.5% and 97.5%
-points taken from the standardised held-out errors themselves (order statistics far
-enough out, `tail_rank`, so no normality is assumed). The 95% interval of a new estimate y is every
-accuracy t that would put y inside its own 95% band [t + mu(t) + sigma(t) e_lo,
-t + mu(t) + sigma(t) e_hi]: a confidence set that holds at every true accuracy, not
-only on average over models, as far as the two lines describe the errors (the
-assumption the README states). Beyond the held-out models' accuracies the lines are
-extrapolated, the spread is held at its edge value and widened (`beyond`).
+points taken from the standardised held-out errors themselves, in each third of the
+models by accuracy (order statistics far enough out, so no normality is assumed). The
+95% interval of a new estimate y is every accuracy t that would put y inside its own
+95% band [t + mu(t) + sigma(t) e_lo(t), t + mu(t) + sigma(t) e_hi(t)]: a confidence set
+that holds at every true accuracy, not only on average over models, as far as the
+curves describe the errors (the assumption the README states). The band's edges are
+made nondecreasing in t (by widening only), so a higher estimate never gets a lower
+interval. Beyond the held-out models'
+accuracies the mean is continued along its tangent and the spread held at its edge
+value and widened; the belt speaks for their range widened by all of it on each side
+(`REACH`), and an interval that reaches past their range is `beyond`.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ MISS = 0.1  # fewer held-out models cannot place a 2.5% point
 # value per unit of accuracy outside (kept below 1 / (spread x tail point), or the
 # belt would admit every accuracy).
 BEYOND_WIDENING = 2.0
-REACH = 0.5  # the belt speaks for the held-out range widened by half of it each side
+REACH = 1.0  # the belt speaks for the held-out range widened by all of it each side
 
 
 @dataclass(frozen=True)
@@ -133,7 +137,7 @@ class Calibration:
 
     @staticmethod
     def valid_list(values: list[float]) -> bool:
-        """Whether `values` (finite numbers) can be a `to_list()`: 12 of them, the range
+        """Whether `values` (finite numbers) can be a `to_list()`: 19 of them, the range
         within [0, 1], a positive floor, low <= high, at least `MIN_MODELS` models."""
         return (len(values) == LIST_LENGTH and 0 <= values[16] <= values[17] <= 1
                 and values[6] > 0 and all(values[7 + k] <= values[10 + k] for k in range(3))
@@ -193,11 +197,21 @@ class Calibration:
 
     def _inside(self, flat: np.ndarray, scale: float) -> np.ndarray:
         """(n, grid) whether estimate n lies in the band of each grid accuracy."""
+        low_edge, high_edge = self.band(scale)
+        return (flat >= low_edge) & (flat <= high_edge) & self._domain()
+
+    def band(self, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+        """The band's lower and upper edges at each accuracy of `GRID`, made
+        nondecreasing in the accuracy by widening only (the lower edge to its running
+        minimum from above, the upper to its running maximum from below): a stronger
+        model is never expected to score lower, so a higher estimate never gets a
+        lower or narrower interval, whatever the fitted curves do at the ends."""
         centre = GRID + self.mean_at(GRID)
         spread = scale * self.spread_at(GRID)
         low_tail, high_tail = self.tails_at(GRID)
-        return ((flat >= centre + spread * low_tail) & (flat <= centre + spread * high_tail)
-                & self._domain())
+        low_edge = np.minimum.accumulate((centre + spread * low_tail)[::-1])[::-1]
+        high_edge = np.maximum.accumulate(centre + spread * high_tail)
+        return low_edge, high_edge
 
     def _domain(self) -> np.ndarray:
         """The accuracies the belt speaks for: the held-out models' range widened by

@@ -277,7 +277,9 @@ class Estimate:
     beyond : the interval reaches past the accuracies of the held-out models it was
         calibrated on: the model may lie beyond the reference models, where the
         interval extrapolates.
-    list_error_rate : the false discovery rate each list controls (0.05).
+    list_error_rate : the false discovery rate each list controls (0.05); None when the
+        interval holds on average over models only (a file older than /4, too few
+        models to calibrate), which cannot vouch for a list as a whole.
     unexplained : no accuracy explains the estimate: the micro-benchmark read this model
         unlike any held-out model; the interval is all the calibration speaks for, and
         nothing is listed.
@@ -305,7 +307,7 @@ class Estimate:
     rule: str
     interval_how: str
     beyond: bool = False
-    list_error_rate: float = 0.05
+    list_error_rate: float | None = 0.05
     unexplained: bool = False
 
 
@@ -337,8 +339,9 @@ def estimate_score(bundle: MicroBenchmarkFile, results: ItemScores, *,
     """Estimate `results`' model's full accuracy from the micro-benchmark, and list the
     reference models it is reliably above or below (`LIST_RULE`).
 
-    The 95% interval (`accuracy_interval`): for uniform random sampling, the Wilson
-    interval of a mean of n of N items drawn without replacement; for every other
+    The 95% interval (`accuracy_interval`): for uniform random sampling, the exact
+    interval of n of N items drawn without replacement (`hypergeometric_interval`;
+    Wilson's for partial-credit scores); for every other
     method, the Neyman belt calibrated on the file's held-out models
     (`mdad.practice.calibration`), its spread scaled by sqrt(size / n) when only n
     items were answered. With `allow_partial`, items the results lack are left out:
@@ -383,7 +386,8 @@ def estimate_score(bundle: MicroBenchmarkFile, results: ItemScores, *,
         mdad_crossing_pairs=bundle.crossing_pairs_at(used), above=names[ahead].tolist(),
         below=names[behind].tolist(), too_close=names[~(ahead | behind)].tolist(),
         rule=LIST_RULE, interval_how=interval.how, beyond=interval.beyond,
-        list_error_rate=LIST_FDR, unexplained=interval.unexplained)
+        list_error_rate=None if strict.averaged else LIST_FDR,
+        unexplained=interval.unexplained)
 
 
 @dataclass(frozen=True)
@@ -398,6 +402,7 @@ class AccuracyInterval:
     how: str
     beyond: bool = False
     unexplained: bool = False
+    averaged: bool = False  # holds on average over models only: no list-level claim
 
 
 def accuracy_interval(bundle: MicroBenchmarkFile, value: float, used: int,
@@ -429,7 +434,8 @@ def accuracy_interval(bundle: MicroBenchmarkFile, value: float, used: int,
                f"every accuracy (it needs {MIN_MODELS}); it holds on average only")
         spread = bundle.error_sd * np.sqrt(bundle.size / used)
         return AccuracyInterval(max(value - z * spread, 0.0), min(value + z * spread, 1.0),
-                                f"+-1.96 x the cross-validated error{scaled} ({why})")
+                                f"+-{z:.2f} x the cross-validated error{scaled} ({why})",
+                                averaged=True)
     scale = float(np.sqrt(bundle.size / used))
     low, high = (float(v) for v in calibration.interval(value, scale=scale))
     return AccuracyInterval(low, high, f"calibrated on {calibration.models} held-out "
@@ -691,6 +697,9 @@ def hypergeometric_interval(correct: int, n: int, pool: int,
     >>> hypergeometric_interval(5, 5, 5)  # the whole pool: exact
     (1.0, 1.0)
     """
+    if not 0 <= correct <= n <= pool or n < 1:
+        raise ValueError(f"need 0 <= correct <= n <= pool and n >= 1; got {correct}, {n}, "
+                         f"{pool}")
     tail = (1 - confidence) / 2
     x = np.arange(n + 1, dtype=np.float64)
 
