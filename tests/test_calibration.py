@@ -144,3 +144,12 @@ def test_a_tail_beyond_what_the_models_can_place_is_stretched_as_a_normal_would(
     # 336 models place a 2.5% tail, not a 0.05% one: its extremes are stretched by
     # z(0.9995) / z(1 - (1 - 0.1 ** (1 / 336))) = 3.29 / 2.47
     assert strict.high[1] > usual.high[1] * 1.2 and strict.low[1] < usual.low[1] * 1.2
+
+
+def test_the_notice_is_for_estimates_past_the_strongest_model_s_band():
+    rng = np.random.default_rng(6)
+    truth = rng.uniform(0.3, 0.5, 500)
+    belt = Calibration.fit(truth, truth + rng.normal(0, 0.02, truth.size))
+    inside = truth + rng.normal(0, 0.02, truth.size)
+    assert belt.beyond(inside).mean() < 0.03  # the models it was fitted on: rarely
+    assert belt.beyond(np.array([0.62, 0.18, 0.4])).tolist() == [True, True, False]

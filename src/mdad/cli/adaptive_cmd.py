@@ -99,8 +99,9 @@ def _print_estimate(test: AdaptiveTest, as_json: bool) -> None:
                     "metric": test.metric, "round": test.round})
         return
     if estimate.beyond:
-        note("the interval reaches past the accuracies of the models it was calibrated on: "
-             "this model may lie beyond them, where the interval extrapolates")
+        note("even the strongest (or weakest) of the models the interval was calibrated "
+             "on would rarely give this estimate: this model may lie beyond them, "
+             "where the interval extrapolates")
     state = "FINAL" if estimate.finished else "so far"
     literal_console().print(
         f"estimate ({state}, {estimate.answered} of {estimate.budget} items of "

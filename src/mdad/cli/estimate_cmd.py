@@ -120,10 +120,11 @@ def _estimate_notes(bundle, answer) -> None:
              "any of the models it was calibrated on, so the interval is the whole range it "
              "speaks for and no model is listed above or below")
     elif answer.beyond:
-        note("the interval reaches past the accuracies of the models it was calibrated on "
-             f"({points(bundle.calibration().lowest)} to "
-             f"{points(bundle.calibration().highest)}): this model may lie beyond the "
-             "reference models, where the interval extrapolates")
+        note("even the strongest (or weakest) of the models the interval was calibrated "
+             f"on would rarely give this estimate (their accuracies "
+             f"{points(bundle.calibration().lowest)} to {points(bundle.calibration().highest)}"
+             "): this model may lie beyond the reference models, where the interval "
+             "extrapolates")
     if bundle.subset_note():
         note(f"the micro-benchmark was {bundle.subset_note()}")
 

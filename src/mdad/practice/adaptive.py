@@ -68,8 +68,8 @@ class AdaptiveEstimate:
         multidimensional fit, along its least-determined direction).
     cv_error : the cross-validated root mean square error for this many answers.
     interval_how : how the interval was made.
-    beyond : the interval reaches past the accuracies of the held-out tests that
-        calibrate it: the model may lie beyond the dataset's models.
+    beyond : the estimate lies past the band of the strongest (weakest) held-out
+        model's test: the model may lie beyond the dataset's models.
     finished : True once the budget is spent or `ability_standard_error` < the target.
     reason : why it finished, or what comes next.
     """
@@ -191,7 +191,7 @@ class AdaptiveTest:
         else:
             finished, reason = False, (f"{self.budget - n} of {self.budget} items left")
         return AdaptiveEstimate(accuracy, low, high, n, self.budget, se, cv, finished,
-                                reason, how, bool(self.beyond_at(low, high, n)))
+                                reason, how, bool(self.beyond_at(np.array(accuracy), n)))
 
     def _interval(self, accuracy: float, ability: np.ndarray, covariance: np.ndarray,
                   answered: np.ndarray, cv: float) -> tuple[float, float, str]:
@@ -230,17 +230,16 @@ class AdaptiveTest:
         k = int(np.searchsorted(self.cv_answered, answered, side="right")) - 1
         return Calibration.from_list(self.cv_calibration[max(k, 0)]).interval(accuracy)
 
-    def beyond_at(self, low: np.ndarray, high: np.ndarray, answered: int) -> np.ndarray:
-        """Whether intervals [low, high] after `answered` answers reach past the
-        accuracies of the held-out tests that calibrate them (False without a
-        calibration)."""
+    def beyond_at(self, accuracy: np.ndarray, answered: int) -> np.ndarray:
+        """Whether estimates `accuracy` after `answered` answers lie past the band of
+        the strongest (weakest) held-out model's test (`Calibration.beyond`; False
+        without a calibration)."""
         from mdad.practice.calibration import Calibration
 
         if self.cv_calibration is None:
-            return np.zeros(np.shape(low), dtype=bool)
+            return np.zeros(np.shape(accuracy), dtype=bool)
         k = int(np.searchsorted(self.cv_answered, answered, side="right")) - 1
-        calibration = Calibration.from_list(self.cv_calibration[max(k, 0)])
-        return (np.asarray(high) > calibration.highest) | (np.asarray(low) < calibration.lowest)
+        return Calibration.from_list(self.cv_calibration[max(k, 0)]).beyond(accuracy)
 
     def _accuracy_se(self, ability: np.ndarray, covariance: np.ndarray,
                      answered: np.ndarray) -> float:

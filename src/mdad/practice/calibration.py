@@ -19,7 +19,8 @@ made nondecreasing in t (by widening only), so a higher estimate never gets a lo
 interval. Beyond the held-out models'
 accuracies the mean is continued along its tangent and the spread held at its edge
 value and widened; the belt speaks for their range widened by all of it on each side
-(`REACH`), and an interval that reaches past their range is `beyond`.
+(`REACH`), and an estimate past the band of the strongest (weakest) of them is
+`beyond`.
 """
 
 from __future__ import annotations
@@ -38,10 +39,9 @@ WINDOWS = 3  # thirds of the held-out models by true accuracy, each with its own
 # The belt's 2.5% points are order statistics of the held-out errors, taken far enough
 # out that they are too central with probability at most MISS (see `tail_rank`).
 MISS = 0.1  # fewer held-out models cannot place a 2.5% point
-# Beyond the held-out models' accuracies the spread grows by this share of its edge
-# value per unit of accuracy outside (kept below 1 / (spread x tail point), or the
-# belt would admit every accuracy).
-BEYOND_WIDENING = 2.0
+# Beyond the held-out models' accuracies the inward tail (the lower one above them, the
+# upper one below) grows by this share per range-width outside.
+BEYOND_WIDENING = 0.0
 REACH = 1.0  # the belt speaks for the held-out range widened by all of it each side
 
 
@@ -157,13 +157,10 @@ class Calibration:
         return np.interp(x, self.centres, self.low), np.interp(x, self.centres, self.high)
 
     def spread_at(self, truth: np.ndarray) -> np.ndarray:
-        """sigma(t) for accuracies `truth` (any shape): held at the range's edges and
-        widened by `BEYOND_WIDENING` per unit outside it."""
-        t = np.asarray(truth, dtype=np.float64)
-        edge = np.clip(t, self.lowest, self.highest)
-        x = _unit(edge, self.lowest, self.highest)
-        base = np.maximum(np.polyval(self.spread[::-1], x), self.spread_floor)
-        return base * (1.0 + BEYOND_WIDENING * np.abs(t - edge))
+        """sigma(t) for accuracies `truth` (any shape), held at the range's edges."""
+        x = _unit(np.clip(np.asarray(truth, dtype=np.float64), self.lowest, self.highest),
+                  self.lowest, self.highest)
+        return np.maximum(np.polyval(self.spread[::-1], x), self.spread_floor)
 
     def interval(self, estimate: np.ndarray | float, scale: float = 1.0
                  ) -> tuple[np.ndarray, np.ndarray]:
@@ -209,6 +206,11 @@ class Calibration:
         centre = GRID + self.mean_at(GRID)
         spread = scale * self.spread_at(GRID)
         low_tail, high_tail = self.tails_at(GRID)
+        # beyond the range the inward tail widens: a stronger model than any held out
+        # may be read lower than the curves say (a shrinking estimator saturates)
+        x = _unit(GRID, self.lowest, self.highest)
+        low_tail = low_tail * (1.0 + BEYOND_WIDENING * np.maximum(x - 1.0, 0.0))
+        high_tail = high_tail * (1.0 + BEYOND_WIDENING * np.maximum(-x, 0.0))
         low_edge = np.minimum.accumulate((centre + spread * low_tail)[::-1])[::-1]
         high_edge = np.maximum.accumulate(centre + spread * high_tail)
         return low_edge, high_edge
@@ -220,10 +222,15 @@ class Calibration:
         reach = REACH * (self.highest - self.lowest)
         return (GRID >= self.lowest - reach) & (GRID <= self.highest + reach)
 
-    def beyond(self, low: float, high: float) -> bool:
-        """Whether an interval reaches past the held-out models' accuracies: the model
-        may lie beyond the reference models, where the belt extrapolates."""
-        return bool(high > self.highest or low < self.lowest)
+    def beyond(self, estimate: np.ndarray | float, scale: float = 1.0) -> np.ndarray:
+        """Whether each estimate lies past the band of the strongest (weakest) held-out
+        model's accuracy, which such a model gives rarely (the tail of `confidence`):
+        the model may lie beyond the models the belt was fitted on, where it
+        extrapolates (bool, `estimate`'s shape)."""
+        y = np.asarray(estimate, dtype=np.float64)
+        low_edge, high_edge = self.band(scale)
+        ends = np.searchsorted(GRID, [self.lowest, self.highest])
+        return (y > high_edge[min(ends[1], GRID.size - 1)]) | (y < low_edge[ends[0]])
 
 
 def tail_rank(m: int, tail: float, miss: float = MISS) -> int:

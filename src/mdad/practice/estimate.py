@@ -274,9 +274,9 @@ class Estimate:
         names, and each list holds as a whole (`list_error_rate`).
     rule : `LIST_RULE`.
     interval_how : how the accuracy interval was computed.
-    beyond : the interval reaches past the accuracies of the held-out models it was
-        calibrated on: the model may lie beyond the reference models, where the
-        interval extrapolates.
+    beyond : the estimate lies past the band of the strongest (weakest) held-out model
+        it was calibrated on, which such a model gives rarely: the model may lie beyond
+        the reference models, where the interval extrapolates (`Calibration.beyond`).
     list_error_rate : the false discovery rate each list controls (0.05); None when the
         interval holds on average over models only (a file older than /4, too few
         models to calibrate), which cannot vouch for a list as a whole.
@@ -393,7 +393,7 @@ def estimate_score(bundle: MicroBenchmarkFile, results: ItemScores, *,
 @dataclass(frozen=True)
 class AccuracyInterval:
     """A 95% interval of a model's full accuracy (fractions), how it was made, whether
-    it reaches past the accuracies it was calibrated on (an extrapolation), and whether
+    the estimate lies past the models it was calibrated on (an extrapolation), and whether
     no accuracy explains the estimate (`Calibration.unexplained`: then the interval is
     all the belt speaks for, and no list is made)."""
 
@@ -440,7 +440,7 @@ def accuracy_interval(bundle: MicroBenchmarkFile, value: float, used: int,
     low, high = (float(v) for v in calibration.interval(value, scale=scale))
     return AccuracyInterval(low, high, f"calibrated on {calibration.models} held-out "
                             f"models at every accuracy{scaled}",
-                            calibration.beyond(low, high),
+                            bool(calibration.beyond(value, scale)),
                             bool(calibration.unexplained(value, scale)))
 
 

@@ -192,5 +192,5 @@ def _adaptive(dataset: Dataset, method: str, sizes: Sequence[int], seed: int,
         low, high = test.interval_at(estimate, size)
         zeros = np.zeros(held.size, dtype=np.int64)
         parts.append((size, estimate, low, high, zeros, zeros,
-                      test.beyond_at(low, high, size)))
+                      test.beyond_at(estimate, size)))
     return parts
