@@ -16,11 +16,10 @@ models by accuracy (order statistics far enough out, so no normality is assumed)
 that holds at every true accuracy, not only on average over models, as far as the
 curves describe the errors (the assumption the README states). The band's edges are
 made nondecreasing in t (by widening only), so a higher estimate never gets a lower
-interval. Beyond the held-out models'
-accuracies the mean is continued along its tangent and the spread held at its edge
-value and widened; the belt speaks for their range widened by all of it on each side
-(`REACH`), and an estimate past the band of the strongest (weakest) of them is
-`beyond`.
+interval. Beyond the held-out models' accuracies the mean is continued along its
+tangent and the spread held at its edge value; the belt speaks for their range widened
+by all of it on each side (`REACH`), and an estimate past the band of the strongest
+(weakest) of them is `beyond`.
 """
 
 from __future__ import annotations
@@ -39,9 +38,6 @@ WINDOWS = 3  # thirds of the held-out models by true accuracy, each with its own
 # The belt's 2.5% points are order statistics of the held-out errors, taken far enough
 # out that they are too central with probability at most MISS (see `tail_rank`).
 MISS = 0.1  # fewer held-out models cannot place a 2.5% point
-# Beyond the held-out models' accuracies the inward tail (the lower one above them, the
-# upper one below) grows by this share per range-width outside.
-BEYOND_WIDENING = 0.0
 REACH = 1.0  # the belt speaks for the held-out range widened by all of it each side
 
 
@@ -206,11 +202,6 @@ class Calibration:
         centre = GRID + self.mean_at(GRID)
         spread = scale * self.spread_at(GRID)
         low_tail, high_tail = self.tails_at(GRID)
-        # beyond the range the inward tail widens: a stronger model than any held out
-        # may be read lower than the curves say (a shrinking estimator saturates)
-        x = _unit(GRID, self.lowest, self.highest)
-        low_tail = low_tail * (1.0 + BEYOND_WIDENING * np.maximum(x - 1.0, 0.0))
-        high_tail = high_tail * (1.0 + BEYOND_WIDENING * np.maximum(-x, 0.0))
         low_edge = np.minimum.accumulate((centre + spread * low_tail)[::-1])[::-1]
         high_edge = np.maximum.accumulate(centre + spread * high_tail)
         return low_edge, high_edge
