@@ -93,24 +93,33 @@ def results_csv(path: Path, bundle: MicroBenchmarkFile, row: np.ndarray,
 
 
 def assert_consistent(bundle: MicroBenchmarkFile, new: ItemScores) -> dict[str, int]:
-    """Every above/below of estimate is the winner compare names; every too-close has no
-    winner. Returns how many of each were seen."""
+    """Every above/below of estimate is the winner compare names, and its full accuracy
+    lies outside the 99.9% interval, at least the MDAD from the estimate; a too-close
+    model may have a compare winner (the lists are stricter). Returns how many of each
+    were seen, with "separated" counting too-close models compare separates."""
+    from mdad.practice.estimate import LIST_CONFIDENCE, accuracy_interval
+
     estimate = estimate_score(bundle, new, allow_partial=True)
+    strict = accuracy_interval(bundle, estimate.accuracy, estimate.items_used,
+                               LIST_CONFIDENCE)
     references = bundle.reference_scores()
-    seen = {"above": 0, "below": 0, "too_close": 0}
+    seen = {"above": 0, "below": 0, "too_close": 0, "separated": 0}
     above, below = set(estimate.above), set(estimate.below)
-    for name, row in zip(bundle.reference_models, references, strict=True):
+    for name, row, truth in zip(bundle.reference_models, references,
+                                bundle.reference_accuracy, strict=True):
         comparison = compare_models(bundle, new, ItemScores(name, row, [], 0),
                                     allow_partial=True)
         if name in above:
             assert comparison.winner == new.model, (new.model, name, comparison)
+            assert truth < strict.low and estimate.accuracy - truth >= estimate.mdad - 1e-9
             seen["above"] += 1
         elif name in below:
             assert comparison.winner == name, (new.model, name, comparison)
+            assert truth > strict.high and truth - estimate.accuracy >= estimate.mdad - 1e-9
             seen["below"] += 1
         else:
-            assert comparison.winner is None, (new.model, name, comparison)
             seen["too_close"] += 1
+            seen["separated"] += comparison.winner is not None
     return seen
 
 
@@ -570,10 +579,11 @@ def test_intel_and_llama_get_one_verdict(gpqa_data, gpqa_random_100, tmp_path: P
 @pytest.mark.slow
 def test_estimate_and_compare_agree_on_every_gpqa_pair(gpqa_data, gpqa_random_100):
     """Every reference model estimate lists as above or below is the winner compare
-    names for the same two answer vectors, for 40 new models against all 420."""
+    names for the same two answer vectors, for 40 new models against all 420; the lists
+    are stricter, so some too-close ones compare separates."""
     bundle = gpqa_random_100
     references = bundle.reference_scores()
-    totals = {"above": 0, "below": 0, "too_close": 0}
+    totals = {"above": 0, "below": 0, "too_close": 0, "separated": 0}
     for model in np.linspace(0, len(references) - 1, 40).astype(int):
         seen = assert_consistent(bundle, answers(bundle, references[model],
                                                  f"new-{model}"))
@@ -608,7 +618,7 @@ def test_estimate_and_compare_agree_for_every_estimator(method: str):
                            allow_partial=True)
     else:
         seen = assert_consistent(bundle, answers(bundle, references[3], "x", partial))
-        assert sum(seen.values()) == 30
+        assert seen["above"] + seen["below"] + seen["too_close"] == 30
 
 
 def test_the_paired_interval_on_the_whole_pool_is_the_exact_difference():

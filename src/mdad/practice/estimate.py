@@ -360,22 +360,9 @@ def estimate_score(bundle: MicroBenchmarkFile, results: ItemScores, *,
     value = float(_estimates(bundle, np.nan_to_num(results.scores)[None, :], observed)[0])
     interval = accuracy_interval(bundle, value, used)
     _, mdad = bundle.mdad_at(used)
-    truth = np.asarray(bundle.reference_accuracy)
-    gap = value - truth
-    clears = mdad is not None and np.abs(gap) >= mdad - _TOLERANCE
-    # listed only when the interval clears the model's known full accuracy and compare
-    # names the same winner: a list is wrong only if the interval misses on its side
     strict = accuracy_interval(bundle, value, used, LIST_CONFIDENCE)
-    clears = clears & (not (interval.unexplained or strict.unexplained))
-    ahead = clears & (truth < strict.low)
-    behind = clears & (truth > strict.high)
-    candidates = np.flatnonzero(ahead | behind)
-    verdicts = verdicts_against(bundle, results.scores, bundle.reference_scores()[candidates],
-                                observed, mdad)
-    agrees = np.zeros(truth.size, dtype=bool)
-    agrees[candidates] = verdicts.reliable & (np.sign(verdicts.difference)
-                                              == np.where(ahead, 1, -1)[candidates])
-    ahead, behind = ahead & agrees, behind & agrees
+    ahead, behind = _listed(bundle, results.scores, observed, value, mdad,
+                            None if interval.unexplained else strict)
     names = np.asarray(bundle.reference_models)
     return Estimate(
         model=results.model, accuracy=value, low=interval.low, high=interval.high,
@@ -388,6 +375,27 @@ def estimate_score(bundle: MicroBenchmarkFile, results: ItemScores, *,
         rule=LIST_RULE, interval_how=interval.how, beyond=interval.beyond,
         list_error_rate=None if strict.averaged else LIST_FDR,
         unexplained=interval.unexplained)
+
+
+def _listed(bundle: MicroBenchmarkFile, scores: np.ndarray, observed: np.ndarray,
+            value: float, mdad: float | None, strict: AccuracyInterval | None
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """`LIST_RULE`: bool masks over the reference models of those the model estimated
+    at `value` is listed above and below, from its `strict` (99.9%) interval; none
+    when the MDAD is not reached or no interval explains the estimate (None)."""
+    truth = np.asarray(bundle.reference_accuracy)
+    if mdad is None or strict is None or strict.unexplained:
+        return np.zeros(truth.size, dtype=bool), np.zeros(truth.size, dtype=bool)
+    clears = np.abs(value - truth) >= mdad - _TOLERANCE
+    ahead, behind = clears & (truth < strict.low), clears & (truth > strict.high)
+    # compare's verdict on the two models' answers, for the candidates only
+    candidates = np.flatnonzero(ahead | behind)
+    verdicts = verdicts_against(bundle, scores, bundle.reference_scores()[candidates],
+                                observed, mdad)
+    agrees = np.zeros(truth.size, dtype=bool)
+    agrees[candidates] = verdicts.reliable & (np.sign(verdicts.difference)
+                                              == np.where(ahead, 1, -1)[candidates])
+    return ahead & agrees, behind & agrees
 
 
 @dataclass(frozen=True)
