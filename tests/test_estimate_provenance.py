@@ -27,15 +27,23 @@ def test_answers_to_another_benchmark_are_refused_even_when_partial(gpqa_file: P
     --allow-partial they were estimated as GPQA answers."""
     from mdad.data import load_dataset
 
-    ids = [str(i) for i in load_dataset("mmlu-pro-29").matrix.item_ids[:400]]
+    ids = [str(i) for i in load_dataset("mmlu-pro-29").matrix.item_ids]
     answers = tmp_path / "mmlu.csv"
     answers.write_text("item_id,correct\n" + "".join(f"{i},{k % 2}\n"
                                                      for k, i in enumerate(ids)))
+    # a stray id among GPQA's own answers is ignored and counted, not refused
+    bundle_items = MicroBenchmarkFile.load(gpqa_file).items
+    stray = tmp_path / "stray.csv"
+    stray.write_text("item_id,correct\n" + "".join(f"{i},1\n" for i in bundle_items)
+                     + "not-an-item,1\n")
+    proc = mdad_cli("estimate", gpqa_file, stray, cwd=tmp_path)
+    assert_ok(proc)
+    assert "1 items that are not in the micro-benchmark" in " ".join(proc.stderr.split())
     bundle = MicroBenchmarkFile.load(gpqa_file)
     assert any(i in bundle.items for i in ids)  # the overlap that fooled it
     for extra in ((), ("--allow-partial",)):
         assert_user_error(mdad_cli("estimate", gpqa_file, answers, *extra, cwd=tmp_path),
-                          r"mmlu\.csv: \d+ of its 400 items are not items of gpqa \(e\.g\. "
+                          r"mmlu\.csv: \d+ of its 10326 items are not items of gpqa \(e\.g\. "
                           r"'\d+'\): answers to another benchmark\? pass this model's "
                           r"answers to gpqa")
 

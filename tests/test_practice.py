@@ -246,8 +246,7 @@ def test_estimate_and_compare_from_csv(gpqa_data, tmp_path: Path):
     assert "lacks 1 of the 100 items" in proc.stderr and "1 items that are not in" in proc.stderr
     assert "PARTIAL: 99 of the 100 items" in flat(proc.stdout)
     assert "at 99 items (analytic, 87,990 model pairs)" in flat(proc.stdout)
-    assert ("95% confidence for each of the 420 comparisons on its own, not for all at "
-            "once") in flat(proc.stdout)
+    assert "lists (false discovery rate at most 5% for each list)" in flat(proc.stdout)
     assert_user_error(mdad_cli("compare", out, paths[0], paths[1], cwd=tmp_path),
                       r"1 of the micro-benchmark's 100 items are missing")
     proc = mdad_cli("compare", out, paths[0], paths[1], "--json", "--allow-partial",

@@ -71,7 +71,9 @@ def _read_with_settings(dataset: str, **options: object
     from mdad.data.registry import accepted_options, find_loader
 
     path = Path(dataset).expanduser()
-    if dataset in DATASETS or not path.exists() or find_loader(path) is not LOADER:
+    # a pipe, a device or a dangling link is read_dataset's to name
+    regular = path.is_file() or path.is_dir()
+    if dataset in DATASETS or not regular or find_loader(path) is not LOADER:
         return read_dataset(dataset, **options), None
     given = accepted_options(LOADER, path, options)  # refuses the options of other formats
     read = read_lm_eval_samples(path, metric=str(given.get("metric") or "acc"),
