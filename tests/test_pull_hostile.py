@@ -448,6 +448,13 @@ def test_the_pull_s_modules_load_the_hub_client_only_when_a_pull_runs():
 
 def start_pull(tmp_path: Path, hub: HubStandIn, *args: str, preexec_fn=None
                ) -> subprocess.Popen:
+    def child() -> None:
+        # Ctrl-C as at a terminal: a shell's background job (CI started with `&`)
+        # inherits SIGINT ignored, which the pull rightly keeps ignoring
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        if preexec_fn is not None:
+            preexec_fn()
+
     env = {**os.environ, "HF_ENDPOINT": hub.endpoint, "XDG_CACHE_HOME": str(tmp_path / "c"),
            "HF_HOME": str(tmp_path / "hf"), "MDAD_DATA": str(tmp_path / "c" / "mdad")}
     env.pop("HF_TOKEN", None)
@@ -455,7 +462,7 @@ def start_pull(tmp_path: Path, hub: HubStandIn, *args: str, preexec_fn=None
     return subprocess.Popen([sys.executable, "-m", "mdad", "data", "pull", "leaderboard",
                              "bbh", "--out", str(tmp_path / "bbh"), *args], cwd=tmp_path,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, preexec_fn=preexec_fn)
+                            text=True, preexec_fn=child)
 
 
 def wait_for(condition, seconds: float = 60) -> None:
