@@ -32,12 +32,12 @@ from mdad.errors import DataError
 
 CONFIDENCE = 0.95
 GRID = np.linspace(0.0, 1.0, 4001)  # accuracies the belt is inverted over
-MIN_MODELS = 20
+MIN_MODELS = 20  # fewer held-out models cannot place a 2.5% point
 LIST_LENGTH = 19  # numbers in `Calibration.to_list()`
 WINDOWS = 3  # thirds of the held-out models by true accuracy, each with its own tails
 # The belt's 2.5% points are order statistics of the held-out errors, taken far enough
 # out that they are too central with probability at most MISS (see `tail_rank`).
-MISS = 0.1  # fewer held-out models cannot place a 2.5% point
+MISS = 0.1
 REACH = 1.0  # the belt speaks for the held-out range widened by all of it each side
 
 
