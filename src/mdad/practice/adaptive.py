@@ -728,6 +728,6 @@ def _cross_validated_error(scores: np.ndarray, dims: int, budget: int, batch: in
             estimates = np.empty((len(counts), scores.shape[0]))
         estimates[:, held] = fold
     error = np.sqrt(((estimates - truth[None, :]) ** 2).mean(axis=1))
-    calibration = (None if scores.shape[0] < MIN_MODELS else
+    calibration = (None if scores.shape[0] < MIN_MODELS or np.ptp(truth) < 1e-6 else
                    [Calibration.fit(truth, row).to_list() for row in estimates])
     return counts, [float(v) for v in error], calibration

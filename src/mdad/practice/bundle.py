@@ -128,7 +128,8 @@ class MicroBenchmarkFile:
         few models to fit one (fewer than `calibration.MIN_MODELS`)."""
         from mdad.practice.calibration import MIN_MODELS, Calibration
 
-        if self.cv_truth is None or self.cv_estimate is None or len(self.cv_truth) < MIN_MODELS:
+        if (self.cv_truth is None or self.cv_estimate is None
+                or len(self.cv_truth) < MIN_MODELS or np.ptp(self.cv_truth) < 1e-6):
             return None
         return Calibration.fit(np.asarray(self.cv_truth), np.asarray(self.cv_estimate),
                                confidence)

@@ -99,6 +99,9 @@ class Calibration:
             raise DataError(f"{m} held-out models cannot calibrate a 95% interval; it "
                             f"needs at least {MIN_MODELS}")
         lowest, highest = float(truth.min()), float(truth.max())
+        if highest - lowest < 1e-6:
+            raise DataError(f"the {m} held-out models all have the same accuracy: they "
+                            "cannot show how the error varies with it")
         x = _unit(truth, lowest, highest)
         design = np.column_stack([np.ones(m), x, x * x])
         error = estimate - truth
@@ -210,7 +213,8 @@ class Calibration:
         """The accuracies the belt speaks for: the held-out models' range widened by
         `REACH` of it on each side. Further out, a shrinking estimator's lines would
         admit any accuracy up to 0 or 1; an interval that reaches an end is `beyond`."""
-        reach = REACH * (self.highest - self.lowest)
+        # never empty: models of one accuracy still leave a point either side
+        reach = max(REACH * (self.highest - self.lowest), 0.01)
         return (GRID >= self.lowest - reach) & (GRID <= self.highest + reach)
 
     def beyond(self, estimate: np.ndarray | float, scale: float = 1.0) -> np.ndarray:
