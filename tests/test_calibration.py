@@ -153,3 +153,34 @@ def test_the_notice_is_for_estimates_past_the_strongest_model_s_band():
     inside = truth + rng.normal(0, 0.02, truth.size)
     assert belt.beyond(inside).mean() < 0.03  # the models it was fitted on: rarely
     assert belt.beyond(np.array([0.62, 0.18, 0.4])).tolist() == [True, True, False]
+
+
+def test_beyond_the_models_the_belt_spans_a_trend_that_stops():
+    # fitted on models in [0.2, 0.35] whose estimator shrinks toward 0.3; stronger new
+    # models are read without bias: no held-out model says which, and both are covered
+    rng = np.random.default_rng(7)
+    truth = rng.uniform(0.2, 0.35, 400)
+    belt = Calibration.fit(truth, truth - 0.3 * (truth - 0.3) + rng.normal(0, 0.03, 400))
+    for level in (0.38, 0.42):
+        t = np.full(4000, level)
+        for y in (t + rng.normal(0, 0.03, t.size),  # the trend stops
+                  t - 0.3 * (t - 0.3) + rng.normal(0, 0.03, t.size)):  # it goes on
+            low, high = belt.interval(y)
+            assert np.mean((low <= t) & (t <= high)) >= 0.93, level
+
+
+def test_beyond_the_models_the_spread_grows_to_the_largest_within_them():
+    # sigma(x) = 0.01 + 0.08 x - 0.08 x^2: 0.03 at the middle, 0.01 at both edges of the
+    # range [0.2, 0.4]; beyond, it grows linearly to 0.03 at the reach (REACH = 1: 0.6, 0)
+    belt = Calibration((0.0, 0.0, 0.0), (0.01, 0.08, -0.08), 0.001, (-2.0, -2.5, -2.0),
+                       (2.0, 2.5, 2.0), (0.2, 0.5, 0.8), 0.2, 0.4, 100)
+    assert REACH == 1.0
+    assert belt.spread_at(np.array([0.2, 0.3, 0.4])) == pytest.approx([0.01, 0.03, 0.01])
+    assert belt.spread_at(np.array([0.45, 0.5, 0.6, 0.9, 0.1, 0.0])) == pytest.approx(
+        [0.015, 0.02, 0.03, 0.03, 0.02, 0.03])
+    # the tail points likewise, from the outer thirds' (2.0) to the widest (2.5)
+    assert belt.tails_at(np.array([0.4, 0.5, 0.7]))[1] == pytest.approx([2.0, 2.25, 2.5])
+    # so the band half the reach past the strongest model is 0.5 + 2.25 x 0.02 wide above
+    _, high = belt.band()
+    at = np.searchsorted(np.linspace(0, 1, 4001), 0.5)
+    assert high[at] == pytest.approx(0.5 + 2.25 * 0.02, abs=1e-3)

@@ -670,3 +670,28 @@ def test_another_metric_is_refused_unless_allowed(gpqa_random_100, tmp_path: Pat
     assert_user_error(mdad_cli("select", "gpqa", "--method", "random", "--size", "5",
                                "--metric", "acc", "--out", tmp_path / "x.json",
                                cwd=tmp_path), r"the gpqa data holds acc_norm scores only")
+
+
+def test_an_estimate_beyond_the_reference_models_lists_none(gpqa_data):
+    # the micro-benchmark knows the weaker 70% of GPQA's models; a stronger model whose
+    # estimate lies past the band of the strongest of them is read by the belt's
+    # extrapolation, so no list-level claim is made from it; compare still tests a pair
+    matrix, accuracy = gpqa_data.matrix, gpqa_data.matrix.accuracy()
+    weaker = np.flatnonzero(accuracy <= np.quantile(accuracy, 0.7))
+    bundle = select_microbenchmark(gpqa_data, "anchor-points", 100, seed=0, models=weaker)
+    column = {str(item): k for k, item in enumerate(matrix.item_ids)}
+    items = [column[item] for item in bundle.items]
+    beyond = []
+    for model in np.argsort(accuracy)[::-1][:40]:
+        new = ItemScores(str(matrix.model_names[model]),
+                         matrix.scores([model])[0, items].astype(np.float64), [], 0)
+        estimate = estimate_score(bundle, new)
+        if estimate.beyond and not estimate.unexplained:
+            beyond.append(new)
+            assert estimate.mdad is not None and estimate.high > max(bundle.reference_accuracy)
+            assert estimate.above == [] and estimate.below == []
+    assert len(beyond) >= 2
+    weakest = int(np.argmin(bundle.reference_accuracy))
+    other = ItemScores(bundle.reference_models[weakest],
+                       bundle.reference_scores()[weakest], [], 0)
+    assert compare_models(bundle, beyond[0], other).winner == beyond[0].model

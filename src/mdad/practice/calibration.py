@@ -16,10 +16,12 @@ models by accuracy (order statistics far enough out, so no normality is assumed)
 that holds at every true accuracy, not only on average over models, as far as the
 curves describe the errors (the assumption the README states). The band's edges are
 made nondecreasing in t (by widening only), so a higher estimate never gets a lower
-interval. Beyond the held-out models' accuracies the mean is continued along its
-tangent and the spread held at its edge value; the belt speaks for their range widened
-by all of it on each side (`REACH`), and an estimate past the band of the strongest
-(weakest) of them is `beyond`.
+interval. Beyond the held-out models' accuracies no model says how the error behaves, so
+the band widens there (`band`): it spans the mean error's tangent and its edge value
+(the trend may go on or stop), and the spread and the tail points grow from their edge
+values to the widest seen within the range, reached at the belt's reach (`REACH`, all
+of the range again on each side; the belt speaks for nothing further out). An
+estimate past the band of the strongest (weakest) held-out model is `beyond`.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from mdad.errors import DataError
 
 CONFIDENCE = 0.95
 GRID = np.linspace(0.0, 1.0, 4001)  # accuracies the belt is inverted over
+_UNIT = np.linspace(0.0, 1.0, 201)  # the held-out range, for the spread's largest
 MIN_MODELS = 20  # fewer held-out models cannot place a 2.5% point
 LIST_LENGTH = 19  # numbers in `Calibration.to_list()`
 WINDOWS = 3  # thirds of the held-out models by true accuracy, each with its own tails
@@ -48,8 +51,8 @@ class Calibration:
     Attributes
     ----------
     mean : mu(t) = mean[0] + mean[1] x + mean[2] x^2 with x = (t - lowest) / (highest -
-        lowest), the mean error (fractions); continued along its tangent beyond the
-        held-out range, where a parabola would turn.
+        lowest), the mean error (fractions); beyond the held-out range, where a
+        parabola would turn, continued along its tangent or held (`mean_at`).
     spread : sigma(t) = spread[0] + spread[1] x + spread[2] x^2, floored at
         `spread_floor` (fractions): held-out errors spread more at both ends of the
         models' range than in its middle.
@@ -142,24 +145,35 @@ class Calibration:
                 and values[6] > 0 and all(values[7 + k] <= values[10 + k] for k in range(3))
                 and values[13] <= values[14] <= values[15] and values[18] >= MIN_MODELS)
 
-    def mean_at(self, truth: np.ndarray) -> np.ndarray:
-        """mu(t) for accuracies `truth` (any shape)."""
+    def mean_at(self, truth: np.ndarray, trend: bool = True) -> np.ndarray:
+        """mu(t) for accuracies `truth` (any shape); beyond the held-out range continued
+        along its tangent (`trend`) or held at its edge value."""
         x = _unit(np.asarray(truth, dtype=np.float64), self.lowest, self.highest)
         edge = np.clip(x, 0.0, 1.0)
         a, b, c = self.mean
-        return a + b * edge + c * edge**2 + (b + 2 * c * edge) * (x - edge)
+        slope = b + 2 * c * edge if trend else 0.0
+        return a + b * edge + c * edge**2 + slope * (x - edge)
 
     def tails_at(self, truth: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The lower and upper tail points at accuracies `truth`: linear between the
-        thirds' centres, constant beyond them."""
+        thirds' centres, constant beyond them within the held-out range, and beyond
+        it growing toward the widest of them (`_past`)."""
         x = _unit(np.asarray(truth, dtype=np.float64), self.lowest, self.highest)
-        return np.interp(x, self.centres, self.low), np.interp(x, self.centres, self.high)
+        past = _past(x)
+        low = np.interp(x, self.centres, self.low)
+        high = np.interp(x, self.centres, self.high)
+        return (low + (min(self.low) - low) * past, high + (max(self.high) - high) * past)
 
     def spread_at(self, truth: np.ndarray) -> np.ndarray:
-        """sigma(t) for accuracies `truth` (any shape), held at the range's edges."""
-        x = _unit(np.clip(np.asarray(truth, dtype=np.float64), self.lowest, self.highest),
-                  self.lowest, self.highest)
-        return np.maximum(np.polyval(self.spread[::-1], x), self.spread_floor)
+        """sigma(t) for accuracies `truth` (any shape); beyond the held-out range growing
+        from its edge value toward its largest within the range (`_past`): a quadratic
+        fitted on a few edge models may turn toward 0 there, which no model beyond
+        confirms."""
+        x = _unit(np.asarray(truth, dtype=np.float64), self.lowest, self.highest)
+        within = np.maximum(np.polyval(self.spread[::-1], np.clip(x, 0.0, 1.0)),
+                            self.spread_floor)
+        largest = max(float(np.polyval(self.spread[::-1], _UNIT).max()), self.spread_floor)
+        return within + (largest - within) * _past(x)
 
     def interval(self, estimate: np.ndarray | float, scale: float = 1.0
                  ) -> tuple[np.ndarray, np.ndarray]:
@@ -176,46 +190,10 @@ class Calibration:
             puts the estimate inside its band (an estimate unlike any a held-out model
             gave, `unexplained`), the interval is every accuracy the belt speaks for.
         """
-        y = np.asarray(estimate, dtype=np.float64)
-        inside = self._inside(y.reshape(-1, 1), scale)
-        domain = self._domain()
-        inside[~inside.any(axis=1)] = domain  # unexplained: all the belt speaks for
-        first = np.argmax(inside, axis=1)
-        last = GRID.size - 1 - np.argmax(inside[:, ::-1], axis=1)
-        return GRID[first].reshape(y.shape), GRID[last].reshape(y.shape)
-
-    def unexplained(self, estimate: np.ndarray | float, scale: float = 1.0) -> np.ndarray:
-        """Whether no accuracy puts each estimate inside its band: the micro-benchmark
-        read this model unlike any held-out model of any accuracy (bool, `estimate`'s
-        shape)."""
-        y = np.asarray(estimate, dtype=np.float64)
-        return ~self._inside(y.reshape(-1, 1), scale).any(axis=1).reshape(y.shape)
-
-    def _inside(self, flat: np.ndarray, scale: float) -> np.ndarray:
-        """(n, grid) whether estimate n lies in the band of each grid accuracy."""
-        low_edge, high_edge = self.band(scale)
-        return (flat >= low_edge) & (flat <= high_edge) & self._domain()
-
-    def band(self, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-        """The band's lower and upper edges at each accuracy of `GRID`, made
-        nondecreasing in the accuracy by widening only (the lower edge to its running
-        minimum from above, the upper to its running maximum from below): a stronger
-        model is never expected to score lower, so a higher estimate never gets a
-        lower or narrower interval, whatever the fitted curves do at the ends."""
-        centre = GRID + self.mean_at(GRID)
-        spread = scale * self.spread_at(GRID)
-        low_tail, high_tail = self.tails_at(GRID)
-        low_edge = np.minimum.accumulate((centre + spread * low_tail)[::-1])[::-1]
-        high_edge = np.maximum.accumulate(centre + spread * high_tail)
-        return low_edge, high_edge
-
-    def _domain(self) -> np.ndarray:
-        """The accuracies the belt speaks for: the held-out models' range widened by
-        `REACH` of it on each side. Further out, a shrinking estimator's lines would
-        admit any accuracy up to 0 or 1; an interval that reaches an end is `beyond`."""
-        # never empty: models of one accuracy still leave a point either side
-        reach = max(REACH * (self.highest - self.lowest), 0.01)
-        return (GRID >= self.lowest - reach) & (GRID <= self.highest + reach)
+        y = np.asarray(estimate, dtype=np.float64).reshape(-1)
+        low, high = self._invert(self._inside(y, scale))
+        shape = np.shape(estimate)
+        return low.reshape(shape), high.reshape(shape)
 
     def beyond(self, estimate: np.ndarray | float, scale: float = 1.0) -> np.ndarray:
         """Whether each estimate lies past the band of the strongest (weakest) held-out
@@ -226,6 +204,49 @@ class Calibration:
         low_edge, high_edge = self.band(scale)
         ends = np.searchsorted(GRID, [self.lowest, self.highest])
         return (y > high_edge[min(ends[1], GRID.size - 1)]) | (y < low_edge[ends[0]])
+
+    def unexplained(self, estimate: np.ndarray | float, scale: float = 1.0) -> np.ndarray:
+        """Whether no accuracy puts each estimate inside its band: the micro-benchmark
+        read this model unlike any held-out model of any accuracy (bool, `estimate`'s
+        shape)."""
+        y = np.asarray(estimate, dtype=np.float64)
+        return ~self._inside(y.reshape(-1), scale).any(axis=1).reshape(y.shape)
+
+    def _invert(self, inside: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The lowest and highest grid accuracy of each row of `inside` (n, grid); a
+        row with none gets the whole domain."""
+        inside[~inside.any(axis=1)] = self._domain()
+        first = np.argmax(inside, axis=1)
+        last = GRID.size - 1 - np.argmax(inside[:, ::-1], axis=1)
+        return GRID[first], GRID[last]
+
+    def _inside(self, flat: np.ndarray, scale: float) -> np.ndarray:
+        """(n, grid) whether estimate n lies in the band of each grid accuracy."""
+        low_edge, high_edge = self.band(scale)
+        flat = flat.reshape(-1, 1)
+        return (flat >= low_edge) & (flat <= high_edge) & self._domain()
+
+    def band(self, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+        """The band's lower and upper edges at each accuracy of `GRID`, made
+        nondecreasing in the accuracy by widening only (the lower edge to its running
+        minimum from above, the upper to its running maximum from below): a stronger
+        model is never expected to score lower, so a higher estimate never gets a
+        lower or narrower interval, whatever the fitted curves do at the ends.
+        Beyond the held-out range it spans both continuations of the mean error."""
+        spread = scale * self.spread_at(GRID)
+        low_tail, high_tail = self.tails_at(GRID)
+        centres = GRID + np.stack([self.mean_at(GRID), self.mean_at(GRID, trend=False)])
+        low_edge = np.minimum.accumulate((centres.min(axis=0) + spread * low_tail)[::-1])[::-1]
+        high_edge = np.maximum.accumulate(centres.max(axis=0) + spread * high_tail)
+        return low_edge, high_edge
+
+    def _domain(self) -> np.ndarray:
+        """The accuracies the belt speaks for: the held-out models' range widened by
+        `REACH` of it on each side. Further out, a shrinking estimator's lines would
+        admit any accuracy up to 0 or 1; an interval that reaches an end is `beyond`."""
+        # never empty: models of one accuracy still leave a point either side
+        reach = max(REACH * (self.highest - self.lowest), 0.01)
+        return (GRID >= self.lowest - reach) & (GRID <= self.highest + reach)
 
 
 def tail_rank(m: int, tail: float, miss: float = MISS) -> int:
@@ -259,6 +280,12 @@ def _tails(standardised: np.ndarray, tail: float, conformal: bool = False
         centre = float(np.median(ordered))
         low, high = centre + (low - centre) * stretch, centre + (high - centre) * stretch
     return low, high
+
+
+def _past(x: np.ndarray) -> np.ndarray:
+    """How far beyond the held-out range each unit accuracy `x` lies, as a share of the
+    belt's reach: 0 within the range, 1 at the reach's end and further."""
+    return np.clip(np.maximum(x - 1.0, -x) / REACH, 0.0, 1.0)
 
 
 def _floats(values) -> tuple[float, float, float]:

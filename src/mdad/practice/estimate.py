@@ -280,7 +280,8 @@ class Estimate:
     interval_how : how the accuracy interval was computed.
     beyond : the estimate lies past the band of the strongest (weakest) held-out model
         it was calibrated on, which such a model gives rarely: the model may lie beyond
-        the reference models, where the interval extrapolates (`Calibration.beyond`).
+        the reference models, where the interval extrapolates (`Calibration.beyond`),
+        so no model is listed above or below.
     list_error_rate : the false discovery rate each list controls (0.05); None when the
         interval holds on average over models only (a file older than /4, too few
         models to calibrate), which cannot vouch for a list as a whole.
@@ -365,8 +366,10 @@ def estimate_score(bundle: MicroBenchmarkFile, results: ItemScores, *,
     interval = accuracy_interval(bundle, value, used)
     _, mdad = bundle.mdad_at(used)
     strict = accuracy_interval(bundle, value, used, LIST_CONFIDENCE)
+    # an estimate no reference model's accuracy gives is read by the belt's extrapolation,
+    # whose far tails no held-out model tested: no list-level claim rests on it
     ahead, behind = _listed(bundle, results.scores, observed, value, mdad,
-                            None if interval.unexplained else strict)
+                            None if interval.unexplained or interval.beyond else strict)
     names = np.asarray(bundle.reference_models)
     return Estimate(
         model=results.model, accuracy=value, low=interval.low, high=interval.high,
@@ -386,7 +389,8 @@ def _listed(bundle: MicroBenchmarkFile, scores: np.ndarray, observed: np.ndarray
             ) -> tuple[np.ndarray, np.ndarray]:
     """`LIST_RULE`: bool masks over the reference models of those the model estimated
     at `value` is listed above and below, from its `strict` (99.9%) interval; none
-    when the MDAD is not reached or no interval explains the estimate (None)."""
+    when the MDAD is not reached or the interval is withheld (None: the estimate is
+    unexplained or beyond the reference models)."""
     truth = np.asarray(bundle.reference_accuracy)
     if mdad is None or strict is None or strict.unexplained:
         return np.zeros(truth.size, dtype=bool), np.zeros(truth.size, dtype=bool)
