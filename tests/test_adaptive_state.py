@@ -698,3 +698,16 @@ def test_a_state_is_opened_once_never_through_a_link_and_read_bounded(tmp_path):
         with pytest.raises(DataError, match=rf"^{path}: {message}"):
             AdaptiveTest.load(path)
     assert time.monotonic() - began < 10
+
+
+def test_a_synthetic_dataset_s_test_saves_and_loads(gpqa_data):
+    # a synthetic matrix has no file to hash: its identity stands in the sha256 field
+    from mdad.data import load_dataset
+
+    data = load_dataset("synthetic:gpqa")
+    assert data.matrix.sha256 == "synthetic:gpqa:420:0:irt5"
+    test = start_adaptive_test(data, budget=5, method="adaptive-md")
+    assert checked(test.to_json()).sha256 == data.matrix.sha256
+    damaged = {**test.to_json(), "sha256": "synthetic:gpqa:420:0:irt5\n"}
+    with pytest.raises(DataError, match="sha256"):
+        checked(damaged)

@@ -23,6 +23,7 @@ neither the registry nor the loaders.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -33,6 +34,8 @@ from mdad.data.matrix import ResponseMatrix
 from mdad.errors import ConfigError
 
 PREFIX = "synthetic:"
+# a synthetic matrix's `sha256` field: what it is drawn from, since it has no file to hash
+IDENTITY = re.compile(r"synthetic:[a-z-]+:[0-9]+:[0-9]+:irt[0-9]+")
 MAX_MODELS = 5000
 IRT_DIMS = 5
 BBH_SPECIAL = {"bbh_causal_judgement": 187, "bbh_penguins_in_a_table": 146, "bbh_snarks": 178}
@@ -189,4 +192,4 @@ def synthetic_matrix(shape: str, real: RealData, *, n_models: int = 420,
         np.array([str(j) for j in range(n_items)]),
         subtasks=np.repeat(names, sizes), confidence=confidence,
         source=f"{PREFIX}{shape} ({n_models} models, seed {data_seed})",
-        sha256=f"synthetic:{shape}:{n_models}:{data_seed}:irt{IRT_DIMS}")
+        sha256=f"{PREFIX}{shape}:{n_models}:{data_seed}:irt{IRT_DIMS}")

@@ -33,6 +33,7 @@ import numpy as np
 
 from mdad import __version__
 from mdad.data.registry import Dataset
+from mdad.data.synthetic import IDENTITY as SYNTHETIC_IDENTITY
 from mdad.errors import ConfigError, DataError, check_whole
 from mdad.irt.cat import map_ability, predicted_accuracy
 from mdad.practice.bundle import lm_eval_ids
@@ -519,8 +520,9 @@ STATE_SCHEMA: dict[str, tuple[str, Callable[[Any, dict[str, Any]], bool]]] = {
                lambda v, s: v in (STATE_FORMAT, OLDER_STATE_FORMAT)),
     "mdad_version": ("must be printable text", lambda v, s: _text(v)),
     "dataset": ("must be printable text", lambda v, s: _text(v)),
-    "sha256": ("must be 64 lowercase hex digits, or empty",
-               lambda v, s: v == "" or (isinstance(v, str) and bool(_HEX64.fullmatch(v)))),
+    "sha256": ("must be 64 lowercase hex digits, a synthetic dataset's identity, or empty",
+               lambda v, s: v == "" or (isinstance(v, str) and bool(
+                   _HEX64.fullmatch(v) or SYNTHETIC_IDENTITY.fullmatch(v)))),
     "method": (f"must be one of {', '.join(ADAPTIVE_METHODS)}",
                lambda v, s: isinstance(v, str) and v in ADAPTIVE_METHODS),
     "metric": ("must be printable text", lambda v, s: _text(v)),
