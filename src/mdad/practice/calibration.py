@@ -195,16 +195,6 @@ class Calibration:
         shape = np.shape(estimate)
         return low.reshape(shape), high.reshape(shape)
 
-    def beyond(self, estimate: np.ndarray | float, scale: float = 1.0) -> np.ndarray:
-        """Whether each estimate lies past the band of the strongest (weakest) held-out
-        model's accuracy, which such a model gives rarely (the tail of `confidence`):
-        the model may lie beyond the models the belt was fitted on, where it
-        extrapolates (bool, `estimate`'s shape)."""
-        y = np.asarray(estimate, dtype=np.float64)
-        low_edge, high_edge = self.band(scale)
-        ends = np.searchsorted(GRID, [self.lowest, self.highest])
-        return (y > high_edge[min(ends[1], GRID.size - 1)]) | (y < low_edge[ends[0]])
-
     def unexplained(self, estimate: np.ndarray | float, scale: float = 1.0) -> np.ndarray:
         """Whether no accuracy puts each estimate inside its band: the micro-benchmark
         read this model unlike any held-out model of any accuracy (bool, `estimate`'s
@@ -243,11 +233,21 @@ class Calibration:
     def _domain(self) -> np.ndarray:
         """The accuracies the belt speaks for: the held-out models' range widened by
         `REACH` of it on each side. Further out, a shrinking estimator's lines would
-        admit any accuracy up to 0 or 1; an interval that reaches an end is `beyond`."""
+        admit any accuracy up to 0 or 1."""
         # never empty: models of one accuracy still leave a point either side
         reach = max(REACH * (self.highest - self.lowest), 0.01)
         return (GRID >= self.lowest - reach) & (GRID <= self.highest + reach)
 
+
+    def beyond(self, estimate: np.ndarray | float, scale: float = 1.0) -> np.ndarray:
+        """Whether each estimate lies past the band of the strongest (weakest) held-out
+        model's accuracy, which such a model gives rarely (the tail of `confidence`):
+        the model may lie beyond the models the belt was fitted on, where it
+        extrapolates (bool, `estimate`'s shape)."""
+        y = np.asarray(estimate, dtype=np.float64)
+        low_edge, high_edge = self.band(scale)
+        ends = np.searchsorted(GRID, [self.lowest, self.highest])
+        return (y > high_edge[min(ends[1], GRID.size - 1)]) | (y < low_edge[ends[0]])
 
 def tail_rank(m: int, tail: float, miss: float = MISS) -> int:
     """The rank k (1..m) of the order statistic taken as a `tail` point of m draws, so
