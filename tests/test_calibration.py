@@ -156,17 +156,33 @@ def test_the_notice_is_for_estimates_past_the_strongest_model_s_band():
 
 
 def test_beyond_the_models_the_belt_spans_a_trend_that_stops():
-    # fitted on models in [0.2, 0.35] whose estimator shrinks toward 0.3; stronger new
-    # models are read without bias: no held-out model says which, and both are covered
+    # fitted on models in [0.2, 0.35] whose estimator shrinks toward 0.3 by 0.7; stronger
+    # new models may be read with the trend going on, or with the error it had at the
+    # strongest model (-0.035): no held-out model says which, so both are covered, and
+    # each continuation alone would miss the other's models
     rng = np.random.default_rng(7)
     truth = rng.uniform(0.2, 0.35, 400)
-    belt = Calibration.fit(truth, truth - 0.3 * (truth - 0.3) + rng.normal(0, 0.03, 400))
+    belt = Calibration.fit(truth, truth - 0.7 * (truth - 0.3) + rng.normal(0, 0.02, 400))
     for level in (0.38, 0.42):
         t = np.full(4000, level)
-        for y in (t + rng.normal(0, 0.03, t.size),  # the trend stops
-                  t - 0.3 * (t - 0.3) + rng.normal(0, 0.03, t.size)):  # it goes on
+        for y in (t - 0.035 + rng.normal(0, 0.02, t.size),  # the trend stops
+                  t - 0.7 * (t - 0.3) + rng.normal(0, 0.02, t.size)):  # it goes on
             low, high = belt.interval(y)
             assert np.mean((low <= t) & (t <= high)) >= 0.93, level
+
+
+def test_a_mean_error_falling_past_the_range_leaves_the_range_s_band_alone():
+    # mu(x) = -0.15 x^2 over [0.2, 0.4]: its tangent at the top falls 1.5 times faster
+    # than t rises. Continued as it is, the band's centre would fall past the range
+    # (to 0.15 at 0.6) and the running minimum would carry that back: an estimate at the
+    # weakest model's level would get an interval up to the reach's end (0.6)
+    belt = Calibration((0.0, 0.0, -0.15), (0.01, 0.0, 0.0), 0.001, (-2.0,) * 3,
+                       (2.0,) * 3, (0.2, 0.5, 0.8), 0.2, 0.4, 100)
+    centre = np.linspace(0.4, 0.6, 50)
+    assert np.all(np.diff(centre + belt.mean_at(centre)) >= -1e-12)  # never falls
+    low, high = belt.interval(0.2)
+    # the lower band edge t - 0.15 x^2 - 0.02 reaches 0.2 at t = 0.2215
+    assert float(high) == pytest.approx(0.2215, abs=2e-3) and float(low) < 0.2
 
 
 def test_beyond_the_models_the_spread_grows_to_the_largest_within_them():

@@ -101,7 +101,7 @@ def _print_estimate(test: AdaptiveTest, as_json: bool) -> None:
     if estimate.beyond:
         note("even the strongest (or weakest) of the models the interval was calibrated "
              "on would rarely give this estimate: this model may lie beyond them, "
-             "where the interval extrapolates (widened for that)")
+             "where the interval extrapolates (widened, on an assumption)")
     state = "FINAL" if estimate.finished else "so far"
     literal_console().print(
         f"estimate ({state}, {estimate.answered} of {estimate.budget} items of "

@@ -124,7 +124,7 @@ def _estimate_notes(bundle, answer) -> None:
              f"on would rarely give this estimate (their accuracies "
              f"{points(bundle.calibration().lowest)} to {points(bundle.calibration().highest)}"
              "): this model may lie beyond the reference models, where the interval "
-             "extrapolates (widened for that), and no model is listed above or below; "
+             "extrapolates (widened, on an assumption), and no model is listed above or below; "
              "`mdad compare` tests one pair")
     if bundle.subset_note():
         note(f"the micro-benchmark was {bundle.subset_note()}")

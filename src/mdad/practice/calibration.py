@@ -55,13 +55,14 @@ class Calibration:
         parabola would turn, continued along its tangent or held (`mean_at`).
     spread : sigma(t) = spread[0] + spread[1] x + spread[2] x^2, floored at
         `spread_floor` (fractions): held-out errors spread more at both ends of the
-        models' range than in its middle.
+        models' range than in its middle. Beyond the range it grows (`spread_at`).
     spread_floor : a tenth of the mean absolute error: never a spread of 0.
     low, high : the tail points of the standardised errors (`tail_rank`) in each third
         of the held-out models by true accuracy, at `centres` (x of each third's median
         model), each at least as far out as the tail point of all of them: the lower
         tail of strong models' errors is longer (a strong model can look average on a
-        few items), which one set of tail points for all would miss.
+        few items), which one set of tail points for all would miss. Beyond the
+        held-out range they grow toward the widest of them (`tails_at`).
     lowest, highest : the range of the held-out models' true accuracies.
     models : how many held-out models it was fitted on.
     """
@@ -147,11 +148,13 @@ class Calibration:
 
     def mean_at(self, truth: np.ndarray, trend: bool = True) -> np.ndarray:
         """mu(t) for accuracies `truth` (any shape); beyond the held-out range continued
-        along its tangent (`trend`) or held at its edge value."""
+        along its tangent (`trend`), but never falling faster than t rises (a stronger
+        model is never expected to score lower), or held at its edge value."""
         x = _unit(np.asarray(truth, dtype=np.float64), self.lowest, self.highest)
         edge = np.clip(x, 0.0, 1.0)
         a, b, c = self.mean
-        slope = b + 2 * c * edge if trend else 0.0
+        steepest = -max(self.highest - self.lowest, 1e-9)  # d mu / d x = -d t / d x
+        slope = np.maximum(b + 2 * c * edge, steepest) if trend else 0.0
         return a + b * edge + c * edge**2 + slope * (x - edge)
 
     def tails_at(self, truth: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -204,7 +207,7 @@ class Calibration:
 
     def _invert(self, inside: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The lowest and highest grid accuracy of each row of `inside` (n, grid); a
-        row with none gets the whole domain."""
+        row with none gets the whole domain, written into `inside` (a fresh array)."""
         inside[~inside.any(axis=1)] = self._domain()
         first = np.argmax(inside, axis=1)
         last = GRID.size - 1 - np.argmax(inside[:, ::-1], axis=1)
@@ -221,14 +224,18 @@ class Calibration:
         nondecreasing in the accuracy by widening only (the lower edge to its running
         minimum from above, the upper to its running maximum from below): a stronger
         model is never expected to score lower, so a higher estimate never gets a
-        lower or narrower interval, whatever the fitted curves do at the ends.
-        Beyond the held-out range it spans both continuations of the mean error."""
+        lower interval, whatever the fitted curves do at the ends. Accuracies past the
+        belt's reach (`_domain`), which no interval includes, take no part. Beyond the
+        held-out range the band spans both continuations of the mean error."""
         spread = scale * self.spread_at(GRID)
         low_tail, high_tail = self.tails_at(GRID)
         centres = GRID + np.stack([self.mean_at(GRID), self.mean_at(GRID, trend=False)])
-        low_edge = np.minimum.accumulate((centres.min(axis=0) + spread * low_tail)[::-1])[::-1]
-        high_edge = np.maximum.accumulate(centres.max(axis=0) + spread * high_tail)
-        return low_edge, high_edge
+        outside = ~self._domain()
+        low_edge = centres.min(axis=0) + spread * low_tail
+        high_edge = centres.max(axis=0) + spread * high_tail
+        low_edge[outside], high_edge[outside] = np.inf, -np.inf
+        return (np.minimum.accumulate(low_edge[::-1])[::-1],
+                np.maximum.accumulate(high_edge))
 
     def _domain(self) -> np.ndarray:
         """The accuracies the belt speaks for: the held-out models' range widened by
