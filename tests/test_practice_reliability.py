@@ -689,7 +689,7 @@ def test_an_estimate_beyond_the_reference_models_lists_none(gpqa_data):
         if estimate.beyond and not estimate.unexplained:
             beyond.append(new)
             assert estimate.mdad is not None and estimate.high > max(bundle.reference_accuracy)
-            assert estimate.above == [] and estimate.below == []
+            assert estimate.above == estimate.below == estimate.too_close == []
     assert len(beyond) >= 2
     weakest = int(np.argmin(bundle.reference_accuracy))
     other = ItemScores(bundle.reference_models[weakest],

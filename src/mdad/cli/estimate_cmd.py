@@ -95,13 +95,17 @@ def estimate(
                   f"{mdad} at {answer.items_used} items "
                   f"({mdad_source(answer.mdad_how, answer.mdad_pairs)}): reliably above "
                   f"{len(answer.above)} of them, reliably below {len(answer.below)}, too close "
-                  f"to call against {len(answer.too_close)}")
+                  f"to call against {len(answer.too_close)}")  # all 0 when none is judged
     # a user reads a whole list at once: say what holds for it
     rate = ("false discovery rate at most "
             f"{answer.list_error_rate:.0%} for each list" if answer.list_error_rate is not None
             else "no error rate for a list as a whole: the interval holds on average only")
     console.print(f"lists ({rate}): {answer.rule}")
-    if not answer.mdad_reached:
+    if answer.beyond or answer.unexplained:
+        console.print(f"no model is judged above, below or too close: this estimate lies "
+                      f"past what the {len(bundle.reference_models)} models give (see the "
+                      "note), so no list can rest on it")
+    elif not answer.mdad_reached:
         console.print("no model is reliably above or below: the MDAD is not reached at this "
                       "size, so no gap on these items is reliable")
     for label, names in (("reliably above", answer.above), ("reliably below", answer.below),

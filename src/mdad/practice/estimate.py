@@ -275,7 +275,8 @@ class Estimate:
         items (0 when not reached, None when the file does not record them).
     above, below, too_close : reference models this model is reliably above, below,
         or too close to call (`LIST_RULE`): every model listed is the winner `compare`
-        names, and each list holds as a whole (`list_error_rate`).
+        names, and each list holds as a whole (`list_error_rate`). All three are
+        empty when the estimate is `beyond` or `unexplained`: no model is judged.
     rule : `LIST_RULE`.
     interval_how : how the accuracy interval was computed.
     beyond : the estimate lies past the band of the strongest (weakest) held-out model
@@ -368,9 +369,11 @@ def estimate_score(bundle: MicroBenchmarkFile, results: ItemScores, *,
     strict = accuracy_interval(bundle, value, used, LIST_CONFIDENCE)
     # an estimate no reference model's accuracy gives is read by the belt's extrapolation,
     # whose far tails no held-out model tested: no list-level claim rests on it
+    withheld = interval.unexplained or interval.beyond
     ahead, behind = _listed(bundle, results.scores, observed, value, mdad,
-                            None if interval.unexplained or interval.beyond else strict)
+                            None if withheld else strict)
     names = np.asarray(bundle.reference_models)
+    judged = ~(ahead | behind) & (not withheld)  # withheld: no model is judged at all
     return Estimate(
         model=results.model, accuracy=value, low=interval.low, high=interval.high,
         confidence=CONFIDENCE, items_used=used, size=bundle.size, partial=used < bundle.size,
@@ -378,7 +381,7 @@ def estimate_score(bundle: MicroBenchmarkFile, results: ItemScores, *,
         mdad_reached=mdad is not None, max_gap=bundle.max_gap,
         mdad_pairs=bundle.mdad_pairs, mdad_how=bundle.mdad_how,
         mdad_crossing_pairs=bundle.crossing_pairs_at(used), above=names[ahead].tolist(),
-        below=names[behind].tolist(), too_close=names[~(ahead | behind)].tolist(),
+        below=names[behind].tolist(), too_close=names[judged].tolist(),
         rule=LIST_RULE, interval_how=interval.how, beyond=interval.beyond,
         list_error_rate=None if strict.averaged else LIST_FDR,
         unexplained=interval.unexplained)
