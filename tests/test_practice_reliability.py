@@ -695,3 +695,32 @@ def test_an_estimate_beyond_the_reference_models_lists_none(gpqa_data):
     other = ItemScores(bundle.reference_models[weakest],
                        bundle.reference_scores()[weakest], [], 0)
     assert compare_models(bundle, beyond[0], other).winner == beyond[0].model
+
+
+def test_an_interval_end_at_the_calibration_s_reach_is_said_to_be_censored(
+        gpqa_data, tmp_path: Path):
+    # selected from the weaker 70%: a stronger model's interval runs to where the belt
+    # stops speaking (one range past the strongest), which is no bound the data set
+    matrix, accuracy = gpqa_data.matrix, gpqa_data.matrix.accuracy()
+    weaker = np.flatnonzero(accuracy <= np.quantile(accuracy, 0.7))
+    bundle = select_microbenchmark(gpqa_data, "anchor-points", 100, seed=0, models=weaker)
+    bundle.save(tmp_path / "mb.json")
+    low_end, high_end = bundle.calibration().reach()
+    seen = {}
+    middle = weaker[np.argsort(accuracy[weaker])][[weaker.size * k // 10 for k in (4, 6, 8)]]
+    for model in (int(np.argmax(accuracy)), *map(int, middle)):
+        row = matrix.scores([model])[0]
+        name = str(matrix.model_names[model])
+        path = results_csv(tmp_path / f"{model}.csv", bundle, row[[
+            {str(i): k for k, i in enumerate(matrix.item_ids)}[item]
+            for item in bundle.items]])
+        estimate = estimate_score(bundle, ItemScores(name, row[[
+            {str(i): k for k, i in enumerate(matrix.item_ids)}[item]
+            for item in bundle.items]].astype(np.float64), [], 0))
+        proc = mdad_cli("estimate", tmp_path / "mb.json", path, cwd=tmp_path)
+        assert_ok(proc)
+        seen[model] = (estimate.high >= high_end - 1e-3 or estimate.low <= low_end + 1e-3,
+                       "only where the calibration stops" in flat(proc.stderr + proc.stdout))
+    assert all(said == reaches for reaches, said in seen.values()), seen
+    assert seen[int(np.argmax(accuracy))][0]  # the strongest model's reaches
+    assert not all(reaches for reaches, _ in seen.values())  # and some do not

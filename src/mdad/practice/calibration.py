@@ -241,9 +241,15 @@ class Calibration:
         """The accuracies the belt speaks for: the held-out models' range widened by
         `REACH` of it on each side. Further out, a shrinking estimator's lines would
         admit any accuracy up to 0 or 1."""
+        low_end, high_end = self.reach()
+        return (GRID >= low_end) & (GRID <= high_end)
+
+    def reach(self) -> tuple[float, float]:
+        """The lowest and highest accuracy the belt speaks for: an interval that ends
+        there ends where the data stop saying anything, not at a bound they set."""
         # never empty: models of one accuracy still leave a point either side
         reach = max(REACH * (self.highest - self.lowest), 0.01)
-        return (GRID >= self.lowest - reach) & (GRID <= self.highest + reach)
+        return self.lowest - reach, self.highest + reach
 
 
     def beyond(self, estimate: np.ndarray | float, scale: float = 1.0) -> np.ndarray:
