@@ -200,3 +200,24 @@ def test_beyond_the_models_the_spread_grows_to_the_largest_within_them():
     _, high = belt.band()
     at = np.searchsorted(np.linspace(0, 1, 4001), 0.5)
     assert high[at] == pytest.approx(0.5 + 2.25 * 0.02, abs=1e-3)
+
+
+def test_an_interval_end_at_the_belt_s_reach_is_censored_and_0_or_1_is_not():
+    # range [0.2, 0.4], REACH = 1: the belt speaks for 0.0 .. 0.6; 0 is a bound itself
+    belt = Calibration((0.0, 0.0, 0.0), (0.01, 0.0, 0.0), 0.001, (-2.0, -2.0, -2.0),
+                       (2.0, 2.0, 2.0), (0.2, 0.5, 0.8), 0.2, 0.4, 100)
+    assert belt.reach() == pytest.approx((0.0, 0.6))
+    low, high = belt.censored(np.array([0.0, 0.3, 0.1]), np.array([0.6, 0.5, 0.5995]))
+    assert low.tolist() == [False, False, False] and high.tolist() == [True, False, True]
+    # a range [0.5, 0.7] reaches 0.3 .. 0.9: both ends can be censored
+    narrow = Calibration((0.0, 0.0, 0.0), (0.01, 0.0, 0.0), 0.001, (-2.0, -2.0, -2.0),
+                         (2.0, 2.0, 2.0), (0.2, 0.5, 0.8), 0.5, 0.7, 100)
+    low, high = narrow.censored(np.array([0.3, 0.302]), np.array([0.9, 0.85]))
+    assert low.tolist() == [True, False] and high.tolist() == [True, False]
+    # an estimate near the reach: the band of every accuracy from 0.57 to the reach
+    # holds it (spread 0.01, tails 2), so the interval stops at 0.6, censored there only
+    low, high = belt.interval(0.59)
+    assert (low, high) == pytest.approx((0.57, 0.6), abs=1e-3)
+    assert belt.censored(low, high) == (False, True)
+    # one no accuracy explains gets all the belt speaks for: both ends censored
+    assert narrow.censored(*narrow.interval(0.99)) == (True, True)

@@ -67,6 +67,12 @@ def test_state_round_trip_and_the_interval(test_on_gpqa, gpqa_data, tmp_path):
     assert (estimate.low, estimate.high) == test.interval_at(np.array(estimate.accuracy), 5)
     assert estimate.low <= estimate.accuracy <= estimate.high
     assert estimate.interval_how.startswith("calibrated on 420 held-out tests after 5")
+    # an end at the belt's reach is marked censored, and only such an end
+    low_end, high_end = test.calibration_at(5).reach()
+    assert estimate.high_censored == (0 < high_end < 1 and estimate.high >= high_end - 1e-3)
+    assert estimate.low_censored == (0 < low_end < 1 and estimate.low <= low_end + 1e-3)
+    strongest = test.calibration_at(5).interval(0.95)
+    assert test.calibration_at(5).censored(*strongest)[1]
 
 
 def test_one_answer_once_and_the_budget(test_on_gpqa):

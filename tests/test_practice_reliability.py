@@ -719,8 +719,14 @@ def test_an_interval_end_at_the_calibration_s_reach_is_said_to_be_censored(
             for item in bundle.items]].astype(np.float64), [], 0))
         proc = mdad_cli("estimate", tmp_path / "mb.json", path, cwd=tmp_path)
         assert_ok(proc)
-        seen[model] = (estimate.high >= high_end - 1e-3 or estimate.low <= low_end + 1e-3,
+        reaches = estimate.high >= high_end - 1e-3 or estimate.low <= low_end + 1e-3
+        seen[model] = (reaches,
                        "only where the calibration stops" in flat(proc.stderr + proc.stdout))
+        # and --json says which end, so a program never reads it as a bound
+        as_json = json.loads(mdad_cli("estimate", tmp_path / "mb.json", path, "--json",
+                                      cwd=tmp_path).stdout)
+        assert as_json["high_censored"] == (estimate.high >= high_end - 1e-3)
+        assert as_json["low_censored"] == (estimate.low <= low_end + 1e-3)
     assert all(said == reaches for reaches, said in seen.values()), seen
     assert seen[int(np.argmax(accuracy))][0]  # the strongest model's reaches
     assert not all(reaches for reaches, _ in seen.values())  # and some do not

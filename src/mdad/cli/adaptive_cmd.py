@@ -21,6 +21,7 @@ from mdad.cli.files import check_new_file
 from mdad.cli.practice_common import (
     AllowMixedSettings,
     JsonOption,
+    censored_ends_note,
     data_metric,
     load_practice_data,
     note,
@@ -102,6 +103,7 @@ def _print_estimate(test: AdaptiveTest, as_json: bool) -> None:
         note("even the strongest (or weakest) of the models the interval was calibrated "
              "on would rarely give this estimate: this model may lie beyond them, "
              "where the interval extrapolates (widened, on an assumption)")
+    censored_ends_note(estimate)
     state = "FINAL" if estimate.finished else "so far"
     literal_console().print(
         f"estimate ({state}, {estimate.answered} of {estimate.budget} items of "

@@ -14,6 +14,7 @@ from mdad.cli.practice_common import (
     AllowOtherMetric,
     AllowPartial,
     JsonOption,
+    censored_ends_note,
     file_pairs_note,
     load_practice_data,
     mdad_source,
@@ -130,27 +131,10 @@ def _estimate_notes(bundle, answer) -> None:
              "): this model may lie beyond the reference models, where the interval "
              "extrapolates (widened, on an assumption), and no model is listed above or below; "
              "`mdad compare` tests one pair")
-    _censored_ends_note(bundle, answer)
+    if not answer.unexplained:  # whose note says the interval is all the belt speaks for
+        censored_ends_note(answer)
     if bundle.subset_note():
         note(f"the micro-benchmark was {bundle.subset_note()}")
-
-
-def _censored_ends_note(bundle, answer) -> None:
-    """An interval end at the calibration's reach is censored: the data say nothing
-    past it, so it is no bound."""
-    calibration = bundle.calibration() if bundle.error_sd is not None else None
-    if calibration is None or answer.unexplained:
-        return
-    step = 1e-3  # the belt's grid is 2.5e-4; rounding is not reaching
-    low_end, high_end = calibration.reach()
-    if 0 < high_end < 1 and answer.high >= high_end - step:
-        note(f"the interval's upper end, {points(answer.high)}, is only where the "
-             "calibration stops (one range past the strongest reference model): read it "
-             f"as at least {points(answer.low)}, with no upper bound from the data")
-    if 0 < low_end < 1 and answer.low <= low_end + step:
-        note(f"the interval's lower end, {points(answer.low)}, is only where the "
-             "calibration stops (one range below the weakest reference model): read it "
-             f"as at most {points(answer.high)}, with no lower bound from the data")
 
 
 def _report_mismatch(console: Console, path: Path, scores, size: int) -> None:

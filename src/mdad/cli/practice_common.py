@@ -141,3 +141,16 @@ __all__ = [
     "points",
     "print_json",
 ]
+
+
+def censored_ends_note(answer) -> None:
+    """An interval end at the calibration's reach is censored: the data say nothing
+    past it, so it is no bound (`answer`: an `Estimate` or an `AdaptiveEstimate`)."""
+    if answer.high_censored:
+        note(f"the interval's upper end, {points(answer.high)}, is only where the "
+             "calibration stops (one range past the strongest reference model): read it "
+             f"as at least {points(answer.low)}, with no upper bound from the data")
+    if answer.low_censored:
+        note(f"the interval's lower end, {points(answer.low)}, is only where the "
+             "calibration stops (one range below the weakest reference model): read it "
+             f"as at most {points(answer.high)}, with no lower bound from the data")

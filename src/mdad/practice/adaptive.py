@@ -39,6 +39,7 @@ from mdad.irt.cat import map_ability, predicted_accuracy
 from mdad.practice.bundle import lm_eval_ids
 
 if TYPE_CHECKING:
+    from mdad.practice.calibration import Calibration
     from mdad.practice.estimate import ItemScores
 
 STATE_FORMAT = "mdad-adaptive/2"
@@ -71,6 +72,8 @@ class AdaptiveEstimate:
     interval_how : how the interval was made.
     beyond : the estimate lies past the band of the strongest (weakest) held-out
         model's test: the model may lie beyond the dataset's models.
+    low_censored, high_censored : that end of the interval is where the calibration
+        stops speaking (`Calibration.censored`), not a bound the data set.
     finished : True once the budget is spent or `ability_standard_error` < the target.
     reason : why it finished, or what comes next.
     """
@@ -86,6 +89,8 @@ class AdaptiveEstimate:
     reason: str
     interval_how: str = ""
     beyond: bool = False
+    low_censored: bool = False
+    high_censored: bool = False
 
 
 @dataclass
@@ -191,8 +196,12 @@ class AdaptiveTest:
                                       f"target {self.target_se}")
         else:
             finished, reason = False, (f"{self.budget - n} of {self.budget} items left")
+        calibration = self.calibration_at(n)
+        low_censored, high_censored = (calibration.censored(low, high) if calibration
+                                       else (False, False))
         return AdaptiveEstimate(accuracy, low, high, n, self.budget, se, cv, finished,
-                                reason, how, bool(self.beyond_at(np.array(accuracy), n)))
+                                reason, how, bool(self.beyond_at(np.array(accuracy), n)),
+                                bool(low_censored), bool(high_censored))
 
     def _interval(self, accuracy: float, ability: np.ndarray, covariance: np.ndarray,
                   answered: np.ndarray, cv: float) -> tuple[float, float, str]:
@@ -212,35 +221,40 @@ class AdaptiveTest:
                 "on average over models only (a format /1 state, or too few models to "
                 "calibrate at every accuracy)")
 
+    def calibration_at(self, answered: int) -> Calibration | None:
+        """The belt of the held-out tests after the largest batch count at most
+        `answered` answers; None in a state without one (format /1, too few models)."""
+        from mdad.practice.calibration import Calibration
+
+        if self.cv_calibration is None:
+            return None
+        k = int(np.searchsorted(self.cv_answered, answered, side="right")) - 1
+        return Calibration.from_list(self.cv_calibration[max(k, 0)])
+
     def interval_at(self, accuracy: np.ndarray, answered: int
                     ) -> tuple[np.ndarray, np.ndarray]:
         """The calibrated 95% interval of estimates `accuracy` (any shape) after
-        `answered` answers: the belt of the held-out tests after the largest batch count
-        at most `answered`.
+        `answered` answers (`calibration_at`).
 
         Raises
         ------
         ConfigError
             For a state without calibration (format /1, or too few models).
         """
-        from mdad.practice.calibration import Calibration
-
-        if self.cv_calibration is None:
+        calibration = self.calibration_at(answered)
+        if calibration is None:
             raise ConfigError("this test has no calibrated interval (a format /1 state, or "
                               "too few models)")
-        k = int(np.searchsorted(self.cv_answered, answered, side="right")) - 1
-        return Calibration.from_list(self.cv_calibration[max(k, 0)]).interval(accuracy)
+        return calibration.interval(accuracy)
 
     def beyond_at(self, accuracy: np.ndarray, answered: int) -> np.ndarray:
         """Whether estimates `accuracy` after `answered` answers lie past the band of
         the strongest (weakest) held-out model's test (`Calibration.beyond`; False
         without a calibration)."""
-        from mdad.practice.calibration import Calibration
-
-        if self.cv_calibration is None:
+        calibration = self.calibration_at(answered)
+        if calibration is None:
             return np.zeros(np.shape(accuracy), dtype=bool)
-        k = int(np.searchsorted(self.cv_answered, answered, side="right")) - 1
-        return Calibration.from_list(self.cv_calibration[max(k, 0)]).beyond(accuracy)
+        return calibration.beyond(accuracy)
 
     def _accuracy_se(self, ability: np.ndarray, covariance: np.ndarray,
                      answered: np.ndarray) -> float:

@@ -251,6 +251,16 @@ class Calibration:
         reach = max(REACH * (self.highest - self.lowest), 0.01)
         return self.lowest - reach, self.highest + reach
 
+    def censored(self, low: np.ndarray | float, high: np.ndarray | float
+                 ) -> tuple[np.ndarray, np.ndarray]:
+        """Whether each interval end lies at the belt's reach (`reach`) within 0 and 1:
+        there the data stop speaking, so the end is censored, no bound (bool arrays of
+        the broadcast shape). 0 and 1 themselves are bounds: no accuracy lies past them."""
+        low_end, high_end = self.reach()
+        step = 1e-3  # a grid step is 2.5e-4: rounding is not reaching
+        low_censored = (low_end > 0) & (np.asarray(low) <= low_end + step)
+        high_censored = (high_end < 1) & (np.asarray(high) >= high_end - step)
+        return low_censored, high_censored
 
     def beyond(self, estimate: np.ndarray | float, scale: float = 1.0) -> np.ndarray:
         """Whether each estimate lies past the band of the strongest (weakest) held-out
@@ -261,6 +271,7 @@ class Calibration:
         low_edge, high_edge = self.band(scale)
         ends = np.searchsorted(GRID, [self.lowest, self.highest])
         return (y > high_edge[min(ends[1], GRID.size - 1)]) | (y < low_edge[ends[0]])
+
 
 def tail_rank(m: int, tail: float, miss: float = MISS) -> int:
     """The rank k (1..m) of the order statistic taken as a `tail` point of m draws, so

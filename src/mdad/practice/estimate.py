@@ -289,6 +289,9 @@ class Estimate:
     unexplained : no accuracy explains the estimate: the micro-benchmark read this model
         unlike any held-out model; the interval is all the calibration speaks for, and
         nothing is listed.
+    low_censored, high_censored : that end of the interval is where the calibration
+        stops speaking (`Calibration.censored`), not a bound the data set: read `low`
+        as "at least" and `high` as "no upper bound", or the other way round.
     """
 
     model: str
@@ -315,6 +318,8 @@ class Estimate:
     beyond: bool = False
     list_error_rate: float | None = 0.05
     unexplained: bool = False
+    low_censored: bool = False
+    high_censored: bool = False
 
 
 def require_items(bundle: MicroBenchmarkFile, observed: np.ndarray, *, allow_partial: bool,
@@ -384,7 +389,8 @@ def estimate_score(bundle: MicroBenchmarkFile, results: ItemScores, *,
         below=names[behind].tolist(), too_close=names[judged].tolist(),
         rule=LIST_RULE, interval_how=interval.how, beyond=interval.beyond,
         list_error_rate=None if strict.averaged else LIST_FDR,
-        unexplained=interval.unexplained)
+        unexplained=interval.unexplained, low_censored=interval.low_censored,
+        high_censored=interval.high_censored)
 
 
 def _listed(bundle: MicroBenchmarkFile, scores: np.ndarray, observed: np.ndarray,
@@ -422,6 +428,8 @@ class AccuracyInterval:
     beyond: bool = False
     unexplained: bool = False
     averaged: bool = False  # holds on average over models only: no list-level claim
+    low_censored: bool = False  # at the belt's reach: the data set no bound there
+    high_censored: bool = False
 
 
 def accuracy_interval(bundle: MicroBenchmarkFile, value: float, used: int,
@@ -457,10 +465,12 @@ def accuracy_interval(bundle: MicroBenchmarkFile, value: float, used: int,
                                 averaged=True)
     scale = float(np.sqrt(bundle.size / used))
     low, high = (float(v) for v in calibration.interval(value, scale=scale))
+    low_censored, high_censored = calibration.censored(low, high)
     return AccuracyInterval(low, high, f"calibrated on {calibration.models} held-out "
                             f"models at every accuracy{scaled}",
                             bool(calibration.beyond(value, scale)),
-                            bool(calibration.unexplained(value, scale)))
+                            bool(calibration.unexplained(value, scale)),
+                            low_censored=bool(low_censored), high_censored=bool(high_censored))
 
 
 def verdicts_against(bundle: MicroBenchmarkFile, scores: np.ndarray, others: np.ndarray,
