@@ -215,9 +215,26 @@ def test_an_interval_end_at_the_belt_s_reach_is_censored_and_0_or_1_is_not():
     low, high = narrow.censored(np.array([0.3, 0.302]), np.array([0.9, 0.85]))
     assert low.tolist() == [True, False] and high.tolist() == [True, False]
     # an estimate near the reach: the band of every accuracy from 0.57 to the reach
-    # holds it (spread 0.01, tails 2), so the interval stops at 0.6, censored there only
+    # holds it (spread 0.01, tails 2), so the interval stops at 0.6, censored there
+    # only; and being past the strongest model's band (0.42), it reaches down to it
     low, high = belt.interval(0.59)
-    assert (low, high) == pytest.approx((0.57, 0.6), abs=1e-3)
+    assert (low, high) == pytest.approx((0.4, 0.6), abs=1e-3)
     assert belt.censored(low, high) == (False, True)
     # one no accuracy explains gets all the belt speaks for: both ends censored
     assert narrow.censored(*narrow.interval(0.99)) == (True, True)
+
+
+def test_an_estimate_beyond_the_models_reaches_back_to_the_strongest_or_weakest():
+    # range [0.2, 0.4], spread 0.01, tails 2, no mean error: the band of the strongest
+    # model ends at 0.42, so 0.5 is beyond it; the band alone would give [0.48, 0.52],
+    # but the data say only "not weaker than the strongest model": [0.4, 0.52]
+    belt = Calibration((0.0, 0.0, 0.0), (0.01, 0.0, 0.0), 0.001, (-2.0, -2.0, -2.0),
+                       (2.0, 2.0, 2.0), (0.2, 0.5, 0.8), 0.2, 0.4, 100)
+    low, high = belt.interval(np.array([0.5, 0.1, 0.41, 0.3]))
+    assert belt.beyond(np.array([0.5, 0.1, 0.41, 0.3])).tolist() == [True, True, False, False]
+    assert low == pytest.approx([0.4, 0.08, 0.39, 0.28], abs=1e-3)
+    assert high == pytest.approx([0.52, 0.2, 0.43, 0.32], abs=1e-3)
+    # and the ends stay nondecreasing in the estimate across the edge
+    y = np.linspace(0.0, 0.6, 601)
+    low, high = belt.interval(y)
+    assert np.all(np.diff(low) >= 0) and np.all(np.diff(high) >= 0)

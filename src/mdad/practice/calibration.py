@@ -192,9 +192,17 @@ class Calibration:
         low, high : arrays of `estimate`'s shape, within [0, 1]. Where no accuracy
             puts the estimate inside its band (an estimate unlike any a held-out model
             gave, `unexplained`), the interval is every accuracy the belt speaks for.
+            An estimate `beyond` the strongest (weakest) held-out model's band gets an
+            interval reaching down to that model's accuracy (up to it): the data say
+            only that the model is not weaker (stronger) than it, and how far past
+            it the model lies rests on the widened band's assumption alone.
         """
         y = np.asarray(estimate, dtype=np.float64).reshape(-1)
-        low, high = self._invert(self._inside(y, scale))
+        band = self.band(scale)
+        low, high = self._invert(self._inside(y, band))
+        above, below = self._past_ends(y, band)
+        low = np.where(above, np.minimum(low, self.highest), low)
+        high = np.where(below, np.maximum(high, self.lowest), high)
         shape = np.shape(estimate)
         return low.reshape(shape), high.reshape(shape)
 
@@ -203,7 +211,8 @@ class Calibration:
         read this model unlike any held-out model of any accuracy (bool, `estimate`'s
         shape)."""
         y = np.asarray(estimate, dtype=np.float64)
-        return ~self._inside(y.reshape(-1), scale).any(axis=1).reshape(y.shape)
+        inside = self._inside(y.reshape(-1), self.band(scale))
+        return ~inside.any(axis=1).reshape(y.shape)
 
     def _invert(self, inside: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The lowest and highest grid accuracy of each row of `inside` (n, grid); a
@@ -213,9 +222,9 @@ class Calibration:
         last = GRID.size - 1 - np.argmax(inside[:, ::-1], axis=1)
         return GRID[first], GRID[last]
 
-    def _inside(self, flat: np.ndarray, scale: float) -> np.ndarray:
-        """(n, grid) whether estimate n lies in the band of each grid accuracy."""
-        low_edge, high_edge = self.band(scale)
+    def _inside(self, flat: np.ndarray, band: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+        """(n, grid) whether estimate n lies in the `band` of each grid accuracy."""
+        low_edge, high_edge = band
         flat = flat.reshape(-1, 1)
         return (flat >= low_edge) & (flat <= high_edge) & self._domain()
 
@@ -267,10 +276,17 @@ class Calibration:
         model's accuracy, which such a model gives rarely (the tail of `confidence`):
         the model may lie beyond the models the belt was fitted on, where it
         extrapolates (bool, `estimate`'s shape)."""
-        y = np.asarray(estimate, dtype=np.float64)
-        low_edge, high_edge = self.band(scale)
+        above, below = self._past_ends(np.asarray(estimate, dtype=np.float64),
+                                       self.band(scale))
+        return above | below
+
+    def _past_ends(self, y: np.ndarray, band: tuple[np.ndarray, np.ndarray]
+                   ) -> tuple[np.ndarray, np.ndarray]:
+        """Whether each estimate `y` lies above the `band` of the strongest held-out
+        model's accuracy, and whether below the weakest's (bool, `y`'s shape)."""
+        low_edge, high_edge = band
         ends = np.searchsorted(GRID, [self.lowest, self.highest])
-        return (y > high_edge[min(ends[1], GRID.size - 1)]) | (y < low_edge[ends[0]])
+        return y > high_edge[min(ends[1], GRID.size - 1)], y < low_edge[ends[0]]
 
 
 def tail_rank(m: int, tail: float, miss: float = MISS) -> int:
