@@ -123,6 +123,30 @@ def sample(loc, scale, normal, z, theta, a):  # pragma: no cover
 
 
 @_jit
+def _rows_prior(values, likelihood, grads, mean, precision, d_mean, d_precision
+                ):  # pragma: no cover
+    """Rows of d values (t or a) under N(mean[k], 1 / precision[k]) in each column k:
+    writes grads = likelihood - precision^2 (values - mean), d_mean (d,) the pull's
+    column sums, d_precision (d,) d log p / d precision; returns log p."""
+    rows, d = values.shape
+    squares = np.zeros(d)
+    d_mean[:] = 0.0
+    for row in range(rows):
+        for k in range(d):
+            deviation = values[row, k] - mean[k]
+            pull = precision[k] * precision[k] * deviation
+            grads[row, k] = likelihood[row, k] - pull
+            squares[k] += deviation * deviation
+            d_mean[k] += pull
+    log_p = 0.0
+    for k in range(d):
+        pk = precision[k]
+        log_p += rows * (np.log(pk) - 0.5 * _LOG_2PI) - 0.5 * pk * pk * squares[k]
+        d_precision[k] = rows / pk - pk * squares[k]
+    return log_p
+
+
+@_jit
 def gradient(z, u, dtheta, da, scale, logscale, normal, hyper_scale, dz, du, d_loc,
              d_logscale):  # pragma: no cover
     """The Normal variables' part of the loss's gradient, and what the precisions'
@@ -142,47 +166,26 @@ def gradient(z, u, dtheta, da, scale, logscale, normal, hyper_scale, dz, du, d_l
     """
     m, d = dtheta.shape
     n = da.shape[0]
-    for i in range(m):
-        for k in range(d):
-            dz[i * d + k] = dtheta[i, k]
-    b = m * d + n * d
-    for j in range(n):
-        for k in range(d):
-            dz[m * d + j * d + k] = da[j, k]
-        dz[b + j] = -d * da[j, d]
-    means = b + n
-    dz[means:] = 0.0
-    log_p = 0.0
+    b, means = m * d + n * d, m * d + n * d + n
     # t and a: rows of d, each column k with its mean mu[k] and precision u[k]
-    for start, rows, mean, precision in ((0, m, means, 0), (m * d, n, means + d, d)):
-        for k in range(d):
-            pk = u[precision + k]
-            pk2 = pk * pk
-            mu = z[mean + k]
-            squares = 0.0
-            pulled_sum = 0.0
-            for row in range(rows):
-                deviation = z[start + row * d + k] - mu
-                squares += deviation * deviation
-                pulled = pk2 * deviation
-                dz[start + row * d + k] -= pulled
-                pulled_sum += pulled
-            dz[mean + k] += pulled_sum
-            log_p += rows * (np.log(pk) - 0.5 * _LOG_2PI) - 0.5 * pk2 * squares
-            du[precision + k] = rows / pk - pk * squares
+    log_p = _rows_prior(z[:m * d].reshape(m, d), dtheta, dz[:m * d].reshape(m, d),
+                        z[means:means + d], u[:d], dz[means:means + d], du[:d])
+    log_p += _rows_prior(z[m * d:b].reshape(n, d), da[:, :d], dz[m * d:b].reshape(n, d),
+                         z[means + d:means + 2 * d], u[d:2 * d],
+                         dz[means + d:means + 2 * d], du[d:2 * d])
     # b: n values, one mean and one precision
     mu_b, ub = means + 2 * d, u[2 * d]
-    squares = 0.0
+    square_sum = 0.0
     pulled_sum = 0.0
     for j in range(n):
         deviation = z[b + j] - z[mu_b]
-        squares += deviation * deviation
-        pulled = ub * ub * deviation
-        dz[b + j] -= pulled
-        pulled_sum += pulled
-    dz[mu_b] += pulled_sum
-    log_p += n * (np.log(ub) - 0.5 * _LOG_2PI) - 0.5 * ub * ub * squares
-    du[2 * d] = n / ub - ub * squares
+        square_sum += deviation * deviation
+        pull = ub * ub * deviation
+        dz[b + j] = -d * da[j, d] - pull
+        pulled_sum += pull
+    dz[mu_b] = pulled_sum
+    log_p += n * (np.log(ub) - 0.5 * _LOG_2PI) - 0.5 * ub * ub * square_sum
+    du[2 * d] = n / ub - ub * square_sum
     # the means ~ N(0, hyper_scale); the precisions ~ Gamma(1, 1): log p = -u
     for k in range(means, z.size):
         log_p -= 0.5 * z[k] * z[k] / hyper_scale**2 + np.log(hyper_scale) + 0.5 * _LOG_2PI
