@@ -1,4 +1,5 @@
-"""`run_fits`: fits in a thread here and in one spawned worker, same results either way."""
+"""`run_fits`: fits in a thread here and in one spawned worker, or in several threads
+here, same results every way."""
 
 from __future__ import annotations
 
@@ -38,6 +39,22 @@ def test_a_quick_first_task_starts_no_worker_however_long_the_rest():
     pids = {pid for _, pid in run_fits(tasks, spawn_after=0.05) if pid is not None}
     assert pids == {os.getpid()}
     assert list(run_fits([], spawn_after=0.0)) == []
+
+
+def test_fits_in_threads_run_side_by_side_and_start_no_worker():
+    started: list[float] = []
+
+    def nap(seconds: float) -> int:
+        started.append(time.monotonic())
+        time.sleep(seconds)  # releases the lock, as the compiled fits do
+        return os.getpid()
+
+    tasks = [(nap, (0.3,))] * 4
+    begun = time.monotonic()
+    pids = dict(run_fits(tasks, spawn_after=0.0, threads=2))
+    assert set(pids.values()) == {os.getpid()} and sorted(pids) == [0, 1, 2, 3]
+    assert time.monotonic() - begun < 1.0  # two at a time: 0.6 s, not 1.2
+    assert started[1] - started[0] < 0.2
 
 
 def test_an_error_in_a_task_reaches_the_caller():

@@ -49,9 +49,9 @@ def _jit(function):
     """Compiled, cached on disk when a cache can be written (numba refuses a cached
     function whose file no cache location can take: then it compiles each time)."""
     try:
-        return njit(**OPTIONS, cache=True)(function)
+        return njit(**OPTIONS, cache=True, nogil=True)(function)
     except RuntimeError:  # "cannot cache function ...: no locator available"
-        return njit(**OPTIONS)(function)
+        return njit(**OPTIONS, nogil=True)(function)
 
 
 @_jit

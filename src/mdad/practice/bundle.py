@@ -503,7 +503,8 @@ def _select_and_validate(matrix: ResponseMatrix, selector: MethodDefaults, size:
     The selection and the folds are independent fits, each with its own seeds and one
     BLAS thread, as a study's cells run: the same numbers whatever the machine's cores
     and wherever a fit runs (`run_fits`: here, and in a spawned worker when the first
-    fit is slow). `finished(steps done, step)` follows each fit.
+    fit is slow; in a thread per core for a method whose fits release Python's lock).
+    `finished(steps done, step)` follows each fit.
     """
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(8,)))
     folds = np.array_split(rng.permutation(matrix.n_models), CV_FOLDS)
@@ -511,10 +512,14 @@ def _select_and_validate(matrix: ResponseMatrix, selector: MethodDefaults, size:
     if cross_validate:
         tasks += [(_fold_estimate, (matrix, selector, size, seed, k, folds[k]))
                   for k in range(CV_FOLDS)]
+    from mdad.study.backends import available_cores
+
     results = {}
     with one_thread([selector]):
         fits = run_fits(tasks, methods=[selector],
-                        spawn_after=SPAWN_AFTER_SECONDS if spawn_worker else None)
+                        spawn_after=SPAWN_AFTER_SECONDS if spawn_worker else None,
+                        threads=min(available_cores(), len(tasks))
+                        if selector.releases_gil else 1)
         for done, (index, result) in enumerate(fits, start=1):
             results[index] = result
             finished(done, "selected" if index == 0 else

@@ -207,6 +207,10 @@ class MethodDefaults:
         which can limit only the libraries already loaded.
     static : it chooses one subset for every model (False for adaptive tests, which
         choose per model: `mdad select` cannot write them as a fixed file).
+    releases_gil : its fits spend their time in compiled code that releases Python's
+        lock (numba's nogil kernels, BLAS): `mdad select` runs its cross-validation
+        folds in threads of one process, on every core, rather than in a spawned worker
+        that must import the libraries again.
     fast_variant : the registered name of its documented faster approximation, whose
         numbers stay within run-to-run noise of its own (tests/test_approximations.py),
         or None; ``mdad run --fast`` uses it. Not inherited: a subclass is another
@@ -224,6 +228,7 @@ class MethodDefaults:
     estimators: ClassVar[tuple[type[MicroBenchmark], ...]] = (MicroBenchmark,)
     libraries: ClassVar[tuple[str, ...]] = ()
     static: ClassVar[bool] = True
+    releases_gil: ClassVar[bool] = False
     fast_variant: ClassVar[str | None] = None
 
     def select(self, pool: SeenPool, size: int, *, rng: np.random.Generator) -> MicroBenchmark:

@@ -238,6 +238,7 @@ class TinyBenchmarks(_TinyBenchmarksBase):
     colour: ClassVar[str] = "#D55E00"
     in_paper: ClassVar[bool] = True
     irt_fit: ClassVar[str] = "variational"
+    releases_gil: ClassVar[bool] = True  # the variational fit's kernels (mdad.irt._fused)
     fast_variant: ClassVar[str | None] = "tinybenchmarks-fast"
 
     def select(self, pool: SeenPool, size: int, *, rng: np.random.Generator) -> MicroBenchmark:
