@@ -14,15 +14,27 @@ Shortcuts, by method:
 - anchor-points: FasterPAM stopped after P passes (`--values 1,2`);
 - diversity: the blocked DPP sampler (no values).
 
+`--baseline COMMIT` (tinybenchmarks) adds the variant "baseline": the variational fit
+as it was at COMMIT (loaded from git), so that a rewrite of the fit is held to the
+same test as a shortcut. With `--mdad` it also runs the study three times, in this
+process (the exact method with seeds 0 and 1, and the baseline with seed 0), and
+prints each one's first-crossing MDAD per size beside the others.
+
 Usage: python benchmarks/approximation_noise.py --method tinybenchmarks
            [--benchmark gpqa] [--runs 50] [--sources 300] [--sizes 10,25,50,100,200]
-           [--values 250,500,1000] [--save rows.csv]
+           [--values 250,500,1000] [--baseline 017265f [--mdad]] [--save rows.csv]
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import subprocess
+import sys
 import time
+from contextlib import contextmanager
+from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import pandas as pd
@@ -35,6 +47,34 @@ from mdad.study import StudyConfig, plan_study
 from mdad.study.runner import draw_design, seen_pool
 
 SHORTCUTS = {"tinybenchmarks": "epochs", "anchor-points": "max_passes", "diversity": "blocked"}
+FIT_MODULE = "src/mdad/irt/variational.py"
+
+
+def fit_at(commit: str) -> ModuleType:
+    """`mdad.irt.variational` as it was at `commit`."""
+    root = Path(__file__).resolve().parent.parent
+    shown = subprocess.run(["git", "show", f"{commit}:{FIT_MODULE}"], cwd=root,
+                           capture_output=True, text=True)
+    if shown.returncode != 0:
+        sys.exit(f"--baseline {commit}: git cannot show {FIT_MODULE} there")
+    spec = importlib.util.spec_from_loader(f"variational_{commit}", loader=None)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    exec(compile(shown.stdout, f"{commit}:{FIT_MODULE}", "exec"), module.__dict__)
+    return module
+
+
+@contextmanager
+def fit_of(module: ModuleType | None):
+    """tinyBenchmarks fitting with `module`'s `fit_variational` (None: as it is)."""
+    import mdad.selection.tinybenchmarks as tiny
+
+    current = tiny.fit_variational
+    tiny.fit_variational = current if module is None else module.fit_variational
+    try:
+        yield
+    finally:
+        tiny.fit_variational = current
 
 
 def variants(method: str, values: tuple[int, ...]) -> dict[str, tuple[MethodDefaults, int]]:
@@ -54,10 +94,13 @@ def variants(method: str, values: tuple[int, ...]) -> dict[str, tuple[MethodDefa
 
 
 def measure(benchmark: str, method: str, runs: int, sources: tuple[int, ...],
-            sizes: tuple[int, ...], values: tuple[int, ...]) -> pd.DataFrame:
+            sizes: tuple[int, ...], values: tuple[int, ...],
+            baseline: ModuleType | None = None) -> pd.DataFrame:
     matrix = load_dataset(benchmark).matrix
     plan = plan_study(matrix, StudyConfig(methods=(method,), n_runs=runs, sources=sources))
     chosen = variants(method, values)
+    if baseline is not None:
+        chosen["baseline"] = (method_class(method)(), 0)
     rows = []
     with one_thread(selector for selector, _ in chosen.values()):
         for run in range(runs):
@@ -72,7 +115,8 @@ def measure(benchmark: str, method: str, runs: int, sources: tuple[int, ...],
                     for size in sizes:
                         rng = np.random.default_rng([run, n_sources, size, seed])
                         started = time.perf_counter()
-                        micro = selector.select(pool, size, rng=rng)
+                        with fit_of(baseline if name == "baseline" else None):
+                            micro = selector.select(pool, size, rng=rng)
                         seconds = time.perf_counter() - started
                         scores = (matrix.gold_confidence(design.targets, design.seen)
                                   if micro.uses_confidence
@@ -100,6 +144,26 @@ def summarise(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out).set_index(["sources", "size", "variant"]).sort_index()
 
 
+def study_mdads(benchmark: str, method: str, baseline: ModuleType) -> pd.DataFrame:
+    """The first-crossing MDAD (points) per size of the default study of `method`:
+    exact with seeds 0 and 1, and with the baseline fit, seed 0; in this process."""
+    from mdad.study import evaluate, run_study
+    from mdad.study.backends import InProcessBackend
+
+    matrix = load_dataset(benchmark).matrix
+    columns = {}
+    for name, seed, module in (("exact", 0, None), ("reseeded", 1, None),
+                               ("baseline", 0, baseline)):
+        plan = plan_study(matrix, StudyConfig(methods=(method,), seed=seed))
+        with fit_of(module):
+            tables = evaluate(run_study(matrix, plan, backend=InProcessBackend()))
+        for row in tables.mdad.itertuples():
+            value = 100 * row.mdad if row.reached else float("nan")
+            columns.setdefault((row.split, row.sources, row.size), {})[name] = value
+    return pd.DataFrame.from_dict(columns, orient="index").rename_axis(
+        ["split", "sources", "size"])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--method", choices=list(SHORTCUTS), required=True)
@@ -109,16 +173,23 @@ def main() -> None:
     parser.add_argument("--sizes", default="10,25,50,100,200")
     parser.add_argument("--values", default="250,500,1000",
                         help="epochs (tinybenchmarks) or passes (anchor-points)")
+    parser.add_argument("--baseline", help="a commit whose variational fit to compare")
+    parser.add_argument("--mdad", action="store_true",
+                        help="with --baseline, also compare the studies' MDAD")
     parser.add_argument("--save", help="also write the per-run rows to this CSV")
     args = parser.parse_args()
     as_ints = lambda text: tuple(int(v) for v in text.split(","))  # noqa: E731
+    baseline = fit_at(args.baseline) if args.baseline else None
     table = measure(args.benchmark, args.method, args.runs, as_ints(args.sources),
-                    as_ints(args.sizes), as_ints(args.values))
+                    as_ints(args.sizes), as_ints(args.values), baseline)
     if args.save:
         table.to_csv(args.save, index=False)
     print(f"{args.method} on {args.benchmark}, {args.runs} runs: error in points, Kendall "
           "tau; d_ = paired difference from exact; select_s = seconds of selection per run")
     print(summarise(table).round(3).to_string())
+    if baseline is not None and args.mdad:
+        print("\nfirst-crossing MDAD (points; NaN: not reached), default study")
+        print(study_mdads(args.benchmark, args.method, baseline).round(1).to_string())
 
 
 if __name__ == "__main__":

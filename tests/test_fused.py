@@ -103,3 +103,22 @@ def _assert_vectorised(asm: str) -> None:
     assert len(packed) >= 12, f"only {len(packed)} packed float32 FMAs"
     assert re.search(r"v\w+ps\b[^\n]*%[yz]mm", asm), "no 256- or 512-bit float32 arithmetic"
     assert not re.search(r"call\w*\s+.*\b(exp|log|expf|logf|log1pf?)\b", asm)
+
+
+def test_a_kernel_compiles_where_no_cache_can_be_written(monkeypatch):
+    """numba refuses `cache=True` when no folder can take its cache (a read-only
+    install, no writable home): the kernel is then compiled in each process, and works."""
+    import numba
+
+    def no_cache(**options):
+        if options.get("cache"):
+            raise RuntimeError("cannot cache function 'adam': no locator available for file")
+        return numba.njit(**options)
+
+    monkeypatch.setattr(_fused, "njit", no_cache)
+    adam = _fused._jit(_fused.adam.py_func)
+    params, gradient = np.ones(3), np.array([1.0, -1.0, 0.0])
+    first, second = np.zeros(3), np.zeros(3)
+    adam(params, gradient, first, second, 1, 0.1, 0.9, 0.999, 1e-8)
+    # the first step of Adam moves each parameter by the learning rate, against its sign
+    np.testing.assert_allclose(params, [0.9, 1.1, 1.0], atol=1e-6)
