@@ -238,3 +238,14 @@ def test_an_estimate_beyond_the_models_reaches_back_to_the_strongest_or_weakest(
     y = np.linspace(0.0, 0.6, 601)
     low, high = belt.interval(y)
     assert np.all(np.diff(low) >= 0) and np.all(np.diff(high) >= 0)
+
+
+def test_the_reach_back_keeps_the_interval_monotone_off_the_grid():
+    # the strongest model at 0.40013, between grid points (2.5e-4 apart): an estimate
+    # crossing into "beyond" must not lower the interval's low end
+    belt = Calibration((0.0, 0.0, 0.0), (0.01, 0.0, 0.0), 0.001, (-2.0, -2.0, -2.0),
+                       (2.0, 2.0, 2.0), (0.2, 0.5, 0.8), 0.2, 0.40013, 100)
+    y = np.linspace(0.40, 0.45, 2001)
+    low, high = belt.interval(y)
+    assert belt.beyond(y).any() and not belt.beyond(y).all()
+    assert np.all(np.diff(low) >= 0) and np.all(np.diff(high) >= 0)

@@ -57,6 +57,12 @@ def test_fits_in_threads_run_side_by_side_and_start_no_worker():
     assert started[1] - started[0] < 0.2
 
 
+def test_an_error_in_a_thread_reaches_the_caller_and_the_rest_is_dropped():
+    tasks = [(time.sleep, (0.2,)), (int, ("not a number",)), (time.sleep, (0.2,))]
+    with pytest.raises(ValueError):
+        dict(run_fits(tasks, spawn_after=None, threads=2))
+
+
 def test_an_error_in_a_task_reaches_the_caller():
     with pytest.raises(ValueError):
         dict(run_fits([(int, ("1",)), (int, ("not a number",))], spawn_after=None))

@@ -147,12 +147,24 @@ def elbo_gradients(layout: GuideLayout, params: np.ndarray, y: np.ndarray,
     with the standard draws `normal` (n_normal,) and `gamma` (n_gamma,), a Gamma(shape,
     1) draw per precision, and its gradient with respect to `params`, written into
     `gradient` (shape (size,); a new array by default). The models x items arithmetic
-    is in the dtype of `y` (n_models, n_items): float32 in the fit, float64 for finite
-    differences.
+    is in float64 when `y` (n_models, n_items) is (for finite differences: the
+    polynomials keep their float32 accuracy, but the rounding of the sums is gone), else
+    in float32.
 
     Exposed for tests, which check the gradient by finite differences with the same
     draws (the Gamma draws then follow their implicit derivative).
+
+    Raises
+    ------
+    ValueError
+        When the arrays' shapes are not the layout's: the compiled kernels do not
+        check their bounds.
     """
+    sizes = (params.shape, normal.shape, gamma.shape, y.ndim == 2 and layout.shapes["b"][0])
+    if sizes != ((layout.size,), (layout.n_normal,), (layout.n_gamma,), y.shape[-1]) or (
+            layout.shapes["t"][0] != y.shape[0]) or (
+            gradient is not None and gradient.shape != (layout.size,)):
+        raise ValueError("params, draws, responses or gradient do not fit the layout")
     workspace = _Workspace(layout, y.shape[0], y.shape[1],
                            np.dtype(np.float64 if y.dtype == np.float64 else np.float32))
     gradient = np.empty(layout.size) if gradient is None else gradient

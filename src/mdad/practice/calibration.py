@@ -201,8 +201,9 @@ class Calibration:
         band = self.band(scale)
         low, high = self._invert(self._inside(y, band))
         above, below = self._past_ends(y, band)
-        low = np.where(above, np.minimum(low, self.highest), low)
-        high = np.where(below, np.maximum(high, self.lowest), high)
+        weakest, strongest = GRID[self._end_points()]  # on the grid: monotone as it is
+        low = np.where(above, np.minimum(low, strongest), low)
+        high = np.where(below, np.maximum(high, weakest), high)
         shape = np.shape(estimate)
         return low.reshape(shape), high.reshape(shape)
 
@@ -285,8 +286,13 @@ class Calibration:
         """Whether each estimate `y` lies above the `band` of the strongest held-out
         model's accuracy, and whether below the weakest's (bool, `y`'s shape)."""
         low_edge, high_edge = band
-        ends = np.searchsorted(GRID, [self.lowest, self.highest])
-        return y > high_edge[min(ends[1], GRID.size - 1)], y < low_edge[ends[0]]
+        weakest, strongest = self._end_points()
+        return y > high_edge[strongest], y < low_edge[weakest]
+
+    def _end_points(self) -> np.ndarray:
+        """The indices in `GRID` of the weakest and the strongest held-out model's
+        accuracy (the first grid point at or above each)."""
+        return np.minimum(np.searchsorted(GRID, [self.lowest, self.highest]), GRID.size - 1)
 
 
 def tail_rank(m: int, tail: float, miss: float = MISS) -> int:

@@ -13,7 +13,9 @@ Every fit runs with one BLAS thread, here and in the worker, so its numbers do n
 depend on where it ran. Fits whose time is in compiled code that releases the lock
 (tinyBenchmarks' variational fit) run in one thread per core instead: two threads ran
 two GPQA fits 1.7 times as fast as one, and no worker imports the libraries again (a
-second or two of a core).
+second or two of a core). A thread cannot be stopped: after an error, the fits still
+running end on their own (a second or two on GPQA) and their results are dropped;
+Ctrl-C does not wait for them (`mdad.cli.app.main` ends the process).
 """
 
 from __future__ import annotations

@@ -255,6 +255,7 @@ class TinyBenchmarksMap(TinyBenchmarks):
     line_style: ClassVar[str] = "--"
     in_paper: ClassVar[bool] = False
     irt_fit: ClassVar[str] = "map"
+    releases_gil: ClassVar[bool] = False  # scipy's L-BFGS, driven from Python
 
 
 @register("tinybenchmarks-fast")
