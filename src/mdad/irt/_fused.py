@@ -44,6 +44,7 @@ _L0, _L1, _L2, _L3, _L4, _L5, _L6, _L7, _L8 = (np.float32(c) for c in (
     0.9999999705406564, -0.49999501516787237, 0.33319271342496803, -0.2484436989240893,
     0.1911143108029864, -0.1367476970486526, 0.07836166801035187, -0.029588507387506232,
     0.005253457795633574))
+_LOG_2PI = np.log(2 * np.pi)
 OPTIONS = {"fastmath": _FASTMATH, "boundscheck": False, "error_model": "numpy"}
 
 
@@ -100,9 +101,6 @@ def residual_pass(logits, y, powers_of_two, bits):  # pragma: no cover
         softplus_total += row_softplus
         products_total += row_products
     return softplus_total, products_total
-
-
-_LOG_2PI = np.log(2 * np.pi)
 
 
 @_jit
