@@ -171,10 +171,12 @@ def test_report_under_low_memory_never_hangs(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_a_killed_fit_worker_is_one_line(tmp_path: Path) -> None:
     """The OOM killer ends a process with SIGKILL: select's fit worker, killed so, is one
-    line naming it and how to go on, and no micro-benchmark file."""
-    shared_data(GPQA_CSV)
-    process = subprocess.Popen([str(MDAD), "select", "gpqa", "--method", "tinybenchmarks",
-                                "--size", "50", "--out", "mb.json"], cwd=tmp_path, text=True,
+    line naming it and how to go on, and no micro-benchmark file. (tinyBenchmarks'
+    compiled fits run in threads, with no worker: its MAP fit on a larger benchmark
+    is slow enough to start one.)"""
+    process = subprocess.Popen([str(MDAD), "select", "synthetic:bbh", "--method",
+                                "tinybenchmarks-map", "--size", "50", "--out", "mb.json"],
+                               cwd=tmp_path, text=True,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                start_new_session=True)
     worker = None
@@ -355,8 +357,9 @@ def test_a_run_whose_worker_is_killed_names_its_resume_command(tmp_path: Path) -
     from mdad.study.checkpoint import checkpoint_dir
 
     shared_data(GPQA_CSV)
+    # enough runs that the workers are still busy once the first run is saved
     args = ["run", "gpqa", "--methods", "random,tinybenchmarks", "--sizes", "10,25",
-            "--runs", "4", "--workers", "2", "--resamples", "20"]
+            "--runs", "20", "--workers", "2", "--resamples", "20"]
     out = tmp_path / "run"
     process = subprocess.Popen([str(MDAD), *args, "--out", str(out)], cwd=tmp_path,
                                text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
