@@ -71,7 +71,8 @@ def residual_pass(logits, y, powers_of_two, bits):  # pragma: no cover
 
     Returns
     -------
-    (sum of softplus(logit), sum of y * logit), float64 totals.
+    (sum of softplus(logit), sum of y * logit): each row's sum in the logits' type,
+    the total over rows in float64.
     """
     m, n = logits.shape
     scale = bits.view(np.float32)  # 2^q, once its exponent bits are written
@@ -85,19 +86,21 @@ def residual_pass(logits, y, powers_of_two, bits):  # pragma: no cover
             powers_of_two[j] = _E0 + r * (_E1 + r * (_E2 + r * (_E3 + r * (
                 _E4 + r * (_E5 + r * _E6)))))  # exp(r)
             bits[j] = (np.int32(q) + 127) << 23
-        row_softplus = 0.0
-        row_products = 0.0
+        # a row's sums in the logits' type (float32: half the vector conversions,
+        # 1.7x faster), the rows' in float64
+        row_softplus = logits.dtype.type(0.0)
+        row_products = logits.dtype.type(0.0)
         for j in range(n):
             z = logits[i, j]
             e = powers_of_two[j] * scale[j]  # exp(-|z|) in (0, 1]
             log1p = e * (_L0 + e * (_L1 + e * (_L2 + e * (_L3 + e * (_L4 + e * (
                 _L5 + e * (_L6 + e * (_L7 + e * _L8))))))))
-            row_softplus += np.float64(log1p + max(z, _ZERO))
+            row_softplus += log1p + max(z, _ZERO)
             inverse = _ONE / (_ONE + e)
             p = inverse if z >= _ZERO else e * inverse
             answer = y[i, j] * _ONE  # float32 from uint8 or float32; float64 stays
             logits[i, j] = answer - p
-            row_products += np.float64(answer * z)
+            row_products += answer * z
         softplus_total += row_softplus
         products_total += row_products
     return softplus_total, products_total
@@ -296,7 +299,7 @@ _ATANH = (0.9999999999020048, 0.33333339626646946, 0.1999934740608391,
           0.14310311699477812, 0.10697133733021089, 0.12204701625358462)
 _EXPONENT = np.int64(0x7FF) << 52
 _ONE_BITS = np.int64(1023) << 52
-_HALF_PI, _LN2 = np.pi / 2, np.log(2.0)
+_HALF_PI, _LN2_64 = np.pi / 2, np.log(2.0)
 
 
 @_jit
@@ -315,7 +318,7 @@ def box_muller(words, out, work):  # pragma: no cover
     for k in range(half):
         exponent = ((bits[k] & _EXPONENT) >> 52) - 1023
         bits[k] = (bits[k] & ~_EXPONENT) | _ONE_BITS  # the mantissa m in [1, 2)
-        out[k] = np.float64(exponent - 32) * _LN2  # log of 2^exponent / 2^32
+        out[k] = np.float64(exponent - 32) * _LN2_64  # log of 2^exponent / 2^32
     for k in range(half):
         m = work[k]
         s = (m - 1.0) / (m + 1.0)

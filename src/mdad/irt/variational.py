@@ -18,11 +18,11 @@ whose loss was lowest, as py-irt's trainer does, and reports the guide's locatio
 
 An epoch is three float32 matrix products (BLAS) and one compiled pass over the models
 x items responses (`mdad.irt._fused`, by numba), which takes the softplus and the
-sigmoid of every logit; sums are in float64, and the small vectors' arithmetic
-(priors, guide, Adam) is compiled too. Written without pyro (and torch, hundreds of
-megabytes) for one fit; it is the same algorithm, not the same random numbers: its
-results agree with the fork's in distribution (tests/test_variational.py, and the
-tinyBenchmarks reproduction in the README).
+sigmoid of every logit; a row's sums are in float32, the rows' in float64, and the
+small vectors' arithmetic (priors, guide, Adam) is compiled too. Written without pyro
+(and torch, hundreds of megabytes) for one fit; it is the same algorithm, not the same
+random numbers: its results agree with the fork's in distribution
+(tests/test_variational.py, and the tinyBenchmarks reproduction in the README).
 """
 
 from __future__ import annotations
