@@ -57,6 +57,45 @@ def test_fits_in_threads_run_side_by_side_and_start_no_worker():
     assert started[1] - started[0] < 0.2
 
 
+def test_meanwhile_runs_here_while_every_queued_task_keeps_going():
+    """Work beside the fits does not hold back the next fits: with no worker, every
+    task is queued at once, and the threads take them up while `meanwhile` runs."""
+    events: list[tuple[str, float]] = []
+
+    def nap(seconds: float) -> None:
+        events.append(("start", time.monotonic()))
+        time.sleep(seconds)
+
+    def meanwhile() -> None:
+        events.append(("meanwhile", time.monotonic()))
+        time.sleep(0.6)
+        events.append(("meanwhile done", time.monotonic()))
+
+    results = dict(run_fits([(nap, (0.1,))] * 6, spawn_after=None, threads=2,
+                            meanwhile=meanwhile))
+    assert sorted(results) == list(range(6))
+    done = dict(events)["meanwhile done"]
+    # six naps of 0.1 s in two threads end before the 0.6 s beside them
+    assert sum(kind == "start" and at < done for kind, at in events) == 6
+
+
+def test_libraries_after_fit_load_only_when_asked(monkeypatch):
+    import sys
+
+    from mdad.selection.threads import load_libraries
+
+    class Method:
+        libraries = ("colorsys", "wave")
+        libraries_after_fit = ("wave",)
+
+    for module in Method.libraries:
+        monkeypatch.delitem(sys.modules, module, raising=False)
+    load_libraries([Method], after_fit=False)
+    assert "colorsys" in sys.modules and "wave" not in sys.modules
+    load_libraries([Method])
+    assert "wave" in sys.modules
+
+
 def test_an_error_in_a_thread_reaches_the_caller_and_the_rest_is_dropped():
     tasks = [(time.sleep, (0.2,)), (int, ("not a number",)), (time.sleep, (0.2,))]
     with pytest.raises(ValueError):

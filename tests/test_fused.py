@@ -130,3 +130,23 @@ def test_a_kernel_compiles_where_no_cache_can_be_written(monkeypatch):
     adam(params, gradient, first, second, 1, 0.1, 0.9, 0.999, 1e-8)
     # the first step of Adam moves each parameter by the learning rate, against its sign
     np.testing.assert_allclose(params, [0.9, 1.1, 1.0], atol=1e-6)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(-700.0, 700.0), min_size=1, max_size=40))
+def test_exp64_is_numpy_s_exp_to_1e_13(values):
+    x = np.array(values)
+    out = np.empty_like(x)
+    _fused.exp64(x, out, np.empty(x.size, np.int64))
+    np.testing.assert_allclose(out, np.exp(x), rtol=1e-13, atol=0)
+
+
+def test_exp64_by_hand_and_at_its_clamp():
+    x = np.array([0.0, 1.0, -1.0, np.log(2.0) / 2, 800.0, -800.0])
+    out = np.empty_like(x)
+    _fused.exp64(x, out, np.empty(x.size, np.int64))
+    assert out[0] == 1.0
+    assert out[1] == pytest.approx(np.e, rel=1e-15) and out[2] == pytest.approx(1 / np.e, rel=1e-15)
+    assert out[3] == pytest.approx(np.sqrt(2.0), rel=1e-15)
+    assert out[4] == pytest.approx(np.exp(700.0), rel=1e-13)  # clamped, not inf
+    assert out[5] == pytest.approx(np.exp(-700.0), rel=1e-13)

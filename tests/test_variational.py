@@ -108,6 +108,34 @@ def test_the_loss_and_gradient_are_the_plain_fits(n_models, n_items, dims, fract
                                    err_msg=key)
 
 
+@pytest.mark.parametrize("fractional", [False, True])
+def test_the_compiled_fit_is_the_loop_of_its_tested_steps(fractional, monkeypatch):
+    """`fit_variational`'s compiled loop (`_fused.fit_epochs`, in calls of several
+    epochs) is draw_noise, elbo_gradients and torch's Adam step after step, keeping the
+    locations after the step of the lowest loss: the same floats."""
+    from mdad.irt import _fused, variational
+
+    rng = np.random.default_rng(7)
+    y = rng.random((9, 6))
+    y = (y if fractional else (y < 0.5).astype(float))
+    layout = GuideLayout(9, 6, 2)
+    params, first, second = np.zeros(layout.size), np.zeros(layout.size), np.zeros(layout.size)
+    best_loss, best, draws = np.inf, None, np.random.default_rng(11)
+    answers = y.astype(np.float32) if fractional else y.astype(np.uint8)
+    for step in range(1, 31):
+        normal, gamma = draw_noise(layout, params, draws)
+        loss, gradient = elbo_gradients(layout, params, answers, normal, gamma)
+        _fused.adam(params, gradient, first, second, step, 0.1, 0.9, 0.999, 1e-8)
+        if loss < best_loss:
+            best_loss, best = loss, layout.split(params[:layout.n_normal].copy())
+    # calls of 7 epochs: 30 is not a multiple
+    monkeypatch.setattr(variational, "_CELLS_PER_CALL", 7 * y.size)
+    fit = fit_variational(y, 2, rng=np.random.default_rng(11), epochs=30)
+    assert fit.best_loss == best_loss
+    assert np.array_equal(fit.ability_, best["t"]) and np.array_equal(fit.difficulty_, best["b"])
+    assert np.array_equal(fit.discrimination_, best["a"])
+
+
 def test_fit_recovers_the_item_ordering_of_simulated_data():
     """One dimension, 200 models: the fitted offsets D*b order the items as the true
     difficulties do, and the discriminations' signs agree up to the model's sign."""

@@ -16,13 +16,16 @@ derivative, as pyro does), and moves every parameter (scales, shapes and rates o
 log scale) by Adam with learning rate 0.1. The fit keeps the parameters after the step
 whose loss was lowest, as py-irt's trainer does, and reports the guide's locations.
 
-An epoch is three float32 matrix products (BLAS) and one compiled pass over the models
-x items responses (`mdad.irt._fused`, by numba), which takes the softplus and the
-sigmoid of every logit; a row's sums are in float32, the rows' in float64, and the
-small vectors' arithmetic (priors, guide, Adam) is compiled too. Written without pyro
-(and torch, hundreds of megabytes) for one fit; it is the same algorithm, not the same
-random numbers: its results agree with the fork's in distribution
-(tests/test_variational.py, and the tinyBenchmarks reproduction in the README).
+An epoch is three float32 matrix products (BLAS: scipy's, which numba calls) and one
+compiled pass over the models x items responses (`mdad.irt._fused`, by numba), which
+takes the softplus and the sigmoid of every logit; a row's sums are in float32, the
+rows' in float64. The whole loop, noise and Adam included, is compiled and runs without
+Python's lock, some tenths of a second of epochs a call (Ctrl-C is answered between
+calls): fits in threads use every core, and work beside them (imports) holds up no fit.
+Written without pyro (and torch, hundreds of megabytes) for one fit; it is the same
+algorithm, not the same random numbers: its results agree with the fork's in
+distribution (tests/test_variational.py, and the tinyBenchmarks reproduction in the
+README).
 """
 
 from __future__ import annotations
@@ -65,19 +68,20 @@ class _Workspace:
 
     theta (m, d + 1) holds the abilities beside a column of ones and a (n, d + 1) the
     discriminations beside -D b: theta @ a.T is the logits, and the last column of
-    residual.T @ theta the residual's column sums, each in one BLAS product."""
+    residual.T @ theta the residual's column sums, each in one BLAS product.
+    `arrays` is the tuple `mdad.irt._fused.elbo` takes."""
 
     def __init__(self, layout: GuideLayout, n_models: int, n_items: int,
                  dtype: np.dtype) -> None:
         dims = layout.dims
-        self.theta = np.ones((n_models, dims + 1), dtype)
-        self.a, self.da = (np.empty((n_items, dims + 1), dtype) for _ in range(2))
-        self.dtheta = np.empty((n_models, dims), dtype)
-        self.residual = np.empty((n_models, n_items), dtype)  # the logits, until the pass
-        self.powers = np.empty(n_items, dtype)
-        self.bits = np.empty(n_items, np.int32)
-        self.z, self.dz = np.empty(layout.n_normal), np.empty(layout.n_normal)
-        self.du = np.empty(layout.n_gamma)
+        theta = np.ones((n_models, dims + 1), dtype)
+        a, da = (np.empty((n_items, dims + 1), dtype) for _ in range(2))
+        self.arrays = (
+            theta, a, np.empty((n_items, dims), dtype), np.empty((n_models, n_items), dtype),
+            np.empty((n_models, dims), dtype), da, np.empty(n_items, dtype),
+            np.empty(n_items, np.int32), *(np.empty(layout.n_normal) for _ in range(2)),
+            np.empty(layout.n_gamma), np.empty(layout.n_normal),
+            np.empty(layout.n_normal, np.int64))
 
 
 _NORMALS = ("t", "a", "b", "mu_t", "mu_a", "mu_b")  # the order their noise is drawn in
@@ -165,43 +169,33 @@ def elbo_gradients(layout: GuideLayout, params: np.ndarray, y: np.ndarray,
             layout.shapes["t"][0] != y.shape[0]) or (
             gradient is not None and gradient.shape != (layout.size,)):
         raise ValueError("params, draws, responses or gradient do not fit the layout")
-    workspace = _Workspace(layout, y.shape[0], y.shape[1],
-                           np.dtype(np.float64 if y.dtype == np.float64 else np.float32))
-    gradient = np.empty(layout.size) if gradient is None else gradient
-    return _elbo(layout, params, y, normal, gamma, gradient, workspace), gradient
-
-
-def _elbo(layout: GuideLayout, params: np.ndarray, y: np.ndarray, normal: np.ndarray,
-          gamma: np.ndarray, gradient: np.ndarray, work: _Workspace) -> float:
-    """`elbo_gradients`' loss, its gradient written into `gradient`, in `work`."""
     from mdad.irt import _fused
 
-    loc, logscale, logshape, lograte = layout.sections(params)
-    scale = np.exp(logscale)
-    _fused.sample(loc, scale, normal, work.z, work.theta, work.a)
-    np.matmul(work.theta, work.a.T, out=work.residual)
-    softplus_total, products_total = _fused.residual_pass(work.residual, y, work.powers,
-                                                          work.bits)
-    np.matmul(work.residual, work.a[:, :-1], out=work.dtheta)
-    np.matmul(work.residual.T, work.theta, out=work.da)
-    shape, rate = np.exp(logshape), np.exp(lograte)
-    d_loc, d_logscale, d_logshape, d_lograte = layout.sections(gradient)
-    log_prior, log_q = _fused.gradient(work.z, gamma / rate, work.dtheta, work.da, scale,
-                                       logscale, normal, HYPER_SCALE, work.dz, work.du,
-                                       d_loc, d_logscale)
-    log_q += _fused.precisions(shape, rate, gamma, _GAMMA_STEP, work.du, d_logshape,
-                               d_lograte)
-    return -(products_total - softplus_total + log_prior - log_q)
+    work = _Workspace(layout, y.shape[0], y.shape[1],
+                      np.dtype(np.float64 if y.dtype == np.float64 else np.float32))
+    gradient = np.empty(layout.size) if gradient is None else gradient
+    loss = _fused.elbo(params, y, normal, gamma, gradient, layout.n_normal, HYPER_SCALE,
+                       _GAMMA_STEP, work.arrays)
+    return loss, gradient
 
 
 def draw_noise(layout: GuideLayout, params: np.ndarray, rng: np.random.Generator
                ) -> tuple[np.ndarray, np.ndarray]:
     """One standard draw per guide variable at the flat `params`: N(0, 1) for the
     Normal ones, shape (n_normal,), and Gamma(shape, 1) for the precisions, shape
-    (n_gamma,) (scaled by their rates in `elbo_gradients`)."""
-    shape = np.exp(layout.sections(params)[2])
-    return standard_normals(rng, layout.n_normal), np.maximum(rng.standard_gamma(shape),
-                                                              1e-300)
+    (n_gamma,) (scaled by their rates in `elbo_gradients`): `mdad.irt._fused.draw`,
+    as a fit's epoch draws them."""
+    from mdad.irt import _fused
+
+    normal, gamma = _noise(layout)
+    _fused.draw(rng, layout.sections(params)[2], *normal, gamma)
+    return normal[0][:layout.n_normal], gamma
+
+
+def _noise(layout: GuideLayout) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray]:
+    """Room for an epoch's draws: (normal draws of even size, their scratch), gamma."""
+    half = (layout.n_normal + 1) // 2
+    return (np.empty(2 * half), np.empty(half)), np.empty(layout.n_gamma)
 
 
 def standard_normals(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -216,6 +210,11 @@ def standard_normals(rng: np.random.Generator, n: int) -> np.ndarray:
     _fused.box_muller(rng.bit_generator.random_raw(half).view(np.uint32), out,
                       np.empty(half))
     return out[:n]
+
+
+# Epochs per compiled call: about 20 million cells, a few tenths of a second, so that
+# Ctrl-C in the main thread is answered between calls.
+_CELLS_PER_CALL = 20_000_000
 
 
 def fit_variational(responses: np.ndarray, dims: int, *, rng: np.random.Generator,
@@ -238,19 +237,22 @@ def fit_variational(responses: np.ndarray, dims: int, *, rng: np.random.Generato
         raise DataError("variational IRT fit: responses must be complete scores in [0, 1]")
     layout = GuideLayout(y.shape[0], y.shape[1], dims)
     params = np.zeros(layout.size)  # every location, log scale, shape and rate 0
-    gradient, first, second = (np.zeros(layout.size) for _ in range(3))
-    views = layout.named(params)
+    state = (params, *(np.zeros(layout.size) for _ in range(3)))  # gradient, Adam's moments
     work = _Workspace(layout, y.shape[0], y.shape[1], np.dtype(np.float32))
+    normal, gamma = _noise(layout)
     # 0/1 responses as bytes: a quarter of the memory each epoch reads
     binary = bool(np.all((y == 0) | (y == 1)))
     y = np.ascontiguousarray(y, dtype=np.uint8 if binary else np.float32)
-    best_loss, best = np.inf, None
-    for step in range(1, epochs + 1):
-        normal, gamma = draw_noise(layout, params, rng)
-        loss = _elbo(layout, params, y, normal, gamma, gradient, work)
-        _fused.adam(params, gradient, first, second, step, learning_rate, *_BETAS, _EPS)
-        if loss < best_loss:  # py-irt exports the parameters after the step
-            best_loss = loss
-            best = (views["loc_a"].copy(), views["loc_b"].copy(), views["loc_t"].copy())
-    assert best is not None
-    return VariationalFit(best[0], best[1], best[2], float(best_loss))
+    best, best_loss = np.zeros(layout.n_normal), np.inf
+    chunk = max(1, _CELLS_PER_CALL // y.size)
+    for start in range(1, epochs + 1, chunk):
+        # py-irt exports the parameters after the step of the lowest loss
+        best_loss = _fused.fit_epochs(rng, y, start, min(start + chunk, epochs + 1), state,
+                                      best, best_loss, layout.n_normal, HYPER_SCALE,
+                                      _GAMMA_STEP, learning_rate, *_BETAS, _EPS,
+                                      work.arrays, (*normal, gamma))
+    if not np.isfinite(best_loss):
+        raise DataError("variational IRT fit: no epoch gave a finite loss")
+    views = layout.split(best)
+    return VariationalFit(views["a"].copy(), views["b"].copy(), views["t"].copy(),
+                          float(best_loss))

@@ -27,7 +27,7 @@ from mdad.practice.bundle_format import (
 from mdad.practice.fit_pool import SPAWN_AFTER_SECONDS, run_fits
 from mdad.practice.planner import mdad_curve, pair_structure
 from mdad.selection import MethodDefaults, MicroBenchmark, SeenPool, method_class
-from mdad.selection.threads import one_thread
+from mdad.selection.threads import load_libraries, one_thread
 
 if TYPE_CHECKING:
     from mdad.practice.calibration import Calibration
@@ -285,13 +285,21 @@ def select_microbenchmark(dataset: Dataset, method: str, size: int, *, seed: int
     cross_validate = cls.analytic_mdad != "uniform"
     total = 1 + (CV_FOLDS if cross_validate else 0)
     report = progress or (lambda done, total, step: None)
-    curve = _mdad_curve(dataset, matrix, cls, size, threshold, study_dir, allow_other_version)
+    curves: list[dict[str, Any]] = []
+
+    def find_curve() -> None:
+        curves.append(_mdad_curve(dataset, matrix, cls, size, threshold, study_dir,
+                                  allow_other_version))
+
+    if study_dir is not None:  # its errors come before any fit
+        find_curve()
     report(0, total, f"selecting {size} items with {method} from {matrix.n_models} models"
            + (f", and cross-validating its estimate in {CV_FOLDS} folds" if cross_validate
               else ""))
     micro, held_out = _select_and_validate(matrix, selector, size, seed, cross_validate,
                                            lambda done, step: report(done, total, step),
-                                           spawn_worker)
+                                           spawn_worker, None if curves else find_curve)
+    curve = curves[0]
     truth = matrix.accuracy()
     names = [str(m) for m in matrix.model_names]
     estimator = cls.save_estimator(micro)
@@ -494,7 +502,8 @@ def lm_eval_ids(ids: list[str], task: str | None) -> list[str] | None:
 
 def _select_and_validate(matrix: ResponseMatrix, selector: MethodDefaults, size: int,
                          seed: int, cross_validate: bool,
-                         finished: Callable[[int, str], None], spawn_worker: bool = False
+                         finished: Callable[[int, str], None], spawn_worker: bool = False,
+                         meanwhile: Callable[[], None] | None = None
                          ) -> tuple[MicroBenchmark, np.ndarray | None]:
     """The micro-benchmark selected from every model, and (when `cross_validate`) the
     method's estimate of each model, shape (n_models,), by a micro-benchmark it did not
@@ -503,8 +512,9 @@ def _select_and_validate(matrix: ResponseMatrix, selector: MethodDefaults, size:
     The selection and the folds are independent fits, each with its own seeds and one
     BLAS thread, as a study's cells run: the same numbers whatever the machine's cores
     and wherever a fit runs (`run_fits`: here, and in a spawned worker when the first
-    fit is slow; in a thread per core for a method whose fits release Python's lock).
-    `finished(steps done, step)` follows each fit.
+    fit is slow; in a thread per core for a method whose fits release Python's lock,
+    which then also import the method's `libraries_after_fit` while they run, as they
+    do `meanwhile`). `finished(steps done, step)` follows each fit.
     """
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(8,)))
     folds = np.array_split(rng.permutation(matrix.n_models), CV_FOLDS)
@@ -514,12 +524,20 @@ def _select_and_validate(matrix: ResponseMatrix, selector: MethodDefaults, size:
                   for k in range(CV_FOLDS)]
     from mdad.study.backends import available_cores
 
+    threads = min(available_cores(), len(tasks)) if selector.releases_gil else 1
+
+    def alongside() -> None:
+        load_libraries([selector])
+        if meanwhile is not None:
+            meanwhile()
+
     results = {}
-    with one_thread([selector]):
+    if threads > 1:
+        selector.warm_up()
+    with one_thread([selector], after_fit=threads == 1):
         fits = run_fits(tasks, methods=[selector],
                         spawn_after=SPAWN_AFTER_SECONDS if spawn_worker else None,
-                        threads=min(available_cores(), len(tasks))
-                        if selector.releases_gil else 1)
+                        threads=threads, meanwhile=alongside)
         for done, (index, result) in enumerate(fits, start=1):
             results[index] = result
             finished(done, "selected" if index == 0 else

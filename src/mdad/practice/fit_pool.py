@@ -54,10 +54,12 @@ def _init_worker(methods: Sequence[object]) -> None:
 
 
 def run_fits(tasks: Sequence[Task], *, methods: Sequence[object] = (),
-             spawn_after: float | None = SPAWN_AFTER_SECONDS, threads: int = 1
-             ) -> Iterator[tuple[int, Any]]:
+             spawn_after: float | None = SPAWN_AFTER_SECONDS, threads: int = 1,
+             meanwhile: Callable[[], None] | None = None) -> Iterator[tuple[int, Any]]:
     """Yield ``(index, result)`` of each ``(function, args)`` of `tasks` as it
-    finishes, in the order they finish.
+    finishes, in the order they finish. `meanwhile` runs in the caller's thread once
+    the first tasks have started (work that would otherwise wait for them, or they
+    for it: only fits that release Python's lock leave it the time).
 
     Tasks start in order, in `threads` threads of this process (the caller must hold a
     one-BLAS-thread limit, see `one_thread`) and, with one thread, when the first task
@@ -91,9 +93,12 @@ def run_fits(tasks: Sequence[Task], *, methods: Sequence[object] = (),
     spawn_at = None if spawn_after is None else time.monotonic() + spawn_after
     interrupted = False
     try:
-        for _ in range(max(threads, 1)):
+        # with no worker to share them with, every task is queued here at once
+        for _ in range(len(tasks) if spawn_at is None else max(threads, 1)):
             start_next(here)
         first = next(iter(pending))
+        if meanwhile is not None:
+            meanwhile()
         while pending:
             timeout = None if spawn_at is None else max(0.0, spawn_at - time.monotonic())
             done, _ = wait(pending, timeout=timeout, return_when=FIRST_COMPLETED)

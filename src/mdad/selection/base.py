@@ -211,6 +211,10 @@ class MethodDefaults:
         lock (numba's nogil kernels, BLAS): `mdad select` runs its cross-validation
         folds in threads of one process, on every core, rather than in a spawned worker
         that must import the libraries again.
+    libraries_after_fit : of `libraries`, those a fit that releases the lock needs
+        only after its compiled part, whose thread pools need no limit there (OpenMP's
+        is per thread: a limit set in the main thread never reached the fits'
+        threads): `mdad select` imports them while the fits run.
     fast_variant : the registered name of its documented faster approximation, whose
         numbers stay within run-to-run noise of its own (tests/test_approximations.py),
         or None; ``mdad run --fast`` uses it. Not inherited: a subclass is another
@@ -229,11 +233,18 @@ class MethodDefaults:
     libraries: ClassVar[tuple[str, ...]] = ()
     static: ClassVar[bool] = True
     releases_gil: ClassVar[bool] = False
+    libraries_after_fit: ClassVar[tuple[str, ...]] = ()
     fast_variant: ClassVar[str | None] = None
 
     def select(self, pool: SeenPool, size: int, *, rng: np.random.Generator) -> MicroBenchmark:
         """Choose `size` distinct items of `pool`; draw every random number from `rng`."""
         raise NotImplementedError(f"{type(self).__name__} must define select")
+
+    @classmethod
+    def warm_up(cls) -> None:
+        """Load the compiled code its fits run (default: none), before `mdad select`
+        starts them in threads: loading holds Python's lock, which the imports beside
+        the fits (`libraries_after_fit`) contend for."""
 
     @classmethod
     def max_size_for(cls, subtask_sizes: np.ndarray) -> int:

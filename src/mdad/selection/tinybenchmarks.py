@@ -239,6 +239,15 @@ class TinyBenchmarks(_TinyBenchmarksBase):
     in_paper: ClassVar[bool] = True
     irt_fit: ClassVar[str] = "variational"
     releases_gil: ClassVar[bool] = True  # the variational fit's kernels (mdad.irt._fused)
+    # numba's products call scipy's BLAS (scipy.linalg): limited before the fits start
+    libraries: ClassVar[tuple[str, ...]] = ("scipy.linalg", "sklearn.cluster",
+                                            "scipy.optimize", "scipy.special")
+    libraries_after_fit: ClassVar[tuple[str, ...]] = ("sklearn.cluster", "scipy.optimize")
+
+    @classmethod
+    def warm_up(cls) -> None:
+        """Load the variational fit's kernels for 0/1 responses (numba's disk cache)."""
+        fit_variational(np.eye(2), 1, rng=np.random.default_rng(0), epochs=1)
     fast_variant: ClassVar[str | None] = "tinybenchmarks-fast"
 
     def select(self, pool: SeenPool, size: int, *, rng: np.random.Generator) -> MicroBenchmark:
@@ -256,6 +265,7 @@ class TinyBenchmarksMap(TinyBenchmarks):
     in_paper: ClassVar[bool] = False
     irt_fit: ClassVar[str] = "map"
     releases_gil: ClassVar[bool] = False  # scipy's L-BFGS, driven from Python
+    libraries_after_fit: ClassVar[tuple[str, ...]] = ()
 
 
 @register("tinybenchmarks-fast")
