@@ -22,7 +22,8 @@ prints each one's first-crossing MDAD per size beside the others.
 
 Usage: python benchmarks/approximation_noise.py --method tinybenchmarks
            [--benchmark gpqa] [--runs 50] [--sources 300] [--sizes 10,25,50,100,200]
-           [--values 250,500,1000] [--baseline 017265f [--mdad]] [--save rows.csv]
+           [--values 250,500,1000] [--baseline 017265f [--mdad [--study-runs N]]]
+           [--save rows.csv]
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import subprocess
 import sys
 import time
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 
@@ -144,9 +146,11 @@ def summarise(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out).set_index(["sources", "size", "variant"]).sort_index()
 
 
-def study_mdads(benchmark: str, method: str, baseline: ModuleType) -> pd.DataFrame:
-    """The first-crossing MDAD (points) per size of the default study of `method`:
-    exact with seeds 0 and 1, and with the baseline fit, seed 0; in this process."""
+def study_mdads(benchmark: str, method: str, baseline: ModuleType,
+                runs: int | None = None) -> pd.DataFrame:
+    """The first-crossing MDAD (points) per size of the default study of `method`
+    (with `runs` runs, if given): exact with seeds 0 and 1, and with the baseline fit,
+    seed 0; in this process."""
     from mdad.study import evaluate, run_study
     from mdad.study.backends import InProcessBackend
 
@@ -154,7 +158,10 @@ def study_mdads(benchmark: str, method: str, baseline: ModuleType) -> pd.DataFra
     columns = {}
     for name, seed, module in (("exact", 0, None), ("reseeded", 1, None),
                                ("baseline", 0, baseline)):
-        plan = plan_study(matrix, StudyConfig(methods=(method,), seed=seed))
+        config = StudyConfig(methods=(method,), seed=seed)
+        if runs is not None:
+            config = replace(config, n_runs=runs)
+        plan = plan_study(matrix, config)
         with fit_of(module):
             tables = evaluate(run_study(matrix, plan, backend=InProcessBackend()))
         for row in tables.mdad.itertuples():
@@ -176,6 +183,8 @@ def main() -> None:
     parser.add_argument("--baseline", help="a commit whose variational fit to compare")
     parser.add_argument("--mdad", action="store_true",
                         help="with --baseline, also compare the studies' MDAD")
+    parser.add_argument("--study-runs", type=int,
+                        help="with --mdad, the studies' runs (default: the study's own)")
     parser.add_argument("--save", help="also write the per-run rows to this CSV")
     args = parser.parse_args()
     as_ints = lambda text: tuple(int(v) for v in text.split(","))  # noqa: E731
@@ -189,7 +198,8 @@ def main() -> None:
     print(summarise(table).round(3).to_string())
     if baseline is not None and args.mdad:
         print("\nfirst-crossing MDAD (points; NaN: not reached), default study")
-        print(study_mdads(args.benchmark, args.method, baseline).round(1).to_string())
+        mdads = study_mdads(args.benchmark, args.method, baseline, args.study_runs)
+        print(mdads.round(1).to_string())
 
 
 if __name__ == "__main__":

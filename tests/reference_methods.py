@@ -75,10 +75,18 @@ def _raw_corrcoef(data: np.ndarray) -> np.ndarray:
     return np.array(np.atleast_2d(corr), dtype=np.float64)
 
 
-def _fasterpam_medoids(distance: np.ndarray, n: int, random_state: int) -> np.ndarray:
-    """Medoid indices, in fasterpam's order, of the sequential seeded FasterPAM."""
-    result = kmedoids.fasterpam(np.ascontiguousarray(distance, dtype=np.float64), n,
-                                init="random", random_state=random_state, n_cpu=1)
+def _fasterpam_medoids(distance: np.ndarray, n: int, random_state: int,
+                       shuffled: bool = True) -> np.ndarray:
+    """Medoid indices, in fasterpam's order, of the single-threaded seeded FasterPAM:
+    its random start, and its candidates in an order Rust's generator shuffles, or
+    (not `shuffled`) in index order."""
+    distance = np.ascontiguousarray(distance, dtype=np.float64)
+    if shuffled:
+        result = kmedoids.fasterpam(distance, n, init="random", random_state=random_state,
+                                    n_cpu=1)
+    else:  # the library's own random start, given as medoids: no shuffle
+        start = np.random.RandomState(random_state).choice(distance.shape[0], n, False)
+        result = kmedoids.fasterpam(distance, start.astype(np.uintp), n_cpu=1)
     return np.array([int(m) for m in result.medoids], dtype=np.int64)
 
 
@@ -100,8 +108,8 @@ def _first_argmin(values: list[float]) -> int:
 
 # --------------------------------------------------------------------------- Anchor Points
 
-def ref_anchor_points(source_conf: np.ndarray, n: int,
-                      random_state: int) -> tuple[np.ndarray, np.ndarray]:
+def ref_anchor_points(source_conf: np.ndarray, n: int, random_state: int,
+                      shuffled: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Anchor Points (Vivek et al.), as ``microbenchmarks.py::anchor_points_weighted``.
 
     ``source_conf`` is (n_sources, n_items): the source models' confidence on each item's
@@ -132,7 +140,7 @@ def ref_anchor_points(source_conf: np.ndarray, n: int,
             elif constant[i] or constant[j]:
                 corr[i, j] = 0.0
 
-    medoids = _fasterpam_medoids(1.0 - corr, n, random_state)
+    medoids = _fasterpam_medoids(1.0 - corr, n, random_state, shuffled)
     medoid_means = [float(np.mean(conf[:, m])) for m in medoids]
 
     counts = [0] * len(medoids)
@@ -150,7 +158,7 @@ def ref_anchor_points(source_conf: np.ndarray, n: int,
 
 
 def ref_anchor_predictor(source_conf: np.ndarray, target_conf: np.ndarray, n: int,
-                         random_state: int) -> np.ndarray:
+                         random_state: int, shuffled: bool = True) -> np.ndarray:
     """Anchor Points predictor, as ``anchor_point_predictor.py`` with one class.
 
     ``source_conf`` is (n_sources, n_items), ``target_conf`` (n_targets, n_items): the
@@ -186,7 +194,7 @@ def ref_anchor_predictor(source_conf: np.ndarray, target_conf: np.ndarray, n: in
             elif constant[i] or constant[j] or math.isnan(corr[i, j]):
                 corr[i, j] = 0.0
 
-    anchors = _fasterpam_medoids(1.0 - np.abs(corr), n, random_state)
+    anchors = _fasterpam_medoids(1.0 - np.abs(corr), n, random_state, shuffled)
     anchor_set = {int(a) for a in anchors}
     floaters = [j for j in range(n_items) if j not in anchor_set]
 

@@ -89,6 +89,15 @@ def fasterpam_seed(seed: int) -> int:
 
 # --------------------------------------------------------------------------- 1. Anchor Points
 
+@pytest.fixture(autouse=True)
+def candidates_in_index_order(monkeypatch):
+    """FasterPAM's candidates in index order here and in the reference (shuffled=False):
+    the same start and order give the library's medoids, float for float; the
+    shuffled orders (numpy's here, Rust's in the library) agree in distribution
+    (tests/test_fasterpam.py)."""
+    monkeypatch.setattr(ap, "_candidate_order", lambda state, n: np.arange(n))
+
+
 def reference_anchor_correlation(conf: np.ndarray) -> np.ndarray:
     """The correlation matrix `refm.ref_anchor_points` builds: np.corrcoef, then its
     rules for exactly constant items."""
@@ -148,7 +157,8 @@ def test_anchor_points_matches_reference(monkeypatch, data_seed, n_sources, n_it
     method = get_method("anchor-points")
     for seed in range(4):
         micro = method.select(pool, size, rng=np.random.default_rng(seed))
-        medoids, weights = refm.ref_anchor_points(source, size, fasterpam_seed(seed))
+        medoids, weights = refm.ref_anchor_points(source, size, fasterpam_seed(seed),
+                                                  shuffled=False)
         assert np.array_equal(micro.items, medoids)
         np.testing.assert_allclose(micro.weights, weights, rtol=0, atol=1e-12)
         assert micro.uses_confidence
@@ -169,7 +179,8 @@ def test_anchor_points_end_to_end_agrees_up_to_rounding_ties(data_seed, n_source
     identical = 0
     for seed in range(4):
         micro = method.select(pool, size, rng=np.random.default_rng(seed))
-        medoids, weights = refm.ref_anchor_points(source, size, fasterpam_seed(seed))
+        medoids, weights = refm.ref_anchor_points(source, size, fasterpam_seed(seed),
+                                                  shuffled=False)
         if np.array_equal(micro.items, medoids):
             identical += 1
             np.testing.assert_allclose(micro.weights, weights, atol=1e-12)
@@ -198,7 +209,7 @@ def test_anchor_points_orphan_constant_items_join_the_closest_mean_medoid():
     pool = make_pool((conf > 0.5).astype(float), conf)
     for seed in range(5):
         micro = get_method("anchor-points").select(pool, 2, rng=np.random.default_rng(seed))
-        medoids, weights = refm.ref_anchor_points(conf, 2, fasterpam_seed(seed))
+        medoids, weights = refm.ref_anchor_points(conf, 2, fasterpam_seed(seed), shuffled=False)
         assert np.array_equal(micro.items, medoids)
         assert not {40, 41, 42} & set(medoids.tolist())
         np.testing.assert_allclose(micro.weights, weights, atol=1e-12)
@@ -285,7 +296,8 @@ def test_anchor_predictor_matches_reference(data_seed, n_sources, n_items, size,
     method = get_method("anchor-points-predictor")
     for seed in range(3):
         micro = method.select(pool, size, rng=np.random.default_rng(seed))
-        expected = refm.ref_anchor_predictor(source, target, size, fasterpam_seed(seed))
+        expected = refm.ref_anchor_predictor(source, target, size, fasterpam_seed(seed),
+                                             shuffled=False)
         np.testing.assert_allclose(micro.estimate(target), expected, rtol=0, atol=1e-12)
         assert micro.items.size == size == np.unique(micro.items).size
 
@@ -309,7 +321,8 @@ def test_anchor_predictor_pipeline_given_reference_correlation(
     method = get_method("anchor-points-predictor")
     for seed in range(3):
         micro = method.select(pool, size, rng=np.random.default_rng(seed))
-        expected = refm.ref_anchor_predictor(source, target, size, fasterpam_seed(seed))
+        expected = refm.ref_anchor_predictor(source, target, size, fasterpam_seed(seed),
+                                             shuffled=False)
         n_floaters = n_items - size
         gap = np.abs(micro.estimate(target) - expected) * n_floaters
         allowed = _threshold_ties(micro, target) + _residual_ties(micro, source)
@@ -332,7 +345,8 @@ def test_anchor_predictor_with_constant_items_matches_reference():
     for seed in range(3):
         micro = get_method("anchor-points-predictor").select(
             pool, 20, rng=np.random.default_rng(seed))
-        expected = refm.ref_anchor_predictor(source, target, 20, fasterpam_seed(seed))
+        expected = refm.ref_anchor_predictor(source, target, 20, fasterpam_seed(seed),
+                                             shuffled=False)
         np.testing.assert_allclose(micro.estimate(target), expected, atol=1e-12)
 
 
@@ -905,8 +919,9 @@ def test_fast_variants_pass_their_shortcut_to_the_fit(monkeypatch):
     monkeypatch.setattr(tb, "fit_variational",
                         lambda *a, **k: epochs.append(k["epochs"]) or real_fit(*a, **k))
     monkeypatch.setattr(ap, "_medoids",
-                        lambda d, size, rng, max_passes=100: passes.append(max_passes)
-                        or real_pam(d, size, rng, max_passes))
+                        lambda d, size, rng, max_passes=100, columns=None:
+                        passes.append(max_passes) or real_pam(d, size, rng, max_passes,
+                                                              columns))
     for name in ("tinybenchmarks-fast", "anchor-points-fast", "anchor-points"):
         get_method(name).select(pool, 5, rng=np.random.default_rng(1))
     samplers = []

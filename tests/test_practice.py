@@ -63,6 +63,30 @@ def test_exact_agreement_is_the_hypergeometric_sum(a, b, n_items, size):
         brute_force_agreement(a, b, n_items, size), abs=1e-12)
 
 
+@given(st.integers(0, 2**16), st.integers(2, 9), st.integers(1, 30), st.integers(1, 4),
+       st.booleans())
+def test_pair_structure_counts_each_pair_s_disagreements_by_hand(seed, n_models, n_items,
+                                                                  n_subtasks, some_pairs):
+    """Against a loop over the pairs: right-only counts per subtask, and the gap."""
+    rng = np.random.default_rng(seed)
+    correctness = (rng.random((n_models, n_items)) < 0.5).astype(float)
+    codes = rng.integers(0, n_subtasks, n_items)
+    codes[0] = n_subtasks - 1  # the highest code is used; others may be empty
+    first, second = np.triu_indices(n_models, k=1)
+    if some_pairs:
+        keep = rng.random(first.size) < 0.5
+        first, second = first[keep], second[keep]
+    structure = pair_structure(correctness, codes, (first, second))
+    for k, (i, j) in enumerate(zip(first, second, strict=True)):
+        for code in range(n_subtasks):
+            columns = codes == code
+            a, b = correctness[i, columns], correctness[j, columns]
+            assert structure.only_first[k, code] == np.sum((a == 1) & (b == 0))
+            assert structure.only_second[k, code] == np.sum((a == 0) & (b == 1))
+        assert structure.gap[k] == pytest.approx(
+            (correctness[i].sum() - correctness[j].sum()) / n_items)
+
+
 def test_normal_approximation_error_on_real_pairs(gpqa_data):
     matrix = gpqa_data.matrix
     structure = pair_structure(matrix.correctness, matrix.subtask_codes)

@@ -48,13 +48,15 @@ _LOG_2PI = np.log(2 * np.pi)
 OPTIONS = {"fastmath": _FASTMATH, "boundscheck": False, "error_model": "numpy"}
 
 
-def _jit(function):
-    """Compiled, cached on disk when a cache can be written (numba refuses a cached
-    function whose file no cache location can take: then it compiles each time)."""
+def _jit(function, options=None):
+    """Compiled with `options` (default `OPTIONS`), without Python's lock, cached on disk
+    when a cache can be written (numba refuses a cached function whose file no cache
+    location can take: then it compiles each time)."""
+    options = OPTIONS if options is None else options
     try:
-        return njit(**OPTIONS, cache=True, nogil=True)(function)
+        return njit(**options, cache=True, nogil=True)(function)
     except RuntimeError:  # "cannot cache function ...: no locator available"
-        return njit(**OPTIONS, nogil=True)(function)
+        return njit(**options, nogil=True)(function)
 
 
 @_jit

@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from mdad.selection._fasterpam import columns_of
 from mdad.selection.base import MethodDefaults, MicroBenchmark, SeenPool
 from mdad.selection.registry import register
 
@@ -52,16 +53,27 @@ def item_correlation(values: np.ndarray) -> np.ndarray:
 
 
 def _medoids(distance: np.ndarray, size: int, rng: np.random.Generator,
-             max_passes: int = 100) -> np.ndarray:
+             max_passes: int = 100, columns: np.ndarray | None = None) -> np.ndarray:
     """FasterPAM medoids with random initialisation, as the reference code runs it
-    (with kmedoids' default of at most 100 passes over the items; they converge in 3
-    to 6)."""
-    import kmedoids
+    (``kmedoids.fasterpam(init="random", random_state=seed)``, with its default of at
+    most 100 passes over the items; they converge in 3 to 6): the same start, the
+    same algorithm (`mdad.selection._fasterpam`, compiled without Python's lock), and
+    the candidates in an order shuffled by numpy instead of Rust (an order uniformly
+    random either way, so the same distribution of medoids). `columns`: the distance
+    matrix's transpose, or None (see `fasterpam`)."""
+    from mdad.selection._fasterpam import fasterpam
 
     seed = int(rng.integers(2**31 - 1))
-    result = kmedoids.fasterpam(distance, size, init="random", random_state=seed, n_cpu=1,
-                                max_iter=max_passes)
-    return np.asarray(result.medoids, dtype=np.int64)
+    state = np.random.RandomState(seed)
+    start = state.choice(distance.shape[0], size, replace=False)
+    order = _candidate_order(state, distance.shape[0])
+    return fasterpam(distance, start, order=order, max_passes=max_passes,
+                     columns=columns)[0]
+
+
+def _candidate_order(state: np.random.RandomState, n: int) -> np.ndarray:
+    """The order FasterPAM takes its n candidates in: uniformly random."""
+    return state.permutation(n)
 
 
 def cluster_shares(corr: np.ndarray, medoids: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -89,7 +101,8 @@ class AnchorPoints(MethodDefaults):
     estimate is the weighted sum of a model's gold-option confidence on the medoids."""
 
     display_name: ClassVar[str] = "Anchor Points"
-    libraries: ClassVar[tuple[str, ...]] = ("kmedoids", "scipy.special")
+    libraries: ClassVar[tuple[str, ...]] = ("scipy.special",)
+    releases_gil: ClassVar[bool] = True  # FasterPAM, compiled (mdad.selection._fasterpam)
     colour: ClassVar[str] = "#0072B2"
     line_style: ClassVar[str] = "-"
     in_paper: ClassVar[bool] = True
@@ -104,7 +117,9 @@ class AnchorPoints(MethodDefaults):
         # One distance matrix for every size: at 7,000 items it is 390 MB, whose
         # allocation alone cost as much as a small k-medoids fit.
         distance = pool.shared("confidence-correlation-distance", lambda _: 1.0 - corr)
-        medoids = _medoids(distance, size, rng, self.max_passes)
+        columns = pool.shared("confidence-correlation-columns",
+                              lambda _: columns_of(distance))
+        medoids = _medoids(distance, size, rng, self.max_passes, columns)
         weights = cluster_shares(corr, medoids, np.asarray(pool.confidence, dtype=np.float64))
         return MicroBenchmark(medoids, weights, uses_confidence=True)
 
@@ -172,7 +187,8 @@ class AnchorPointsPredictor(MethodDefaults):
     """
 
     display_name: ClassVar[str] = "Anchor Points predictor"
-    libraries: ClassVar[tuple[str, ...]] = ("kmedoids", "scipy.special")
+    libraries: ClassVar[tuple[str, ...]] = ("scipy.special",)
+    releases_gil: ClassVar[bool] = True  # FasterPAM, compiled (mdad.selection._fasterpam)
     colour: ClassVar[str] = "#0072B2"
     line_style: ClassVar[str] = "--"
     reads_confidence: ClassVar[bool] = True
@@ -188,7 +204,8 @@ class AnchorPointsPredictor(MethodDefaults):
         values = pool.shared("confidence-logit", lambda _: _logit(pool.confidence))
         gram, corr = pool.shared("confidence-logit-gram", lambda _: _gram_and_correlation(values))
         distance = pool.shared("confidence-logit-distance", lambda _: 1.0 - np.abs(corr))
-        anchors = _medoids(distance, size, rng)
+        columns = pool.shared("confidence-logit-columns", lambda _: columns_of(distance))
+        anchors = _medoids(distance, size, rng, columns=columns)
         floaters = np.setdiff1d(np.arange(pool.n_items), anchors)
         cross = gram[np.ix_(anchors, floaters)]  # (n_anchors, n_floaters)
         spread = np.diag(gram)[anchors][:, None]
