@@ -822,3 +822,23 @@ def test_the_study_table_splits_by_split_on_a_narrow_terminal(tmp_path: Path) ->
         for row, line in zip(summary.itertuples(), rows, strict=False):
             assert line[-1] == f"{getattr(row, f'kendall_tau_{split}'):.2f}"
             assert line[-2] == f"{100 * getattr(row, f'mae_{split}'):.1f}"
+
+
+@pytest.mark.parametrize(("given", "expected"), [(None, "False"), ("1", "True")])
+def test_the_cli_turns_numpy_s_huge_page_advice_off_unless_the_user_set_it(given, expected):
+    """numpy's huge-page advice made the kernel compact memory on first touch here, twice
+    Anchor Points' time (benchmarks/bench_hugepages.py): `mdad` sets
+    NUMPY_MADVISE_HUGEPAGE=0 before numpy loads, in it and so in its workers."""
+    env = {k: v for k, v in os.environ.items() if k != "NUMPY_MADVISE_HUGEPAGE"}
+    if given is not None:
+        env["NUMPY_MADVISE_HUGEPAGE"] = given
+    code = ("import atexit, sys\n"
+            "atexit.register(lambda: print(__import__('numpy')._core.multiarray"
+            "._get_madvise_hugepage()))\n"
+            "sys.argv = ['mdad', 'methods']\n"
+            "from mdad.cli.app import main\n"
+            "main()\n")
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == expected

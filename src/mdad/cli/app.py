@@ -98,6 +98,12 @@ def main() -> None:
     # options, removes the semaphores a worker terminated on Ctrl-C left, and warns of
     # each in two lines: noise after the interrupted line
     sys.warnoptions.append("ignore:resource_tracker:UserWarning")
+    # numpy asks the kernel for huge pages for its large arrays; where the kernel then
+    # compacts memory to find them (transparent huge pages' "madvise" defrag, common),
+    # a first touch of a few hundred MB stalls for seconds: Anchor Points' distance
+    # matrices took twice as long (benchmarks/bench_hugepages.py). Read by numpy at its
+    # import, here and in every worker this command starts; the user's setting wins.
+    os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
     try:
         _main()
     except SystemExit as done:
