@@ -57,7 +57,7 @@ def test_symmetric_finds_any_asymmetric_pair(n, seed, asymmetric):
         i, j = np.random.default_rng(seed).choice(n, 2, replace=False)
         distance[i, j] += 1e-12
     assert _fasterpam.symmetric(distance) == (not asymmetric or n == 1)
-    assert _fasterpam.columns_of(distance) is distance or asymmetric
+    assert np.array_equal(_fasterpam.columns_of(distance), distance.T)
 
 
 def test_slices_of_a_pass_change_nothing(monkeypatch):
@@ -70,6 +70,19 @@ def test_slices_of_a_pass_change_nothing(monkeypatch):
     sliced = fasterpam(distance, start)
     assert np.array_equal(whole[0], sliced[0]) and whole[1:] == sliced[1:]
     assert whole[3] > 1  # swaps were made, so the slices mattered
+
+
+def test_bad_input_is_refused_before_the_unchecked_kernels():
+    distance = _distance(0, 5, True, False)
+    for medoids in ([], [0, 0], [5], [-1]):
+        with pytest.raises(ValueError, match="medoids"):
+            fasterpam(distance, np.array(medoids, dtype=np.int64))
+    with pytest.raises(ValueError, match="square"):
+        fasterpam(distance[:4], np.array([0]))
+    with pytest.raises(ValueError, match="permutation"):
+        fasterpam(distance, np.array([0, 1]), order=np.array([0, 1, 2, 3, 3]))
+    with pytest.raises(ValueError, match="columns"):
+        fasterpam(distance, np.array([0, 1]), columns=distance[:4])
 
 
 def test_by_hand_one_swap_moves_a_medoid_into_the_far_group():
@@ -97,15 +110,17 @@ def test_gpqa_s_distance_matrix_as_the_library_at_every_size():
 
 
 def test_a_shuffled_order_gives_the_library_s_distribution_of_losses():
-    """The library shuffles its candidates with Rust's generator, `anchor_points` with
-    numpy's: both are uniform permutations, so the losses reached from random starts
-    share one distribution (300 seeds each; a two-sample KS test and the means)."""
+    """The library shuffles its candidates with Rust's generator, Anchor Points'
+    `_medoids` with numpy's: both are uniform permutations, so the losses reached from
+    random starts share one distribution (300 seeds each; a two-sample KS test and the
+    means)."""
+    from mdad.selection.anchor_points import _medoids
+
     distance = _distance(5, 150, True, False)
     ours, theirs = [], []
     for seed in range(300):
-        state = np.random.RandomState(seed)
-        start = state.choice(150, 8, replace=False)
-        ours.append(fasterpam(distance, start, order=state.permutation(150))[1])
+        medoids = _medoids(distance, 8, np.random.default_rng(seed))
+        ours.append(distance[medoids].min(axis=0).sum())
         theirs.append(kmedoids.fasterpam(distance, 8, init="random", random_state=seed,
                                          n_cpu=1).loss)
     ours, theirs = np.array(ours), np.array(theirs)

@@ -71,11 +71,11 @@ def test_meanwhile_runs_here_while_every_queued_task_keeps_going():
         time.sleep(0.6)
         events.append(("meanwhile done", time.monotonic()))
 
-    results = dict(run_fits([(nap, (0.1,))] * 6, spawn_after=None, threads=2,
+    results = dict(run_fits([(nap, (0.05,))] * 6, spawn_after=None, threads=2,
                             meanwhile=meanwhile))
     assert sorted(results) == list(range(6))
     done = dict(events)["meanwhile done"]
-    # six naps of 0.1 s in two threads end before the 0.6 s beside them
+    # six naps of 0.05 s in two threads start well before the 0.6 s beside it ends
     assert sum(kind == "start" and at < done for kind, at in events) == 6
 
 
@@ -90,7 +90,7 @@ def test_libraries_after_fit_load_only_when_asked(monkeypatch):
 
     for module in Method.libraries:
         monkeypatch.delitem(sys.modules, module, raising=False)
-    load_libraries([Method], after_fit=False)
+    load_libraries([Method], include_after_fit=False)
     assert "colorsys" in sys.modules and "wave" not in sys.modules
     load_libraries([Method])
     assert "wave" in sys.modules

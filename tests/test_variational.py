@@ -159,3 +159,35 @@ def test_same_generator_same_fit_and_bad_input_is_refused():
     y[0, 0] = np.nan
     with pytest.raises(DataError, match="complete scores"):
         fit_variational(y, 2, rng=np.random.default_rng(5), epochs=5)
+
+
+def test_a_diverging_fit_stops_with_an_error_instead_of_hanging():
+    """At learning rate 10 the parameters overflow within a few epochs: the compiled
+    loop stops at the first loss that is not a number (a NaN Gamma shape would make
+    the Gamma sampler's rejection loop run forever), and the error says where."""
+    y = (np.random.default_rng(0).random((6, 5)) < 0.5).astype(float)
+    with pytest.raises(DataError, match="diverged at epoch"):
+        fit_variational(y, 2, rng=np.random.default_rng(0), learning_rate=10.0)
+    with pytest.raises(ValueError, match="at least 1"):
+        fit_variational(y, 2, rng=np.random.default_rng(0), epochs=0)
+
+
+def test_the_compiled_draws_are_numpy_s_own():
+    """`_fused.draw` takes the generator's 32-bit words and then a Gamma draw per
+    precision from numpy's own sampler, in numpy's order: the same floats as numpy's
+    calls on a twin generator (shapes far from 1 too); a shape that is not a positive
+    number gives NaN, not an endless draw."""
+    from mdad.irt import _fused
+
+    logshape = np.log([0.05, 0.7, 1.0, 3.5, 40.0])
+    normal, work, gamma = np.empty(8), np.empty(4), np.empty(5)
+    rng, twin = np.random.default_rng(21), np.random.default_rng(21)
+    _fused.draw(rng, logshape, normal, work, gamma)
+    expected = np.empty(8)
+    _fused.box_muller(twin.integers(0, 2**32, 8, dtype=np.uint32), expected, np.empty(4))
+    np.testing.assert_array_equal(normal, expected)
+    np.testing.assert_allclose(gamma, np.maximum(twin.standard_gamma(np.exp(logshape)),
+                                                 1e-300), rtol=1e-14)
+    assert rng.random() == twin.random()  # both streams left at the same place
+    _fused.draw(rng, np.array([np.nan, np.inf, 0.0]), normal, work, gamma[:3])
+    assert np.isnan(gamma[:2]).all() and gamma[2] > 0

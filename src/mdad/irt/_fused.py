@@ -389,13 +389,18 @@ def exp64(x, out, bits):  # pragma: no cover
 @_jit
 def draw(rng, logshape, normal, work, gamma):  # pragma: no cover
     """An epoch's noise from the numpy Generator `rng`: N(0, 1) draws into `normal`
-    (float64, of even size) by `box_muller` of as many 32-bit words (the stream of
-    ``rng.bit_generator.random_raw``, viewed as uint32), `work` float64 scratch of half
-    that size; then a Gamma(exp(logshape[k]), 1) draw per precision into `gamma`, at
-    least 1e-300."""
+    (float64, of even size) by `box_muller` of as many 32-bit words (those
+    ``rng.integers(0, 2**32, n, np.uint32)`` gives: the generator's raw 64-bit words
+    cut in two, unless a half word was left over from such a draw before), `work`
+    float64 scratch of half that size; then a Gamma(exp(logshape[k]), 1) draw per
+    precision into `gamma`, at least 1e-300 (NaN for a shape that is not a positive
+    number)."""
     box_muller(rng.integers(0, 4294967296, normal.size, np.uint32), normal, work)
     for k in range(gamma.size):
-        gamma[k] = max(rng.standard_gamma(math.exp(logshape[k])), 1e-300)
+        shape = math.exp(logshape[k])
+        # a diverged fit's shape: NaN, never a draw (its rejection loop would not end)
+        gamma[k] = (max(rng.standard_gamma(shape), 1e-300)
+                    if 0.0 < shape < math.inf else math.nan)
 
 
 @_jit
@@ -441,15 +446,19 @@ def fit_epochs(rng, y, start, stop, state, best, best_loss, n_normal, hyper_scal
     its scratch, gamma). Returns the lowest loss.
 
     Runs without Python's lock: the caller's thread holds it once per call, not
-    dozens of times an epoch."""
+    dozens of times an epoch. Returns (the lowest loss, 0), or (the lowest loss, the
+    step) at the first step whose loss is not a number: the fit diverged, and the
+    parameters are left as they were before it."""
     params, grad, first, second = state
     normal, normal_work, gamma = noise
     g = gamma.size
     for step in range(start, stop):
         draw(rng, params[2 * n_normal:2 * n_normal + g], normal, normal_work, gamma)
         loss = elbo(params, y, normal, gamma, grad, n_normal, hyper_scale, gamma_step, work)
+        if not math.isfinite(loss):
+            return best_loss, step
         adam(params, grad, first, second, step, lr, beta1, beta2, eps)
         if loss < best_loss:
             best_loss = loss
             best[:] = params[:n_normal]
-    return best_loss
+    return best_loss, 0

@@ -221,14 +221,22 @@ def fit_variational(responses: np.ndarray, dims: int, *, rng: np.random.Generato
                     epochs: int = EPOCHS, learning_rate: float = LEARNING_RATE
                     ) -> VariationalFit:
     """Fit the fork's hierarchical multidimensional 2PL to complete 0/1 (or [0, 1])
-    `responses` of shape (n_models, n_items) by SVI (see the module docstring).
+    `responses` of shape (n_models, n_items) by SVI (see the module docstring), in
+    `epochs` (at least 1) steps. `rng` is drawn from without its lock: give each
+    thread's fit its own generator.
 
     Raises
     ------
     DataError
-        With fewer than 2 models or items, missing cells, or values outside [0, 1].
+        With fewer than 2 models or items, missing cells, or values outside [0, 1];
+        or when the fit diverges (a loss that is not a number).
+    ValueError
+        With fewer than 1 epoch.
     """
     from mdad.irt import _fused
+
+    if epochs < 1:
+        raise ValueError(f"epochs must be at least 1, not {epochs}")
 
     y = np.asarray(responses, dtype=np.float64)
     if y.ndim != 2 or y.shape[0] < 2 or y.shape[1] < 2:
@@ -247,12 +255,14 @@ def fit_variational(responses: np.ndarray, dims: int, *, rng: np.random.Generato
     chunk = max(1, _CELLS_PER_CALL // y.size)
     for start in range(1, epochs + 1, chunk):
         # py-irt exports the parameters after the step of the lowest loss
-        best_loss = _fused.fit_epochs(rng, y, start, min(start + chunk, epochs + 1), state,
-                                      best, best_loss, layout.n_normal, HYPER_SCALE,
-                                      _GAMMA_STEP, learning_rate, *_BETAS, _EPS,
-                                      work.arrays, (*normal, gamma))
-    if not np.isfinite(best_loss):
-        raise DataError("variational IRT fit: no epoch gave a finite loss")
+        best_loss, diverged = _fused.fit_epochs(
+            rng, y, start, min(start + chunk, epochs + 1), state, best, best_loss,
+            layout.n_normal, HYPER_SCALE, _GAMMA_STEP, learning_rate, *_BETAS, _EPS,
+            work.arrays, (*normal, gamma))
+        if diverged:
+            raise DataError(f"variational IRT fit diverged at epoch {diverged} of {epochs} "
+                            f"(its loss is not a number); a smaller learning rate than "
+                            f"{learning_rate} may converge")
     views = layout.split(best)
     return VariationalFit(views["a"].copy(), views["b"].copy(), views["t"].copy(),
                           float(best_loss))

@@ -522,9 +522,7 @@ def _select_and_validate(matrix: ResponseMatrix, selector: MethodDefaults, size:
     if cross_validate:
         tasks += [(_fold_estimate, (matrix, selector, size, seed, k, folds[k]))
                   for k in range(CV_FOLDS)]
-    from mdad.study.backends import available_cores
-
-    threads = min(available_cores(), len(tasks)) if selector.releases_gil else 1
+    threads = _threads(selector, matrix, len(tasks))
 
     def alongside() -> None:
         load_libraries([selector])
@@ -534,10 +532,12 @@ def _select_and_validate(matrix: ResponseMatrix, selector: MethodDefaults, size:
     results = {}
     if threads > 1:
         selector.warm_up()
-    with one_thread([selector], after_fit=threads == 1):
+    elif meanwhile is not None:  # the fits would hold the lock it needs
+        meanwhile()
+    with one_thread([selector], include_after_fit=threads == 1):
         fits = run_fits(tasks, methods=[selector],
                         spawn_after=SPAWN_AFTER_SECONDS if spawn_worker else None,
-                        threads=threads, meanwhile=alongside)
+                        threads=threads, meanwhile=alongside if threads > 1 else None)
         for done, (index, result) in enumerate(fits, start=1):
             results[index] = result
             finished(done, "selected" if index == 0 else
@@ -548,6 +548,20 @@ def _select_and_validate(matrix: ResponseMatrix, selector: MethodDefaults, size:
     for k in range(CV_FOLDS):
         held_out[folds[k]] = results[k + 1]
     return results[0], held_out
+
+
+def _threads(selector: MethodDefaults, matrix: ResponseMatrix, tasks: int) -> int:
+    """Threads for `tasks` fits of `selector` on `matrix`: one per core for fits that
+    release Python's lock, as many as the available memory holds at once; else 1."""
+    from mdad.study.backends import available_cores, available_memory
+
+    if not selector.releases_gil:
+        return 1
+    threads = min(available_cores(), tasks)
+    need, free = selector.fit_memory(matrix.n_models, matrix.n_items), available_memory()
+    if need > 0 and free is not None:
+        threads = min(threads, max(1, free // need))
+    return threads
 
 
 def _select(selector: MethodDefaults, pool: SeenPool, size: int,

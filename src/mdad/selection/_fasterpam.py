@@ -203,11 +203,27 @@ def fasterpam(distance: np.ndarray, medoids: np.ndarray, *, order: np.ndarray | 
     Returns (medoids (k,) int64, loss: the sum of each item's distance to its nearest
     medoid, passes, swaps), as ``kmedoids.fasterpam`` returns them for the same
     start and order. With k = 1, the single best medoid (the library's special case).
+
+    Raises
+    ------
+    ValueError
+        For a matrix that is not square, medoids that are not 1 to n distinct items,
+        an `order` that is not a permutation of range(n), or `columns` of another
+        shape (the compiled kernels do not check their bounds).
     """
     mat = np.asarray(distance, dtype=np.float64)
     n = mat.shape[0]
-    cols = columns_of(mat) if columns is None else columns
     med = np.array(medoids, dtype=np.int64)
+    if mat.ndim != 2 or mat.shape != (n, n):
+        raise ValueError(f"distance must be a square matrix, not of shape {mat.shape}")
+    if med.ndim != 1 or not 1 <= med.size <= n or np.unique(med).size != med.size or (
+            med.min() < 0 or med.max() >= n):
+        raise ValueError(f"medoids must be 1 to {n} distinct items of 0..{n - 1}")
+    if order is not None and not np.array_equal(np.sort(order), np.arange(n)):
+        raise ValueError(f"order must be a permutation of range({n})")
+    if columns is not None and np.shape(columns) != mat.shape:
+        raise ValueError(f"columns must have the distance matrix's shape {mat.shape}")
+    cols = columns_of(mat) if columns is None else columns
     if med.size == 1:
         best, loss = best_single(mat, med[0])
         return np.array([best]), float(loss), 1, int(best != med[0])

@@ -111,6 +111,11 @@ class AnchorPoints(MethodDefaults):
     max_passes: ClassVar[int] = 100
     fast_variant: ClassVar[str | None] = "anchor-points-fast"
 
+    @classmethod
+    def fit_memory(cls, n_models: int, n_items: int) -> int:
+        """The correlation and the distance matrix, float64 each."""
+        return 16 * n_items**2
+
     def select(self, pool: SeenPool, size: int, *, rng: np.random.Generator) -> MicroBenchmark:
         corr = pool.shared("confidence-correlation",
                            lambda _: item_correlation(pool.confidence))
@@ -194,6 +199,11 @@ class AnchorPointsPredictor(MethodDefaults):
     reads_confidence: ClassVar[bool] = True
     min_sources: ClassVar[int] = 2
     estimators: ClassVar[tuple[type[MicroBenchmark], ...]] = (AnchorPredictorBenchmark,)
+
+    @classmethod
+    def fit_memory(cls, n_models: int, n_items: int) -> int:
+        """The cross-products, the correlation, the distance and its transpose."""
+        return 32 * n_items**2
 
     @classmethod
     def max_size_for(cls, subtask_sizes: np.ndarray) -> int:

@@ -212,9 +212,9 @@ class MethodDefaults:
         folds in threads of one process, on every core, rather than in a spawned worker
         that must import the libraries again.
     libraries_after_fit : of `libraries`, those a fit that releases the lock needs
-        only after its compiled part, whose thread pools need no limit there (OpenMP's
-        is per thread: a limit set in the main thread never reached the fits'
-        threads): `mdad select` imports them while the fits run.
+        only after its compiled part and limits in its own thread (OpenMP's limit is
+        per thread: one set in the main thread never reaches the fits' threads):
+        `mdad select` imports them while the fits run.
     fast_variant : the registered name of its documented faster approximation, whose
         numbers stay within run-to-run noise of its own (tests/test_approximations.py),
         or None; ``mdad run --fast`` uses it. Not inherited: a subclass is another
@@ -239,6 +239,12 @@ class MethodDefaults:
     def select(self, pool: SeenPool, size: int, *, rng: np.random.Generator) -> MicroBenchmark:
         """Choose `size` distinct items of `pool`; draw every random number from `rng`."""
         raise NotImplementedError(f"{type(self).__name__} must define select")
+
+    @classmethod
+    def fit_memory(cls, n_models: int, n_items: int) -> int:
+        """Bytes one selection holds at its peak on a pool of that shape, where that is
+        large enough to limit how many run at once (default 0: never)."""
+        return 0
 
     @classmethod
     def warm_up(cls) -> None:

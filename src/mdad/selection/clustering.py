@@ -21,8 +21,11 @@ def reference_kmeans(points: np.ndarray, n_clusters: int,
     """
     from sklearn.cluster import KMeans
     from sklearn.exceptions import ConvergenceWarning
+    from threadpoolctl import threadpool_limits
 
-    with warnings.catch_warnings():
+    # one OpenMP thread in this thread too: a limit set in another thread (a study's
+    # `one_thread`, select's main thread) does not reach the fits' threads
+    with warnings.catch_warnings(), threadpool_limits(limits=1, user_api="openmp"):
         warnings.simplefilter("ignore", ConvergenceWarning)
         return KMeans(n_clusters=n_clusters, n_init="auto", random_state=KMEANS_SEED).fit(
             np.asarray(points, dtype=np.float64), sample_weight=sample_weight)

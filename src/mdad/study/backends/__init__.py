@@ -64,6 +64,24 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
+def available_memory() -> int | None:
+    """Bytes of memory available to new allocations (Linux's MemAvailable; else the
+    free pages), or None where neither can be read."""
+    import os
+
+    try:
+        with open("/proc/meminfo") as lines:
+            for line in lines:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
 __all__ = ["BACKENDS", "WORKER_START_SECONDS", "AutoBackend", "Backend", "CellSink",
            "InProcessBackend", "ProcessBackend", "RunSink", "available_cores",
-           "choose_backend"]
+           "available_memory", "choose_backend"]
