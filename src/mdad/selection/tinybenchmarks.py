@@ -60,7 +60,12 @@ def irt_anchors(discrimination: np.ndarray, difficulty: np.ndarray,
     uniform = np.full(embedding.shape[0], 1.0 / embedding.shape[0])
     kmeans = reference_kmeans(embedding, size, sample_weight=uniform)
     centroids = kmeans.cluster_centers_
-    distance = ((centroids[:, None, :] - embedding[None, :, :]) ** 2).sum(axis=2)
+    distance = np.empty((size, embedding.shape[0]))
+    # 32 centroids at a time: the same floats as all at once, with a 20 MB temporary
+    # instead of 600 MB at 1,000 anchors of 7,000 items (8 s of page faults)
+    for start in range(0, size, 32):
+        block = centroids[start:start + 32, None, :] - embedding[None, :, :]
+        distance[start:start + 32] = (block**2).sum(axis=2)
     anchors = nearest_distinct(distance)
     weights = np.bincount(kmeans.labels_, minlength=size) / embedding.shape[0]
     return anchors.astype(np.int64), weights
