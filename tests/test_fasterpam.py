@@ -147,3 +147,16 @@ def test_python_s_lock_is_free_while_it_runs():
         last = now
     worker.join()
     assert len(gaps) > 20 and max(gaps) < 0.3, f"{len(gaps)} ticks, longest {max(gaps):.2f} s"
+
+
+def test_listing_or_planning_methods_loads_no_numba():
+    """Anchor Points imports its compiled FasterPAM only to select: `mdad methods` and
+    `mdad plan` stay free of numba's import (0.2 s, and memory a low limit lacks)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, mdad.selection, mdad.practice.sizing\n"
+            "print('numba' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.stdout.strip() == "False", done.stderr

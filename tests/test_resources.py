@@ -50,6 +50,9 @@ def mdad_limited(*args: object, cwd: Path, kilobytes: int) -> subprocess.Complet
     (ImportError("libx.so: failed to map segment from shared object", name="_imaging"),
      r"^out of memory loading _imaging \(libx\.so: failed to map segment"),
     (RuntimeError("can't start new thread"), r"^out of memory or threads: cannot start"),
+    (SystemError("error return without exception set"),
+     r"^out of memory, most likely: a compiled library failed without saying why "
+     r"\(error return without exception set\), as they do when memory runs out; ask"),
     (ValueError("Error tokenizing data. C error: out of memory"),
      r"^out of memory or threads \(Error tokenizing data\. C error: out of memory\); ask"),
     (BrokenProcessPool("A process in the process pool was terminated abruptly"),

@@ -104,6 +104,11 @@ def main() -> None:
     # matrices took twice as long (benchmarks/bench_hugepages.py). Read by numpy at its
     # import, here and in every worker this command starts; the user's setting wins.
     os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
+    # Every fit and cell runs with one BLAS thread (threadpoolctl) and nothing else is
+    # large enough to want more; OpenBLAS's own threads, started when a library loads,
+    # made that load spin forever where memory ran short (an address-space limit), with
+    # no Ctrl-C. The user's setting wins.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:
         _main()
     except SystemExit as done:

@@ -257,6 +257,10 @@ def _resource_line(exc: BaseException, options: list[str] | tuple[str, ...]) -> 
             t in text.lower() for t in _NO_MEMORY_TEXT):
         library = getattr(exc, "name", None) or "a library"
         return f"out of memory loading {library} ({visible(text)[:120]}); {less}"
+    if isinstance(exc, SystemError) and "without exception set" in text:
+        # a C extension whose allocation failed, and which set no MemoryError
+        return (f"out of memory, most likely: a compiled library failed without saying "
+                f"why ({visible(text)[:80]}), as they do when memory runs out; {less}")
     if isinstance(exc, RuntimeError) and "can't start new thread" in text:
         return f"out of memory or threads: cannot start a thread; {less}"
     if "BrokenProcessPool" in names or "BrokenExecutor" in names:

@@ -78,12 +78,17 @@ def pair_structure(correctness: np.ndarray, subtask_codes: np.ndarray,
     # right counts per subtask, and both-right counts per pair and subtask from each
     # subtask's models x models product: float32 counts are exact below 2^24, and no
     # pairs x items array is made (at 88k pairs x 5,761 items, gigabytes of page faults)
+    from threadpoolctl import threadpool_limits
+
     right = np.empty((values.shape[0], n_subtasks), dtype=np.float32)
     both = np.empty((first.size, n_subtasks), dtype=np.float64)
-    for code in range(n_subtasks):
-        columns = values[:, subtask_codes == code]
-        right[:, code] = columns.sum(axis=1)
-        both[:, code] = (columns @ columns.T)[first, second]
+    # one BLAS thread: small products, and OpenBLAS's threads hang where memory is
+    # short (an address-space limit) instead of failing
+    with threadpool_limits(limits=1, user_api="blas"):
+        for code in range(n_subtasks):
+            columns = values[:, subtask_codes == code]
+            right[:, code] = columns.sum(axis=1)
+            both[:, code] = (columns @ columns.T)[first, second]
     only_first = np.rint(right[first] - both).astype(np.int64)
     only_second = np.rint(right[second] - both).astype(np.int64)
     sizes = np.bincount(subtask_codes, minlength=n_subtasks)

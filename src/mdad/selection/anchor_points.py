@@ -7,7 +7,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from mdad.selection._fasterpam import columns_of
 from mdad.selection.base import MethodDefaults, MicroBenchmark, SeenPool
 from mdad.selection.registry import register
 
@@ -71,6 +70,14 @@ def _medoids(distance: np.ndarray, size: int, rng: np.random.Generator,
                      columns=columns)[0]
 
 
+def _columns_of(distance: np.ndarray) -> np.ndarray:
+    """`mdad.selection._fasterpam.columns_of`, imported when first needed: it loads
+    numba, which commands that only list or plan methods should not pay for."""
+    from mdad.selection._fasterpam import columns_of
+
+    return columns_of(distance)
+
+
 def _candidate_order(state: np.random.RandomState, n: int) -> np.ndarray:
     """The order FasterPAM takes its n candidates in: uniformly random."""
     return state.permutation(n)
@@ -123,7 +130,7 @@ class AnchorPoints(MethodDefaults):
         # allocation alone cost as much as a small k-medoids fit.
         distance = pool.shared("confidence-correlation-distance", lambda _: 1.0 - corr)
         columns = pool.shared("confidence-correlation-columns",
-                              lambda _: columns_of(distance))
+                              lambda _: _columns_of(distance))
         medoids = _medoids(distance, size, rng, self.max_passes, columns)
         weights = cluster_shares(corr, medoids, np.asarray(pool.confidence, dtype=np.float64))
         return MicroBenchmark(medoids, weights, uses_confidence=True)
@@ -214,7 +221,7 @@ class AnchorPointsPredictor(MethodDefaults):
         values = pool.shared("confidence-logit", lambda _: _logit(pool.confidence))
         gram, corr = pool.shared("confidence-logit-gram", lambda _: _gram_and_correlation(values))
         distance = pool.shared("confidence-logit-distance", lambda _: 1.0 - np.abs(corr))
-        columns = pool.shared("confidence-logit-columns", lambda _: columns_of(distance))
+        columns = pool.shared("confidence-logit-columns", lambda _: _columns_of(distance))
         anchors = _medoids(distance, size, rng, columns=columns)
         floaters = np.setdiff1d(np.arange(pool.n_items), anchors)
         cross = gram[np.ix_(anchors, floaters)]  # (n_anchors, n_floaters)
