@@ -4,12 +4,15 @@ sampling (`hypergeometric_interval`)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
+from mdad.data import load_dataset
 from mdad.errors import DataError
 from mdad.practice.calibration import MISS, REACH, Calibration, tail_rank
 from mdad.practice.estimate import hypergeometric_interval
@@ -200,6 +203,26 @@ def test_beyond_the_models_the_spread_grows_to_the_largest_within_them():
     _, high = belt.band()
     at = np.searchsorted(np.linspace(0, 1, 4001), 0.5)
     assert high[at] == pytest.approx(0.5 + 2.25 * 0.02, abs=1e-3)
+    # a static micro-benchmark's belt (widen_past=False) holds the edge values there
+    held = dataclasses.replace(belt, widen_past=False)
+    assert held.spread_at(np.array([0.45, 0.6, 0.0])) == pytest.approx([0.01] * 3)
+    assert held.tails_at(np.array([0.5, 0.7]))[1] == pytest.approx([2.0, 2.0])
+    assert held.band()[1][at] == pytest.approx(0.5 + 2.0 * 0.01, abs=1e-3)
+    # within the range the two agree
+    inside = np.linspace(0.2, 0.4, 41)
+    assert held.spread_at(inside) == pytest.approx(belt.spread_at(inside))
+    assert held.from_list(held.to_list()).widen_past  # a list carries no flag: default
+
+
+def test_a_micro_benchmark_s_belt_holds_its_edges_and_an_adaptive_test_s_grows():
+    from mdad.practice.adaptive import start_adaptive_test
+    from mdad.practice.bundle import select_microbenchmark
+
+    data = load_dataset("synthetic:gpqa")
+    bundle = select_microbenchmark(data, "anchor-points", 10, seed=0)
+    assert bundle.calibration() is not None and not bundle.calibration().widen_past
+    test = start_adaptive_test(data, budget=5, seed=0)
+    assert test.calibration_at(5).widen_past
 
 
 def test_an_interval_end_at_the_belt_s_reach_is_censored_and_0_or_1_is_not():

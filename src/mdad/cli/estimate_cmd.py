@@ -129,7 +129,7 @@ def _estimate_notes(bundle, answer) -> None:
              f"on would rarely give this estimate (their accuracies "
              f"{points(bundle.calibration().lowest)} to {points(bundle.calibration().highest)}"
              "): this model may lie beyond the reference models, where the interval "
-             "extrapolates (widened, on an assumption), and no model is listed above or below; "
+             "extrapolates (on an assumption), and no model is listed above or below; "
              "`mdad compare` tests one pair")
     if not answer.unexplained:  # whose note says the interval is all the belt speaks for
         censored_ends_note(answer)

@@ -18,10 +18,20 @@ curves describe the errors (the assumption the README states). The band's edges 
 made nondecreasing in t (by widening only), so a higher estimate never gets a lower
 interval. Beyond the held-out models' accuracies no model says how the error behaves, so
 the band widens there (`band`): it spans the mean error's tangent and its edge value
-(the trend may go on or stop), and the spread and the tail points grow from their edge
-values to the widest seen within the range, reached at the belt's reach (`REACH`, all
-of the range again on each side; the belt speaks for nothing further out). An
-estimate past the band of the strongest (weakest) held-out model is `beyond`.
+(the trend may go on or stop), and with `widen_past` the spread and the tail points
+grow from their edge values to the widest seen within the range, reached at the
+belt's reach (`REACH`, all of the range again on each side; the belt speaks for
+nothing further out). An estimate past the band of the strongest (weakest) held-out
+model is `beyond`.
+
+`widen_past` is for adaptive tests: a test picks its items by its running estimate,
+which its prior pulls toward the reference models, so a model beyond them is read
+with items chosen for the wrong ability and its error grows past the range faster
+than within it. Held out past GPQA's top decile, the band without the growth covered
+88% of that decile after 10 answers (`benchmarks/bench_roundtrip.py --split top`).
+A static micro-benchmark's items do not depend on the model; there the band covered
+at least 90% without it, and the growth cost up to 4 points of width everywhere near
+the ends of the range, so static micro-benchmarks' belts do not grow.
 """
 
 from __future__ import annotations
@@ -65,6 +75,8 @@ class Calibration:
         held-out range they grow toward the widest of them (`tails_at`).
     lowest, highest : the range of the held-out models' true accuracies.
     models : how many held-out models it was fitted on.
+    widen_past : whether the spread and the tail points grow beyond the held-out range
+        (`_past`; see the module docstring), or hold their edge values.
     """
 
     mean: tuple[float, float, float]
@@ -76,10 +88,11 @@ class Calibration:
     lowest: float
     highest: float
     models: int
+    widen_past: bool = True
 
     @classmethod
     def fit(cls, truth: np.ndarray, estimate: np.ndarray,
-            confidence: float = CONFIDENCE) -> Calibration:
+            confidence: float = CONFIDENCE, widen_past: bool = True) -> Calibration:
         """Fit the belt on held-out models.
 
         Parameters
@@ -88,6 +101,7 @@ class Calibration:
             the whole pool and its estimate by a micro-benchmark selected without it
             (fractions). NaN pairs are left out.
         confidence : the belt's level; its tails are (1 - confidence) / 2 each.
+        widen_past : the field of that name.
 
         Raises
         ------
@@ -125,18 +139,20 @@ class Calibration:
         return cls(_floats(mean), _floats(spread_coef), floor,
                    _floats(np.minimum(tails[:, 0], low_all)),
                    _floats(np.maximum(tails[:, 1], high_all)), _floats(centres), lowest,
-                   highest, m)
+                   highest, m, widen_past)
 
     def to_list(self) -> list[float]:
-        """The fields as `LIST_LENGTH` numbers, in order (`from_list` reads them back)."""
+        """The fields but `widen_past` as `LIST_LENGTH` numbers, in order (`from_list`
+        reads them back)."""
         return [*self.mean, *self.spread, self.spread_floor, *self.low, *self.high,
                 *self.centres, self.lowest, self.highest, float(self.models)]
 
     @classmethod
-    def from_list(cls, values: list[float]) -> Calibration:
+    def from_list(cls, values: list[float], widen_past: bool = True) -> Calibration:
         v = [float(x) for x in values]
         return cls(_floats(v[0:3]), _floats(v[3:6]), v[6], _floats(v[7:10]),
-                   _floats(v[10:13]), _floats(v[13:16]), v[16], v[17], int(v[18]))
+                   _floats(v[10:13]), _floats(v[13:16]), v[16], v[17], int(v[18]),
+                   widen_past)
 
     @staticmethod
     def valid_list(values: list[float]) -> bool:
@@ -160,9 +176,10 @@ class Calibration:
     def tails_at(self, truth: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The lower and upper tail points at accuracies `truth`: linear between the
         thirds' centres, constant beyond them within the held-out range, and beyond
-        it growing toward the widest of them (`_past`)."""
+        it growing toward the widest of them (`_past`) or, without `widen_past`,
+        constant."""
         x = _unit(np.asarray(truth, dtype=np.float64), self.lowest, self.highest)
-        past = _past(x)
+        past = self._past(x)
         low = np.interp(x, self.centres, self.low)
         high = np.interp(x, self.centres, self.high)
         return (low + (min(self.low) - low) * past, high + (max(self.high) - high) * past)
@@ -171,12 +188,15 @@ class Calibration:
         """sigma(t) for accuracies `truth` (any shape); beyond the held-out range growing
         from its edge value toward its largest within the range (`_past`): a quadratic
         fitted on a few edge models may turn toward 0 there, which no model beyond
-        confirms."""
+        confirms. Without `widen_past` it holds its edge value."""
         x = _unit(np.asarray(truth, dtype=np.float64), self.lowest, self.highest)
         within = np.maximum(np.polyval(self.spread[::-1], np.clip(x, 0.0, 1.0)),
                             self.spread_floor)
         largest = max(float(np.polyval(self.spread[::-1], _UNIT).max()), self.spread_floor)
-        return within + (largest - within) * _past(x)
+        return within + (largest - within) * self._past(x)
+
+    def _past(self, x: np.ndarray) -> np.ndarray:
+        return _past(x) if self.widen_past else np.zeros_like(x)
 
     def interval(self, estimate: np.ndarray | float, scale: float = 1.0
                  ) -> tuple[np.ndarray, np.ndarray]:
