@@ -28,7 +28,8 @@ model is `beyond`.
 which its prior pulls toward the reference models, so a model beyond them is read
 with items chosen for the wrong ability and its error grows past the range faster
 than within it. Held out past GPQA's top decile, the band without the growth covered
-88% of that decile after 10 answers (`benchmarks/bench_roundtrip.py --split top`).
+88% of that decile after 10 answers, and 87.5% after 50 for the multidimensional
+test (`benchmarks/bench_roundtrip.py --split top`).
 A static micro-benchmark's items do not depend on the model; there the band covered
 at least 90% without it, and the growth cost up to 4 points of width everywhere near
 the ends of the range, so static micro-benchmarks' belts do not grow.
