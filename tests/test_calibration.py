@@ -39,7 +39,7 @@ def test_the_belt_holds_at_every_true_accuracy_where_one_error_does_not():
     rng = np.random.default_rng(0)
     truth = rng.uniform(0.2, 0.6, 2000)
     estimate = _shrinking(rng, truth)
-    belt = Calibration.fit(truth, estimate)
+    belt = Calibration.fit(truth, estimate, widen_past=False)
     rmse = np.sqrt(np.mean((estimate - truth) ** 2))
     for level in (0.22, 0.4, 0.58):
         t = np.full(4000, level)
@@ -51,22 +51,24 @@ def test_the_belt_holds_at_every_true_accuracy_where_one_error_does_not():
             assert plain < 0.9, (level, plain)
 
 
+@pytest.mark.parametrize("widen_past", [False, True])
 @settings(max_examples=40, deadline=None)
 @given(st.integers(0, 10_000), st.floats(0.005, 0.1), st.floats(-0.6, 0.3))
-def test_the_belt_is_an_interval_that_grows_with_the_estimate(seed, noise, slope):
+def test_the_belt_is_an_interval_that_grows_with_the_estimate(widen_past, seed, noise,
+                                                               slope):
     rng = np.random.default_rng(seed)
     truth = rng.uniform(0.15, 0.75, 300)
     # a mean error that bends: fitted curves may turn at the ends
     estimate = (truth + slope * (truth - 0.45) - 3 * slope * (truth - 0.45) ** 2
                 + rng.normal(0, noise, truth.size))
-    belt = Calibration.fit(truth, estimate)
+    belt = Calibration.fit(truth, estimate, widen_past=widen_past)
     y = np.sort(rng.uniform(-0.1, 1.1, 50))
     low, high = belt.interval(y)
     assert np.all((0 <= low) & (low <= high) & (high <= 1))
     explained = ~belt.unexplained(y)  # unexplained ones get the whole range
     assert np.all(np.diff(low[explained]) >= -1e-9)
     assert np.all(np.diff(high[explained]) >= -1e-9)
-    assert Calibration.from_list(belt.to_list()) == belt
+    assert Calibration.from_list(belt.to_list(), widen_past=widen_past) == belt
     wide_low, wide_high = belt.interval(y, scale=2.0)
     inside = (low > 0) & (high < 1)
     assert np.all(wide_low[inside] <= low[inside] + 1e-9)
@@ -77,7 +79,7 @@ def test_an_unbiased_estimator_gets_about_its_own_error_each_side():
     rng = np.random.default_rng(1)
     truth = rng.uniform(0.3, 0.5, 5000)
     estimate = truth + rng.normal(0, 0.03, truth.size)
-    low, high = Calibration.fit(truth, estimate).interval(np.array(0.4))
+    low, high = Calibration.fit(truth, estimate, widen_past=False).interval(np.array(0.4))
     # 1.96 x 0.03 = 0.059, a little more for the conservative tail rank
     assert 0.4 - low == pytest.approx(0.06, abs=0.006)
     assert high - 0.4 == pytest.approx(0.06, abs=0.006)
@@ -85,7 +87,7 @@ def test_an_unbiased_estimator_gets_about_its_own_error_each_side():
 
 def test_too_few_models_are_refused():
     with pytest.raises(DataError, match="19 held-out models cannot calibrate"):
-        Calibration.fit(np.linspace(0, 1, 19), np.linspace(0, 1, 19))
+        Calibration.fit(np.linspace(0, 1, 19), np.linspace(0, 1, 19), widen_past=False)
 
 
 def test_the_exact_interval_by_hand_and_against_scipy():
@@ -121,7 +123,7 @@ def test_a_heavier_lower_tail_among_strong_models_is_kept():
 
     rng = np.random.default_rng(3)
     truth = rng.uniform(0.2, 0.6, 900)
-    belt = Calibration.fit(truth, skewed(rng, truth))
+    belt = Calibration.fit(truth, skewed(rng, truth), widen_past=False)
     assert belt.low[2] < belt.low[0] - 0.5  # the top third's own, longer lower tail
     t = np.full(6000, 0.57)
     low, high = belt.interval(skewed(rng, t))
@@ -131,7 +133,7 @@ def test_a_heavier_lower_tail_among_strong_models_is_kept():
 def test_an_estimate_no_accuracy_explains_gets_the_whole_range():
     rng = np.random.default_rng(4)
     truth = rng.uniform(0.5, 0.6, 300)
-    belt = Calibration.fit(truth, truth + rng.normal(0, 0.03, truth.size))
+    belt = Calibration.fit(truth, truth + rng.normal(0, 0.03, truth.size), widen_past=False)
     assert belt.unexplained(np.array([0.0, 0.55, 1.0])).tolist() == [True, False, True]
     low, high = belt.interval(np.array([0.0, 1.0]))
     reach = REACH * (belt.highest - belt.lowest)
@@ -143,7 +145,8 @@ def test_a_tail_beyond_what_the_models_can_place_is_stretched_as_a_normal_would(
     rng = np.random.default_rng(5)
     truth = rng.uniform(0.2, 0.6, 336)
     estimate = truth + rng.normal(0, 0.03, truth.size)
-    usual, strict = Calibration.fit(truth, estimate), Calibration.fit(truth, estimate, 0.999)
+    usual = Calibration.fit(truth, estimate, widen_past=False)
+    strict = Calibration.fit(truth, estimate, 0.999, widen_past=False)
     # 336 models place a 2.5% tail, not a 0.05% one: its extremes are stretched by
     # z(0.9995) / z(1 - (1 - 0.1 ** (1 / 336))) = 3.29 / 2.47
     assert strict.high[1] > usual.high[1] * 1.2 and strict.low[1] < usual.low[1] * 1.2
@@ -152,20 +155,22 @@ def test_a_tail_beyond_what_the_models_can_place_is_stretched_as_a_normal_would(
 def test_the_notice_is_for_estimates_past_the_strongest_model_s_band():
     rng = np.random.default_rng(6)
     truth = rng.uniform(0.3, 0.5, 500)
-    belt = Calibration.fit(truth, truth + rng.normal(0, 0.02, truth.size))
+    belt = Calibration.fit(truth, truth + rng.normal(0, 0.02, truth.size), widen_past=False)
     inside = truth + rng.normal(0, 0.02, truth.size)
     assert belt.beyond(inside).mean() < 0.03  # the models it was fitted on: rarely
     assert belt.beyond(np.array([0.62, 0.18, 0.4])).tolist() == [True, True, False]
 
 
-def test_beyond_the_models_the_belt_spans_a_trend_that_stops():
+@pytest.mark.parametrize("widen_past", [False, True])
+def test_beyond_the_models_the_belt_spans_a_trend_that_stops(widen_past):
     # fitted on models in [0.2, 0.35] whose estimator shrinks toward 0.3 by 0.7; stronger
     # new models may be read with the trend going on, or with the error it had at the
     # strongest model (-0.035): no held-out model says which, so both are covered, and
     # each continuation alone would miss the other's models
     rng = np.random.default_rng(7)
     truth = rng.uniform(0.2, 0.35, 400)
-    belt = Calibration.fit(truth, truth - 0.7 * (truth - 0.3) + rng.normal(0, 0.02, 400))
+    belt = Calibration.fit(truth, truth - 0.7 * (truth - 0.3) + rng.normal(0, 0.02, 400),
+                           widen_past=widen_past)
     for level in (0.38, 0.42):
         t = np.full(4000, level)
         for y in (t - 0.035 + rng.normal(0, 0.02, t.size),  # the trend stops
@@ -211,7 +216,8 @@ def test_beyond_the_models_the_spread_grows_to_the_largest_within_them():
     # within the range the two agree
     inside = np.linspace(0.2, 0.4, 41)
     assert held.spread_at(inside) == pytest.approx(belt.spread_at(inside))
-    assert held.from_list(held.to_list()).widen_past  # a list carries no flag: default
+    # a list carries no flag: it is given back
+    assert Calibration.from_list(held.to_list(), widen_past=False) == held
 
 
 def test_a_micro_benchmark_s_belt_holds_its_edges_and_an_adaptive_test_s_grows():

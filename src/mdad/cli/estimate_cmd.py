@@ -125,11 +125,12 @@ def _estimate_notes(bundle, answer) -> None:
              "any of the models it was calibrated on, so the interval is the whole range it "
              "speaks for and no model is listed above or below")
     elif answer.beyond:
+        belt = bundle.calibration()
         note("even the strongest (or weakest) of the models the interval was calibrated "
-             f"on would rarely give this estimate (their accuracies "
-             f"{points(bundle.calibration().lowest)} to {points(bundle.calibration().highest)}"
-             "): this model may lie beyond the reference models, where the interval "
-             "extrapolates (on an assumption), and no model is listed above or below; "
+             f"on would rarely give this estimate (their accuracies {points(belt.lowest)} "
+             f"to {points(belt.highest)}): this model may lie beyond the reference models, "
+             "where the interval extrapolates (on an assumption about how the error goes "
+             "on), and no model is listed above or below; "
              "`mdad compare` tests one pair")
     if not answer.unexplained:  # whose note says the interval is all the belt speaks for
         censored_ends_note(answer)

@@ -229,7 +229,7 @@ class AdaptiveTest:
         if self.cv_calibration is None:
             return None
         k = int(np.searchsorted(self.cv_answered, answered, side="right")) - 1
-        return Calibration.from_list(self.cv_calibration[max(k, 0)])
+        return Calibration.from_list(self.cv_calibration[max(k, 0)], widen_past=True)
 
     def interval_at(self, accuracy: np.ndarray, answered: int
                     ) -> tuple[np.ndarray, np.ndarray]:
@@ -745,5 +745,6 @@ def _cross_validated_error(scores: np.ndarray, dims: int, budget: int, batch: in
         estimates[:, held] = fold
     error = np.sqrt(((estimates - truth[None, :]) ** 2).mean(axis=1))
     calibration = (None if scores.shape[0] < MIN_MODELS or np.ptp(truth) < 1e-6 else
-                   [Calibration.fit(truth, row).to_list() for row in estimates])
+                   [Calibration.fit(truth, row, widen_past=True).to_list()
+                    for row in estimates])
     return counts, [float(v) for v in error], calibration

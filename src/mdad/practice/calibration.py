@@ -20,19 +20,22 @@ interval. Beyond the held-out models' accuracies no model says how the error beh
 the band widens there (`band`): it spans the mean error's tangent and its edge value
 (the trend may go on or stop), and with `widen_past` the spread and the tail points
 grow from their edge values to the widest seen within the range, reached at the
-belt's reach (`REACH`, all of the range again on each side; the belt speaks for
-nothing further out). An estimate past the band of the strongest (weakest) held-out
-model is `beyond`.
+belt's reach. Every belt speaks for the held-out range widened by `REACH` of it on
+each side (all of it again), and for nothing further out. An estimate past the band
+of the strongest (weakest) held-out model is `beyond`; its interval reaches back to
+that model's accuracy.
 
 `widen_past` is for adaptive tests: a test picks its items by its running estimate,
 which its prior pulls toward the reference models, so a model beyond them is read
 with items chosen for the wrong ability and its error grows past the range faster
-than within it. Held out past GPQA's top decile, the band without the growth covered
-88% of that decile after 10 answers, and 87.5% after 50 for the multidimensional
-test (`benchmarks/bench_roundtrip.py --split top`).
-A static micro-benchmark's items do not depend on the model; there the band covered
-at least 90% without it, and the growth cost up to 4 points of width everywhere near
-the ends of the range, so static micro-benchmarks' belts do not grow.
+than within it. Held out past GPQA's top decile (`benchmarks/bench_roundtrip.py
+--split top`, the belts refitted with the growth off), the band without the growth
+covered 88% of that decile after 10 answers, and 87.5% after 50 for the
+multidimensional test. A static micro-benchmark's items do not depend on the model:
+with the reach-back, its band covered at least 90% of either decile beyond the
+reference models without the growth, and the growth made its intervals near the
+ends of the range wider (at 50 items by 2 to 4 points on average, Anchor Points'
+predictor by 14), so static micro-benchmarks' belts do not grow.
 """
 
 from __future__ import annotations
@@ -66,18 +69,20 @@ class Calibration:
         parabola would turn, continued along its tangent or held (`mean_at`).
     spread : sigma(t) = spread[0] + spread[1] x + spread[2] x^2, floored at
         `spread_floor` (fractions): held-out errors spread more at both ends of the
-        models' range than in its middle. Beyond the range it grows (`spread_at`).
+        models' range than in its middle. Beyond the range it grows with
+        `widen_past`, else it holds its edge value (`spread_at`).
     spread_floor : a tenth of the mean absolute error: never a spread of 0.
     low, high : the tail points of the standardised errors (`tail_rank`) in each third
         of the held-out models by true accuracy, at `centres` (x of each third's median
         model), each at least as far out as the tail point of all of them: the lower
         tail of strong models' errors is longer (a strong model can look average on a
         few items), which one set of tail points for all would miss. Beyond the
-        held-out range they grow toward the widest of them (`tails_at`).
+        held-out range they grow toward the widest of them with `widen_past`, else
+        they hold (`tails_at`).
     lowest, highest : the range of the held-out models' true accuracies.
     models : how many held-out models it was fitted on.
     widen_past : whether the spread and the tail points grow beyond the held-out range
-        (`_past`; see the module docstring), or hold their edge values.
+        (`_growth`; see the module docstring), or hold their edge values.
     """
 
     mean: tuple[float, float, float]
@@ -93,7 +98,7 @@ class Calibration:
 
     @classmethod
     def fit(cls, truth: np.ndarray, estimate: np.ndarray,
-            confidence: float = CONFIDENCE, widen_past: bool = True) -> Calibration:
+            confidence: float = CONFIDENCE, *, widen_past: bool) -> Calibration:
         """Fit the belt on held-out models.
 
         Parameters
@@ -144,12 +149,13 @@ class Calibration:
 
     def to_list(self) -> list[float]:
         """The fields but `widen_past` as `LIST_LENGTH` numbers, in order (`from_list`
-        reads them back)."""
+        reads them back, given the same `widen_past`)."""
         return [*self.mean, *self.spread, self.spread_floor, *self.low, *self.high,
                 *self.centres, self.lowest, self.highest, float(self.models)]
 
     @classmethod
-    def from_list(cls, values: list[float], widen_past: bool = True) -> Calibration:
+    def from_list(cls, values: list[float], *, widen_past: bool) -> Calibration:
+        """The belt whose `to_list()` is `values`, with `widen_past` (not in the list)."""
         v = [float(x) for x in values]
         return cls(_floats(v[0:3]), _floats(v[3:6]), v[6], _floats(v[7:10]),
                    _floats(v[10:13]), _floats(v[13:16]), v[16], v[17], int(v[18]),
@@ -180,7 +186,7 @@ class Calibration:
         it growing toward the widest of them (`_past`) or, without `widen_past`,
         constant."""
         x = _unit(np.asarray(truth, dtype=np.float64), self.lowest, self.highest)
-        past = self._past(x)
+        past = self._growth(x)
         low = np.interp(x, self.centres, self.low)
         high = np.interp(x, self.centres, self.high)
         return (low + (min(self.low) - low) * past, high + (max(self.high) - high) * past)
@@ -189,14 +195,18 @@ class Calibration:
         """sigma(t) for accuracies `truth` (any shape); beyond the held-out range growing
         from its edge value toward its largest within the range (`_past`): a quadratic
         fitted on a few edge models may turn toward 0 there, which no model beyond
-        confirms. Without `widen_past` it holds its edge value."""
+        confirms. Without `widen_past` it holds its edge value: a static
+        micro-benchmark's estimate past the range rests on the reach-back to the
+        strongest (weakest) model instead, measured to hold (module docstring)."""
         x = _unit(np.asarray(truth, dtype=np.float64), self.lowest, self.highest)
         within = np.maximum(np.polyval(self.spread[::-1], np.clip(x, 0.0, 1.0)),
                             self.spread_floor)
         largest = max(float(np.polyval(self.spread[::-1], _UNIT).max()), self.spread_floor)
-        return within + (largest - within) * self._past(x)
+        return within + (largest - within) * self._growth(x)
 
-    def _past(self, x: np.ndarray) -> np.ndarray:
+    def _growth(self, x: np.ndarray) -> np.ndarray:
+        """How far the spread and tails have grown at unit accuracies `x`: `_past`,
+        or 0 everywhere without `widen_past`."""
         return _past(x) if self.widen_past else np.zeros_like(x)
 
     def interval(self, estimate: np.ndarray | float, scale: float = 1.0
