@@ -30,6 +30,7 @@ from mdad.practice import (
     plan,
     read_model_scores,
     select_microbenchmark,
+    select_microbenchmarks,
     size_for_gap,
 )
 from mdad.practice.estimate import _estimates
@@ -670,6 +671,20 @@ def test_another_metric_is_refused_unless_allowed(gpqa_random_100, tmp_path: Pat
     assert_user_error(mdad_cli("select", "gpqa", "--method", "random", "--size", "5",
                                "--metric", "acc", "--out", tmp_path / "x.json",
                                cwd=tmp_path), r"the gpqa data holds acc_norm scores only")
+
+
+@pytest.mark.parametrize("method", ["random", "anchor-points", "confidence-strata"])
+def test_several_sizes_at_once_are_the_files_one_size_at_a_time_gives(method):
+    # the sizes share each pool's work, never its random draws or its models
+    data = as_dataset(irt_matrix(n_models=40, n_items=60))
+    train = list(range(0, 40, 2)) + [1, 3, 5, 7, 9, 11, 13]
+    together = select_microbenchmarks(data, method, [12, 5, 20], seed=3, models=train)
+    for size, file in zip([12, 5, 20], together, strict=True):
+        alone = select_microbenchmark(data, method, size, seed=3, models=train)
+        assert file == alone, size
+    assert [file.size for file in together] == [12, 5, 20]
+    with pytest.raises(ConfigError, match="size 61 is outside"):
+        select_microbenchmarks(data, method, [5, 61])
 
 
 def test_an_estimate_beyond_the_reference_models_lists_none(gpqa_data):

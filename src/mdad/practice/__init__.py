@@ -20,6 +20,7 @@ _EXPORTS = {
     "lm_eval_samples_json": "mdad.practice.bundle",
     "lm_eval_tasks": "mdad.practice.bundle",
     "select_microbenchmark": "mdad.practice.bundle",
+    "select_microbenchmarks": "mdad.practice.bundle",
     "with_reference": "mdad.practice.bundle",
     "CONFIDENCE": "mdad.practice.estimate",
     "RULE": "mdad.practice.estimate",
@@ -63,6 +64,7 @@ __all__ = [
     "read_model_scores",
     "round_trip",
     "select_microbenchmark",
+    "select_microbenchmarks",
     "size_for_gap",
     "start_adaptive_test",
     "with_reference",
@@ -75,6 +77,7 @@ if TYPE_CHECKING:
         lm_eval_samples_json,
         lm_eval_tasks,
         select_microbenchmark,
+        select_microbenchmarks,
         with_reference,
     )
     from mdad.practice.calibration import Calibration

@@ -262,7 +262,27 @@ def select_microbenchmark(dataset: Dataset, method: str, size: int, *, seed: int
     DataError
         For an unknown or repeated model in `models`.
     """
+    return select_microbenchmarks(
+        dataset, method, [size], seed=seed, pool=pool, models=models, threshold=threshold,
+        study_dir=study_dir, allow_other_version=allow_other_version, metric=metric,
+        progress=progress, spawn_worker=spawn_worker)[0]
+
+
+def select_microbenchmarks(dataset: Dataset, method: str, sizes: Sequence[int], *,
+                           seed: int = 0, pool: list[str] | None = None,
+                           models: Sequence[str] | Sequence[int] | np.ndarray | None = None,
+                           threshold: float = DEFAULT_THRESHOLD,
+                           study_dir: Path | None = None, allow_other_version: bool = False,
+                           metric: str | None = None, progress: SelectProgress | None = None,
+                           spawn_worker: bool = False) -> list[MicroBenchmarkFile]:
+    """`select_microbenchmark` at each of `sizes`, in their order: the same files, but
+    the sizes share each pool's work (anchor points' correlations, tinyBenchmarks' IRT
+    fit), so that several sizes cost little more than one. `progress` counts the same
+    six fits, each now for every size. Raises as `select_microbenchmark` does."""
     check_whole(seed, "seed", minimum=0)
+    sizes = [int(size) for size in sizes]
+    if not sizes:
+        raise ConfigError("sizes: give at least one size", parameters=("sizes",))
     matrix = model_subset(_pool_matrix(dataset.matrix, pool), models)
     if study_dir is not None and matrix.n_items < dataset.matrix.n_items:
         # the study's micro-benchmarks were drawn from every item, not from the pool
@@ -277,56 +297,62 @@ def select_microbenchmark(dataset: Dataset, method: str, size: int, *, seed: int
     selector = cls()
     codes = np.unique(matrix.subtask_codes, return_inverse=True)[1]
     limit = cls.max_size_for(np.bincount(codes))
-    if not 1 <= size <= limit:
-        raise ConfigError(f"size {size} is outside 1..{limit}, the sizes {method} can build "
-                          f"from a pool of {matrix.n_items} items", parameters=("size",))
+    for size in sizes:
+        if not 1 <= size <= limit:
+            raise ConfigError(f"size {size} is outside 1..{limit}, the sizes {method} can "
+                              f"build from a pool of {matrix.n_items} items",
+                              parameters=("size",))
     if matrix.n_models < max(selector.min_sources, 1):
         raise ConfigError(f"method {method} needs at least {selector.min_sources} models")
     # Uniform random sampling's interval is exact (estimate's Wilson interval): no CV.
     cross_validate = cls.analytic_mdad != "uniform"
     total = 1 + (CV_FOLDS if cross_validate else 0)
     report = progress or (lambda done, total, step: None)
-    curves: list[dict[str, Any]] = []
+    curves: list[list[dict[str, Any]]] = []
 
-    def find_curve() -> None:
-        curves.append(_mdad_curve(dataset, matrix, cls, size, threshold, study_dir,
-                                  allow_other_version))
+    def find_curves() -> None:
+        curves.append(_mdad_curves(dataset, matrix, cls, sizes, threshold, study_dir,
+                                   allow_other_version))
 
     if study_dir is not None:  # its errors come before any fit
-        find_curve()
-    report(0, total, f"selecting {size} items with {method} from {matrix.n_models} models"
+        find_curves()
+    shown = ", ".join(str(size) for size in sizes)
+    report(0, total, f"selecting {shown} items with {method} from {matrix.n_models} models"
            + (f", and cross-validating its estimate in {CV_FOLDS} folds" if cross_validate
               else ""))
-    micro, held_out = _select_and_validate(matrix, selector, size, seed, cross_validate,
-                                           lambda done, step: report(done, total, step),
-                                           spawn_worker, None if curves else find_curve)
-    curve = curves[0]
+    selected = _select_and_validate(matrix, selector, sizes, seed, cross_validate,
+                                    lambda done, step: report(done, total, step),
+                                    spawn_worker, None if curves else find_curves)
     truth = matrix.accuracy()
     names = [str(m) for m in matrix.model_names]
-    estimator = cls.save_estimator(micro)
-    order = np.asarray(micro.items)
-    ids = [str(matrix.item_ids[i]) for i in order]
     spec = dataset.spec
-    lm_eval_items = lm_eval_ids(ids, spec.lm_eval_task if spec else None)
-    return MicroBenchmarkFile(
-        dataset=dataset.name, sha256=matrix.sha256 or "", mdad_version=__version__,
-        method=method, size=size, seed=seed, items=ids, lm_eval_items=lm_eval_items,
-        lm_eval_tasks=lm_eval_tasks(lm_eval_items),
-        lm_eval_metric=metric or (spec.lm_eval_metric if spec else "acc"),
-        estimator=estimator, pool_size=matrix.n_items,
-        reference_models=names, reference_accuracy=[float(a) for a in truth],
-        reference_answers=_answers_json(matrix.scores()[:, order]),
-        **curve, threshold=threshold,
-        error_sd=(None if held_out is None
-                  else float(np.sqrt(np.mean((held_out - truth) ** 2)))),
-        notes=list(micro.notes),
-        dataset_items=(dataset.matrix.n_items if matrix.n_items < dataset.matrix.n_items
-                       else None),
-        cv_truth=None if held_out is None else [float(a) for a in truth],
-        cv_estimate=None if held_out is None else [float(e) for e in held_out],
-        source_models=len(names), source_models_sha256=names_sha256(names),
-        dataset_models=dataset.matrix.n_models,
-        dataset_item_ids=compact_ids([str(i) for i in dataset.matrix.item_ids]))
+    shared = {  # the same for every size
+        "dataset": dataset.name, "sha256": matrix.sha256 or "", "mdad_version": __version__,
+        "method": method, "seed": seed,
+        "lm_eval_metric": metric or (spec.lm_eval_metric if spec else "acc"),
+        "pool_size": matrix.n_items, "reference_models": names,
+        "reference_accuracy": [float(a) for a in truth], "threshold": threshold,
+        "dataset_items": (dataset.matrix.n_items
+                          if matrix.n_items < dataset.matrix.n_items else None),
+        "cv_truth": [float(a) for a in truth] if cross_validate else None,
+        "source_models": len(names), "source_models_sha256": names_sha256(names),
+        "dataset_models": dataset.matrix.n_models,
+        "dataset_item_ids": compact_ids([str(i) for i in dataset.matrix.item_ids])}
+    files = []
+    for size, curve, (micro, held_out) in zip(sizes, curves[0], selected, strict=True):
+        order = np.asarray(micro.items)
+        ids = [str(matrix.item_ids[i]) for i in order]
+        lm_eval_items = lm_eval_ids(ids, spec.lm_eval_task if spec else None)
+        files.append(MicroBenchmarkFile(
+            **shared, size=size, items=ids, lm_eval_items=lm_eval_items,
+            lm_eval_tasks=lm_eval_tasks(lm_eval_items),
+            estimator=cls.save_estimator(micro),
+            reference_answers=_answers_json(matrix.scores()[:, order]), **curve,
+            error_sd=(None if held_out is None
+                      else float(np.sqrt(np.mean((held_out - truth) ** 2)))),
+            notes=list(micro.notes),
+            cv_estimate=None if held_out is None else [float(e) for e in held_out]))
+    return files
 
 
 def names_sha256(names: list[str]) -> str:
@@ -354,31 +380,37 @@ def model_subset(matrix: ResponseMatrix,
     return matrix.take(models=rows)
 
 
-def _mdad_curve(dataset: Dataset, matrix: ResponseMatrix, cls: type[MethodDefaults],
-                size: int, threshold: float, study_dir: Path | None, allow_other_version: bool
-                ) -> dict[str, Any]:
-    """The file's MDAD fields (`mdad`, ..., `mdad_curve_crossing_pairs`): the analytic
-    curve over 1..size, or the study's seen curve up to `size`."""
+def _mdad_curves(dataset: Dataset, matrix: ResponseMatrix, cls: type[MethodDefaults],
+                 sizes: list[int], threshold: float, study_dir: Path | None,
+                 allow_other_version: bool) -> list[dict[str, Any]]:
+    """The file's MDAD fields (`mdad`, ..., `mdad_curve_crossing_pairs`) at each of
+    `sizes`: the analytic curve over 1..size, or the study's seen curve up to size."""
     if study_dir is not None:
         from mdad.practice.sizing import interpolate, study_curve, study_mdad_curve
 
         points = study_curve(Path(study_dir), cls.name, threshold,
                              None if allow_other_version else dataset.matrix.sha256,
                              dataset=dataset.name)
-        _, point = interpolate(points, gap=None, size=size)
-        known = study_mdad_curve(points, size)
-        return {**_mdad_fields(point.value, point.max_gap, point.pairs, "interpolated"),
-                "mdad_curve_sizes": list(known), "mdad_curve": list(known.values())}
+        fields = []
+        for size in sizes:
+            _, point = interpolate(points, gap=None, size=size)
+            known = study_mdad_curve(points, size)
+            fields.append({**_mdad_fields(point.value, point.max_gap, point.pairs,
+                                          "interpolated"),
+                           "mdad_curve_sizes": list(known), "mdad_curve": list(known.values())})
+        return fields
     structure = pair_structure(matrix.correctness, matrix.subtask_codes)
     stratified = cls.analytic_mdad == "stratified"
-    curve = mdad_curve(structure, np.arange(1, size + 1), threshold=threshold,
+    # each point stands alone: one curve up to the largest size serves every size
+    curve = mdad_curve(structure, np.arange(1, max(sizes) + 1), threshold=threshold,
                        stratified=stratified)
-    result = curve[-1]
     how = "analytic" if cls.analytic_mdad is not None else "random-analytic"
-    return {**_mdad_fields(result.value, result.max_gap, result.pairs, how),
-            "mdad_curve_sizes": list(range(1, size + 1)),
-            "mdad_curve": [point.value for point in curve],
-            "mdad_curve_crossing_pairs": [point.crossing_pairs for point in curve]}
+    return [{**_mdad_fields(curve[size - 1].value, curve[size - 1].max_gap,
+                            curve[size - 1].pairs, how),
+             "mdad_curve_sizes": list(range(1, size + 1)),
+             "mdad_curve": [point.value for point in curve[:size]],
+             "mdad_curve_crossing_pairs": [point.crossing_pairs for point in curve[:size]]}
+            for size in sizes]
 
 
 def _mdad_fields(mdad: float | None, max_gap: float | None, pairs: int | None, how: str
@@ -501,27 +533,29 @@ def lm_eval_ids(ids: list[str], task: str | None) -> list[str] | None:
     return None
 
 
-def _select_and_validate(matrix: ResponseMatrix, selector: MethodDefaults, size: int,
-                         seed: int, cross_validate: bool,
+def _select_and_validate(matrix: ResponseMatrix, selector: MethodDefaults,
+                         sizes: list[int], seed: int, cross_validate: bool,
                          finished: Callable[[int, str], None], spawn_worker: bool = False,
                          meanwhile: Callable[[], None] | None = None
-                         ) -> tuple[MicroBenchmark, np.ndarray | None]:
-    """The micro-benchmark selected from every model, and (when `cross_validate`) the
-    method's estimate of each model, shape (n_models,), by a micro-benchmark it did not
-    select with: 5 folds of models, each estimated by one selected on the rest.
+                         ) -> list[tuple[MicroBenchmark, np.ndarray | None]]:
+    """For each of `sizes`: the micro-benchmark selected from every model, and (when
+    `cross_validate`) the method's estimate of each model, shape (n_models,), by a
+    micro-benchmark it did not select with: 5 folds of models, each estimated by one
+    selected on the rest.
 
-    The selection and the folds are independent fits, each with its own seeds and one
-    BLAS thread, as a study's cells run: the same numbers whatever the machine's cores
-    and wherever a fit runs (`run_fits`: here, and in a spawned worker when the first
-    fit is slow; in a thread per core for a method whose fits release Python's lock,
-    which then also import the method's `libraries_after_fit` while they run, as they
-    do `meanwhile`). `finished(steps done, step)` follows each fit.
+    The selection and the folds are independent fits, each on its own pool for every
+    size, with its own seeds and one BLAS thread, as a study's cells run: the same
+    numbers whatever the machine's cores, the other sizes, and wherever a fit runs
+    (`run_fits`: here, and in a spawned worker when the first fit is slow; in a thread
+    per core for a method whose fits release Python's lock, which then also import
+    the method's `libraries_after_fit` while they run, as they do `meanwhile`).
+    `finished(steps done, step)` follows each fit.
     """
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(8,)))
     folds = np.array_split(rng.permutation(matrix.n_models), CV_FOLDS)
-    tasks = [(_select, (selector, _seen_pool(matrix, seed), size, np.random.default_rng(seed)))]
+    tasks = [(_select, (selector, _seen_pool(matrix, seed), sizes, seed))]
     if cross_validate:
-        tasks += [(_fold_estimate, (matrix, selector, size, seed, k, folds[k]))
+        tasks += [(_fold_estimates, (matrix, selector, sizes, seed, k, folds[k]))
                   for k in range(CV_FOLDS)]
     threads = _threads(selector, matrix, len(tasks))
 
@@ -544,11 +578,14 @@ def _select_and_validate(matrix: ResponseMatrix, selector: MethodDefaults, size:
             finished(done, "selected" if index == 0 else
                      f"cross-validation fold {index} of {CV_FOLDS} done")
     if not cross_validate:
-        return results[0], None
-    held_out = np.empty(matrix.n_models)
-    for k in range(CV_FOLDS):
-        held_out[folds[k]] = results[k + 1]
-    return results[0], held_out
+        return [(micro, None) for micro in results[0]]
+    selected = []
+    for s in range(len(sizes)):
+        held_out = np.empty(matrix.n_models)
+        for k in range(CV_FOLDS):
+            held_out[folds[k]] = results[k + 1][s]
+        selected.append((results[0][s], held_out))
+    return selected
 
 
 def _threads(selector: MethodDefaults, matrix: ResponseMatrix, tasks: int) -> int:
@@ -565,20 +602,24 @@ def _threads(selector: MethodDefaults, matrix: ResponseMatrix, tasks: int) -> in
     return threads
 
 
-def _select(selector: MethodDefaults, pool: SeenPool, size: int,
-            rng: np.random.Generator) -> MicroBenchmark:
-    return selector.select(pool, size, rng=rng)
+def _select(selector: MethodDefaults, pool: SeenPool, sizes: list[int],
+            seed: int) -> list[MicroBenchmark]:
+    return [selector.select(pool, size, rng=np.random.default_rng(seed)) for size in sizes]
 
 
-def _fold_estimate(matrix: ResponseMatrix, selector: MethodDefaults, size: int, seed: int,
-                k: int, held: np.ndarray) -> np.ndarray:
-    """The estimated accuracy of the `held` models (fold `k`), shape (len(held),), by a
-    micro-benchmark selected on the other models."""
+def _fold_estimates(matrix: ResponseMatrix, selector: MethodDefaults, sizes: list[int],
+                    seed: int, k: int, held: np.ndarray) -> list[np.ndarray]:
+    """For each of `sizes`, the estimated accuracy of the `held` models (fold `k`),
+    shape (len(held),), by a micro-benchmark selected on the other models."""
     train = np.setdiff1d(np.arange(matrix.n_models), held)
     pool = _seen_pool(matrix, seed + 1000 * (k + 1), train)
-    micro = selector.select(pool, size, rng=np.random.default_rng([seed, k]))
-    scores = matrix.gold_confidence(held) if micro.uses_confidence else matrix.scores(held)
-    return micro.estimate(scores)
+    estimates = []
+    for size in sizes:
+        micro = selector.select(pool, size, rng=np.random.default_rng([seed, k]))
+        scores = (matrix.gold_confidence(held) if micro.uses_confidence
+                  else matrix.scores(held))
+        estimates.append(micro.estimate(scores))
+    return estimates
 
 
 def lm_eval_samples_json(bundle: MicroBenchmarkFile) -> dict[str, list[int]]:

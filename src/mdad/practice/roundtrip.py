@@ -1,24 +1,29 @@
 """Round trips: how often `estimate`'s intervals and lists hold for models the
 micro-benchmark was not selected with, measured as a user meets them.
 
-The dataset's models are split into folds; each fold's micro-benchmark is selected from
-the other models (`select_microbenchmark(..., models=...)`) and every model of the fold
-is estimated from its real answers on the selected items (`estimate_score`), with its
-95% interval and its above and below lists. An adaptive method is started on the other
-models (`start_adaptive_test(..., models=...)`) and the fold's models take the test on
-their real answers. `split="top"` (or "bottom") selects from the models outside the top
-(bottom) decile and estimates that decile: new models beyond the reference models.
+The dataset's models are split into folds; each fold's micro-benchmarks (every size at
+once) are selected from the other models (`select_microbenchmarks(..., models=...)`) and
+every model of the fold is estimated from its real answers on the selected items
+(`estimate_score`), with its 95% interval and its above and below lists. An adaptive
+method is started on the other models (`start_adaptive_test(..., models=...)`) and the
+fold's models take the test on their real answers. `split="top"` (or "bottom") selects
+from the models outside the top (bottom) decile and estimates that decile: new models
+beyond the reference models.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from mdad.data.registry import Dataset
 from mdad.errors import ConfigError
+
+if TYPE_CHECKING:
+    from mdad.practice.bundle import MicroBenchmarkFile
 
 SPLITS = ("folds", "top", "bottom")
 GROUPS = ("bottom decile", "middle", "top decile")
@@ -122,8 +127,7 @@ def round_trip(dataset: Dataset, method: str, sizes: Sequence[int], *,
             if method in ADAPTIVE_METHODS:
                 parts = _adaptive(dataset, method, sizes, selection_seed, train, held)
             else:
-                parts = [(size, *_static(dataset, method, size, selection_seed, train, held))
-                         for size in sizes]
+                parts = _static(dataset, method, sizes, selection_seed, train, held)
             for size, estimate, low, high, listed, wrong, beyond in parts:
                 for key, value in (("size", np.full(held.size, size)),
                                    ("seed", np.full(held.size, seed)), ("model", held),
@@ -146,14 +150,22 @@ def _held_out(group: np.ndarray, split: str, folds: int, seed: int) -> list[np.n
     return [np.sort(part) for part in np.array_split(order, folds)]
 
 
-def _static(dataset: Dataset, method: str, size: int, seed: int, train: np.ndarray,
-            held: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Estimates, intervals, listed and wrong counts, and notices of the `held` models
-    by a micro-benchmark of `size` items selected from the `train` models."""
-    from mdad.practice.bundle import select_microbenchmark
+def _static(dataset: Dataset, method: str, sizes: Sequence[int], seed: int,
+            train: np.ndarray, held: np.ndarray) -> list[tuple]:
+    """For each of `sizes`: (size, estimates, lows, highs, listed and wrong counts,
+    notices) of the `held` models by a micro-benchmark of that size selected from the
+    `train` models."""
+    from mdad.practice.bundle import select_microbenchmarks
+
+    bundles = select_microbenchmarks(dataset, method, sizes, seed=seed, models=train)
+    return [(size, *_estimates(dataset, bundle, held))
+            for size, bundle in zip(sizes, bundles, strict=True)]
+
+
+def _estimates(dataset: Dataset, bundle: MicroBenchmarkFile,
+               held: np.ndarray) -> tuple[np.ndarray, ...]:
     from mdad.practice.estimate import ItemScores, estimate_score
 
-    bundle = select_microbenchmark(dataset, method, size, seed=seed, models=train)
     matrix = dataset.matrix
     column = {str(item): k for k, item in enumerate(matrix.item_ids)}
     items = [column[item] for item in bundle.items]
