@@ -250,6 +250,45 @@ def test_fitted_parameters_are_a_local_maximum_of_the_log_posterior():
     assert worst <= 1e-7, f"moving one discrimination by 1e-3 raises the log posterior by {worst}"
 
 
+def test_compiled_pass_by_hand():
+    # one model, two items, z = 0 and z = 2 - 0 = 2; y = (1, 0); the second cell unobserved
+    from mdad.irt._map_pass import loglik_and_gradient
+
+    theta, a, offset = np.array([[1.0]]), np.array([[0.0], [2.0]]), np.zeros(2)
+    y = np.array([[1.0, 0.0]])
+    loglik, d_theta, d_a, d_offset = loglik_and_gradient(theta, a, offset, y, None)
+    p2 = 1 / (1 + np.exp(-2.0))
+    assert loglik == pytest.approx(-np.log(2) - np.log1p(np.exp(2.0)), rel=1e-15)
+    assert d_theta[0, 0] == pytest.approx(-p2 * 2.0, rel=1e-15)  # sum (y - p) a
+    assert d_a[:, 0] == pytest.approx([0.5, -p2], rel=1e-15)  # (y - p) theta
+    assert d_offset == pytest.approx([-0.5, p2], rel=1e-15)  # -(y - p)
+    masked = loglik_and_gradient(theta, a, offset, y, np.array([[1.0, 0.0]]))
+    assert masked[0] == pytest.approx(-np.log(2), rel=1e-15)
+    assert masked[2][:, 0] == pytest.approx([0.5, 0.0]) and masked[3] == pytest.approx([-0.5, 0])
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 6), st.integers(1, 9), st.integers(1, 3), st.integers(0, 2**31 - 1))
+def test_compiled_pass_is_the_log_likelihood_and_its_gradient(n, m, dims, seed):
+    # against logaddexp and the analytic gradient written out with numpy, extreme
+    # logits (|z| up to ~60) and missing cells included
+    from mdad.irt._map_pass import loglik_and_gradient
+
+    rng = np.random.default_rng(seed)
+    theta, a = 3 * rng.normal(size=(n, dims)), 3 * rng.normal(size=(m, dims))
+    offset = 5 * rng.normal(size=m)
+    mask = (rng.random((n, m)) < 0.7).astype(np.float64)
+    y = rng.integers(0, 2, size=(n, m)) * mask
+    z = theta @ a.T - offset
+    loglik, d_theta, d_a, d_offset = loglik_and_gradient(theta, a, offset, y, mask)
+    assert loglik == pytest.approx(np.sum(mask * (y * z - np.logaddexp(0, z))), rel=1e-12,
+                                   abs=1e-12)
+    residual = mask * (y - _sigmoid(z))
+    np.testing.assert_allclose(d_theta, residual @ a, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(d_a, residual.T @ theta, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(d_offset, -residual.sum(axis=0), rtol=1e-12, atol=1e-12)
+
+
 # --------------------------------------------------------------------------------------
 # 5. / 6. Ability estimation
 # --------------------------------------------------------------------------------------

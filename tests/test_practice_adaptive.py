@@ -53,6 +53,19 @@ def test_batches_of_one_follow_the_study_engine(gpqa_data):
     assert test.estimate().accuracy == pytest.approx(run.estimates[0], abs=1e-10)
 
 
+def test_the_fits_give_the_same_test_in_one_thread_or_several(gpqa_data, monkeypatch):
+    # the six fits run in a thread per core: how many never changes a number
+    import mdad.practice.adaptive as adaptive
+
+    sub = np.arange(0, gpqa_data.matrix.n_models, 3)
+    runs = []
+    for threads in (1, 2):
+        monkeypatch.setattr(adaptive, "_fit_threads", lambda scores, tasks, t=threads: t)
+        runs.append(start_adaptive_test(gpqa_data, budget=12, method="adaptive-md",
+                                        seed=2, models=sub).to_json())
+    assert runs[0] == runs[1]
+
+
 def test_state_round_trip_and_the_interval(test_on_gpqa, gpqa_data, tmp_path):
     test = AdaptiveTest.from_json(json.loads(json.dumps(test_on_gpqa.to_json())))
     assert len(test.pending) == 5 and not test.answers

@@ -39,6 +39,7 @@ from mdad.irt.cat import map_ability, predicted_accuracy
 from mdad.practice.bundle import lm_eval_ids
 
 if TYPE_CHECKING:
+    from mdad.irt.model import MultidimensionalIrt
     from mdad.practice.calibration import Calibration
     from mdad.practice.estimate import ItemScores
 
@@ -636,7 +637,6 @@ def start_adaptive_test(dataset: Dataset, *, budget: int, batch: int = 1,
         `PARAMETER_BOUND`).
     """
     from mdad.selection.threads import one_thread
-    from mdad.selection.tinybenchmarks import fit_irt
 
     check_whole(seed, "seed", minimum=0)
     if method not in ADAPTIVE_METHODS:
@@ -665,9 +665,8 @@ def start_adaptive_test(dataset: Dataset, *, budget: int, batch: int = 1,
                         "cannot learn which items tell models apart, nor how well it "
                         "estimates a model unlike them; use data whose models differ")
     with one_thread():
-        model = fit_irt(scores, dims, np.random.default_rng(seed)).standardised()
-        answered, error, calibration = _cross_validated_error(scores, dims, budget, batch,
-                                                              seed)
+        model, answered, error, calibration = _fit_and_cross_validate(scores, dims, budget,
+                                                                      batch, seed)
     ids = [str(i) for i in matrix.item_ids]
     spec = dataset.spec
     lm_eval = lm_eval_ids(ids, spec.lm_eval_task if spec else None)
@@ -720,31 +719,62 @@ def run_batches(discrimination: np.ndarray, difficulty: np.ndarray, scores: np.n
     return counts, np.array(estimates)
 
 
-def _cross_validated_error(scores: np.ndarray, dims: int, budget: int, batch: int,
-                           seed: int
-                           ) -> tuple[list[int], list[float], list[list[float]] | None]:
-    """After each batch of held-out models' tests (5 folds, each fitted on the other
-    models): the answers so far, the root mean square error against their accuracy on
-    all items, and the Neyman belt of their estimates (`Calibration.to_list()`; None
-    with fewer models than `calibration.MIN_MODELS`)."""
+def _fit_and_cross_validate(scores: np.ndarray, dims: int, budget: int, batch: int,
+                            seed: int) -> tuple[MultidimensionalIrt, list[int], list[float],
+                                                list[list[float]] | None]:
+    """The standardised fit on every model, and after each batch of held-out models'
+    tests (5 folds, each fitted on the other models): the answers so far, the root
+    mean square error against their accuracy on all items, and the Neyman belt of
+    their estimates (`Calibration.to_list()`; None with fewer models than
+    `calibration.MIN_MODELS`).
+
+    The six fits are independent, each with its own seed, and run in a thread per core
+    (their passes over the data release Python's lock): the same numbers on any
+    machine. The caller holds a one-BLAS-thread limit."""
     from mdad.practice.calibration import MIN_MODELS, Calibration
-    from mdad.selection.tinybenchmarks import fit_irt
+    from mdad.practice.fit_pool import run_fits
 
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(9,)))
     folds = np.array_split(rng.permutation(scores.shape[0]), CV_FOLDS)
+    tasks = [(_standardised_fit, (scores, dims, np.random.default_rng(seed)))]
+    tasks += [(_fold_test, (scores, dims, budget, batch, [seed, k], held))
+              for k, held in enumerate(folds)]
+    results = dict(run_fits(tasks, spawn_after=None, threads=_fit_threads(scores, len(tasks))))
     truth = scores.mean(axis=1)
-    estimates = np.empty((0, scores.shape[0]))
+    counts = results[1][0]
+    estimates = np.empty((len(counts), scores.shape[0]))
     for k, held in enumerate(folds):
-        train = np.setdiff1d(np.arange(scores.shape[0]), held)
-        model = fit_irt(scores[train], dims, np.random.default_rng([seed, k])).standardised()
-        discrimination = model.discrimination_ if dims > 1 else model.discrimination_[:, 0]
-        counts, fold = run_batches(discrimination, model.difficulty_, scores[held],
-                                   budget, batch)
-        if k == 0:
-            estimates = np.empty((len(counts), scores.shape[0]))
-        estimates[:, held] = fold
+        estimates[:, held] = results[k + 1][1]
     error = np.sqrt(((estimates - truth[None, :]) ** 2).mean(axis=1))
     calibration = (None if scores.shape[0] < MIN_MODELS or np.ptp(truth) < 1e-6 else
                    [Calibration.fit(truth, row, widen_past=True).to_list()
                     for row in estimates])
-    return counts, [float(v) for v in error], calibration
+    return results[0], counts, [float(v) for v in error], calibration
+
+
+def _standardised_fit(scores: np.ndarray, dims: int,
+                      rng: np.random.Generator) -> MultidimensionalIrt:
+    from mdad.selection.tinybenchmarks import fit_irt
+
+    return fit_irt(scores, dims, rng).standardised()
+
+
+def _fold_test(scores: np.ndarray, dims: int, budget: int, batch: int, seed: list[int],
+               held: np.ndarray) -> tuple[list[int], np.ndarray]:
+    """The `held` models' tests (`run_batches`) by a fit on the other models."""
+    train = np.setdiff1d(np.arange(scores.shape[0]), held)
+    model = _standardised_fit(scores[train], dims, np.random.default_rng(seed))
+    discrimination = model.discrimination_ if dims > 1 else model.discrimination_[:, 0]
+    return run_batches(discrimination, model.difficulty_, scores[held], budget, batch)
+
+
+def _fit_threads(scores: np.ndarray, tasks: int) -> int:
+    """One thread per core, as many as the available memory holds fits at once (a
+    fit keeps about three float64 copies of the responses)."""
+    from mdad.study.backends import available_cores, available_memory
+
+    threads = min(available_cores(), tasks)
+    free = available_memory()
+    if free is not None:
+        threads = min(threads, max(1, free // (24 * scores.size)))
+    return threads
