@@ -31,6 +31,18 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
     if (whole_quick_tier and config.pluginmanager.hasplugin("xdist")
             and config.option.numprocesses is None and (os.cpu_count() or 1) > 1):
         config.option.numprocesses = "auto"
+        config.stash[_SPREAD] = True
+
+
+_SPREAD = pytest.StashKey[bool]()
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    """Say so when the quick tier was spread over the cores."""
+    if config.stash.get(_SPREAD, False):
+        return ("quick tier: one pytest-xdist worker per core (tests/conftest.py); "
+                "-n 0 runs it in one process")
+    return None
 
 
 @pytest.fixture(scope="session")

@@ -35,10 +35,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import subprocess
+import sys
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlparse
+
+import numpy as np
 
 
 @dataclass
@@ -274,3 +280,76 @@ class HubStandIn:
                     return
 
         return Handler
+
+
+# ---- fixture repos: the Open LLM Leaderboard's details layout
+
+AUTHOR = "open-llm-leaderboard"
+TASKS = {"leaderboard_bbh_navigate": ("Yes", "No"),
+         "leaderboard_bbh_snarks": ("(A)", "(B)")}
+DOCS = {"leaderboard_bbh_navigate": 6, "leaderboard_bbh_snarks": 5}
+OLD, NEW = "2024-06-26T17-09-20.123456", "2024-07-01T10-00-00.000001"
+
+
+def record(task: str, doc: int, rng: np.random.Generator) -> dict:
+    """One sample record as the leaderboard's details write it (lm-eval's schema)."""
+    options = TASKS[task]
+    gold = int(rng.integers(len(options)))
+    lls = [round(float(v), 6) for v in rng.normal(-2, 1, len(options))]
+    arguments = {f"gen_args_{k}": {"arg_0": f"{task} question {doc}\nA:", "arg_1": f" {o}"}
+                 for k, o in enumerate(options)}
+    return {"doc_id": doc, "doc": {"input": f"{task} question {doc}", "target": options[gold]},
+            "target": options[gold], "arguments": arguments,
+            "resps": [[[str(v), "False"]] for v in lls],
+            "filtered_resps": [[str(v), "False"] for v in lls], "filter": "none",
+            "metrics": ["acc_norm"], "doc_hash": f"{doc:064x}", "prompt_hash": "0" * 64,
+            "target_hash": "1" * 64, "acc_norm": float(int(np.argmax(lls)) == gold)}
+
+
+def samples(task: str, docs: range, seed: int) -> bytes:
+    rng = np.random.default_rng(seed)
+    return "".join(json.dumps(record(task, d, rng)) + "\n" for d in docs).encode()
+
+
+def fixture_repos() -> dict[str, Repo]:
+    repos: dict[str, Repo] = {}
+    for k in range(10):
+        model = f"org{k}__model-{k}"
+        files = {f"{model}/results_{OLD}.json": b'{"results": {}}\n'}
+        for t, task in enumerate(TASKS):
+            files[f"{model}/samples_{task}_{OLD}.jsonl"] = samples(task, range(DOCS[task]),
+                                                                  100 * k + t)
+        if k == 0:  # a second evaluation of one task: docs 0-2 again, other answers
+            files[f"{model}/samples_leaderboard_bbh_navigate_{NEW}.jsonl"] = samples(
+                "leaderboard_bbh_navigate", range(3), 999)
+            files[f"{model}/samples_leaderboard_gpqa_main_{OLD}.jsonl"] = b""  # another bench
+        if k == 9:  # no bbh details at all
+            files = {f"{model}/samples_leaderboard_mmlu_pro_{OLD}.jsonl": samples(
+                "leaderboard_bbh_snarks", range(2), 5)}
+        repos[f"{AUTHOR}/{model}-details"] = Repo(files)
+    repos[f"{AUTHOR}/org1__model-1-details"].faults = {
+        f"org1__model-1/samples_leaderboard_bbh_navigate_{OLD}.jsonl": ["429", "500"],
+        f"org1__model-1/samples_leaderboard_bbh_snarks_{OLD}.jsonl": ["truncate"]}
+    repos[f"{AUTHOR}/org8__model-8-details"].gated = True
+    repos[f"{AUTHOR}/contents"] = Repo({"data.parquet": b"PAR1"})  # not a details repo
+    return repos
+
+
+def write_local_copy(repos: dict[str, Repo], root: Path, names: list[str]) -> Path:
+    """The same files as an lm-eval --output_path (one folder per model)."""
+    for repo_id in names:
+        for path, data in repos[repo_id].files.items():
+            target = root / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+    return root
+
+
+def pull_cli(tmp_path: Path, endpoint: str, *args: str) -> subprocess.CompletedProcess:
+    """`mdad` run against the stand-in at `endpoint`, with caches under `tmp_path`."""
+    env = {**os.environ, "HF_ENDPOINT": endpoint, "XDG_CACHE_HOME": str(tmp_path / "cache"),
+           "HF_HOME": str(tmp_path / "hf"), "MDAD_DATA": str(tmp_path / "cache" / "mdad")}
+    env.pop("HF_HUB_OFFLINE", None)
+    env.pop("HF_TOKEN", None)
+    return subprocess.run([sys.executable, "-m", "mdad", *args], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300, check=False)

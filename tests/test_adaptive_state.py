@@ -18,9 +18,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import MDAD, assert_ok, assert_user_error, flat, mdad_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_cli import MDAD, assert_ok, assert_user_error, flat, mdad_cli
 
 from mdad.errors import DataError
 from mdad.practice.adaptive import (

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import assert_ok, assert_user_error, flat, mdad_cli
 from hypothesis import given
 from hypothesis import strategies as st
-from test_cli import assert_ok, assert_user_error, flat, mdad_cli
 
 from mdad.data import ResponseMatrix
 from mdad.errors import DataError

@@ -22,13 +22,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from shared import GPQA_CSV, MMLU_PRO_CSV, shared_data
+from helpers import FAST, assert_no_out, assert_ok, assert_user_error, flat, gpqa_path, mdad_cli
+from shared import MMLU_PRO_CSV, shared_data
 
 import mdad
 from mdad.study import StudyConfig
 
-MDAD = Path(sys.executable).parent / "mdad"
-FAST = ("--runs", "2", "--resamples", "20")
 RUN_FILES = {"results.parquet", "mdad.csv", "agreement.csv", "summary.csv", "config.json"}
 MDAD_COLUMNS = ["method", "size", "sources", "split", "mdad", "mdad_low", "mdad_high",
                 "threshold", "reached", "max_gap", "pairs", "crossing_pairs", "tied_pairs",
@@ -44,56 +43,6 @@ PYTHIA_WINOGRANDE = ("lm-eval-samples/EleutherAI__pythia-14m/"
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def mdad_cli(*args: object, cwd: Path, columns: int | None = None
-             ) -> subprocess.CompletedProcess[str]:
-    """Run the installed `mdad` command; rich's width (80 unless `columns`) and colours
-    fixed for stable text."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("COLUMNS", "LINES", "FORCE_COLOR", "TTY_COMPATIBLE")}
-    env["NO_COLOR"] = "1"
-    if columns is not None:
-        env["COLUMNS"] = str(columns)
-    return subprocess.run([str(MDAD), *map(str, args)], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=600, check=False)
-
-
-def flat(text: str) -> str:
-    """Text with rich's line wrapping undone (all whitespace runs as one space)."""
-    return " ".join(text.split())
-
-
-def assert_ok(proc: subprocess.CompletedProcess[str]) -> None:
-    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
-    assert "Traceback" not in proc.stdout + proc.stderr
-
-
-def assert_no_out(out: Path, before: set[str] | None = None) -> None:
-    """`out` was not created (or, if it existed, left as it was), and no hidden staging
-    folder `.<name>.*` is left beside it."""
-    if before is None:
-        assert not out.exists(), f"{out} was created by a failing run"
-    else:
-        assert {p.name for p in out.iterdir()} == before
-    leftovers = sorted(p.name for p in out.parent.glob(f".{out.name}*"))
-    assert leftovers == [], f"partial output left behind: {leftovers}"
-
-
-def assert_user_error(proc: subprocess.CompletedProcess[str], pattern: str) -> str:
-    """Exit code 2, exactly one stderr line `mdad: error: ...` matching `pattern`."""
-    output = proc.stdout + proc.stderr
-    assert proc.returncode == 2, f"exit {proc.returncode}\n{output}"
-    assert "Traceback" not in output
-    lines = proc.stderr.removesuffix("\n").split("\n")
-    assert len(lines) == 1, f"error message is not one line:\n{proc.stderr}"
-    assert lines[0].startswith("mdad: error: "), proc.stderr
-    assert re.search(pattern, lines[0]), f"{pattern!r} not in {lines[0]!r}"
-    return lines[0]
-
-
-def gpqa_path() -> Path:
-    return shared_data(GPQA_CSV)
 
 
 @cache

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from test_cli import assert_ok, assert_user_error, flat, mdad_cli
+from helpers import assert_ok, assert_user_error, flat, mdad_cli
 
 from mdad.data import ResponseMatrix
 from mdad.data.missing import resolve_missing

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_cli import assert_ok, assert_user_error, mdad_cli
+from helpers import assert_ok, assert_user_error, mdad_cli
 
 from mdad.practice import select_microbenchmark
 from mdad.practice.bundle import MicroBenchmarkFile, names_sha256

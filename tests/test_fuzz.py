@@ -46,6 +46,12 @@ def bundles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
             for method in ("random", "anchor-points-predictor", "tinybenchmarks-pirt")}
 
 
+def assert_one_line(error: MdadError) -> None:
+    """A refusal is mdad's own error, said on one line (the CLI prints it alone)."""
+    message = str(error)
+    assert message.strip() and "\n" not in message.strip(), message
+
+
 def use(path: Path) -> None:
     """Everything estimate and compare do with a file."""
     bundle = MicroBenchmarkFile.load(path)
@@ -72,8 +78,8 @@ def test_microbenchmark_reader(bundles, tmp_path: Path, method, edits, pick_know
     path.write_text(json.dumps(data))
     try:
         use(path)
-    except MdadError:
-        pass
+    except MdadError as error:
+        assert_one_line(error)
 
 
 @pytest.mark.parametrize("text", ["[" * 100_000, "{}", "[]", "null", "\x00\xff", ""])
@@ -128,8 +134,8 @@ def test_wide_csv_reader(tmp_path: Path, header, rows, separator, orientation) -
     path.write_bytes(text.encode("utf-8"))
     try:
         load_wide_csv(path, orientation=orientation)
-    except MdadError:
-        pass
+    except MdadError as error:
+        assert_one_line(error)
 
 
 RECORD = {"doc_id": 0, "doc": {"answer": 1}, "target": 1, "acc": 1.0, "acc_norm": 1.0,
@@ -152,8 +158,8 @@ def test_lm_eval_samples_reader(tmp_path: Path, lines, junk) -> None:
     for metric in ("acc", "acc_norm"):
         try:
             load_lm_eval_samples(folder, metric=metric)
-        except MdadError:
-            pass
+        except MdadError as error:
+            assert_one_line(error)
 
 
 def test_irt_parameters_of_another_width_are_refused(bundles, tmp_path: Path) -> None:

@@ -8,87 +8,23 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
-from hub_standin import HubStandIn, Repo
-from test_cli import assert_user_error
+from helpers import assert_user_error
+from hub_standin import (
+    AUTHOR,
+    NEW,
+    OLD,
+    TASKS,
+    HubStandIn,
+    fixture_repos,
+    pull_cli,
+    write_local_copy,
+)
 
 from mdad.data.compact import load_compact
 from mdad.data.lm_eval import load_lm_eval_samples
-
-AUTHOR = "open-llm-leaderboard"
-TASKS = {"leaderboard_bbh_navigate": ("Yes", "No"),
-         "leaderboard_bbh_snarks": ("(A)", "(B)")}
-DOCS = {"leaderboard_bbh_navigate": 6, "leaderboard_bbh_snarks": 5}
-OLD, NEW = "2024-06-26T17-09-20.123456", "2024-07-01T10-00-00.000001"
-
-
-def record(task: str, doc: int, rng: np.random.Generator) -> dict:
-    """One sample record as the leaderboard's details write it (lm-eval's schema)."""
-    options = TASKS[task]
-    gold = int(rng.integers(len(options)))
-    lls = [round(float(v), 6) for v in rng.normal(-2, 1, len(options))]
-    arguments = {f"gen_args_{k}": {"arg_0": f"{task} question {doc}\nA:", "arg_1": f" {o}"}
-                 for k, o in enumerate(options)}
-    return {"doc_id": doc, "doc": {"input": f"{task} question {doc}", "target": options[gold]},
-            "target": options[gold], "arguments": arguments,
-            "resps": [[[str(v), "False"]] for v in lls],
-            "filtered_resps": [[str(v), "False"] for v in lls], "filter": "none",
-            "metrics": ["acc_norm"], "doc_hash": f"{doc:064x}", "prompt_hash": "0" * 64,
-            "target_hash": "1" * 64, "acc_norm": float(int(np.argmax(lls)) == gold)}
-
-
-def samples(task: str, docs: range, seed: int) -> bytes:
-    rng = np.random.default_rng(seed)
-    return "".join(json.dumps(record(task, d, rng)) + "\n" for d in docs).encode()
-
-
-def fixture_repos() -> dict[str, Repo]:
-    repos: dict[str, Repo] = {}
-    for k in range(10):
-        model = f"org{k}__model-{k}"
-        files = {f"{model}/results_{OLD}.json": b'{"results": {}}\n'}
-        for t, task in enumerate(TASKS):
-            files[f"{model}/samples_{task}_{OLD}.jsonl"] = samples(task, range(DOCS[task]),
-                                                                  100 * k + t)
-        if k == 0:  # a second evaluation of one task: docs 0-2 again, other answers
-            files[f"{model}/samples_leaderboard_bbh_navigate_{NEW}.jsonl"] = samples(
-                "leaderboard_bbh_navigate", range(3), 999)
-            files[f"{model}/samples_leaderboard_gpqa_main_{OLD}.jsonl"] = b""  # another bench
-        if k == 9:  # no bbh details at all
-            files = {f"{model}/samples_leaderboard_mmlu_pro_{OLD}.jsonl": samples(
-                "leaderboard_bbh_snarks", range(2), 5)}
-        repos[f"{AUTHOR}/{model}-details"] = Repo(files)
-    repos[f"{AUTHOR}/org1__model-1-details"].faults = {
-        f"org1__model-1/samples_leaderboard_bbh_navigate_{OLD}.jsonl": ["429", "500"],
-        f"org1__model-1/samples_leaderboard_bbh_snarks_{OLD}.jsonl": ["truncate"]}
-    repos[f"{AUTHOR}/org8__model-8-details"].gated = True
-    repos[f"{AUTHOR}/contents"] = Repo({"data.parquet": b"PAR1"})  # not a details repo
-    return repos
-
-
-def write_local_copy(repos: dict[str, Repo], root: Path, names: list[str]) -> Path:
-    """The same files as an lm-eval --output_path (one folder per model)."""
-    for repo_id in names:
-        for path, data in repos[repo_id].files.items():
-            target = root / path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-    return root
-
-
-def mdad(tmp_path: Path, endpoint: str, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HF_ENDPOINT": endpoint, "XDG_CACHE_HOME": str(tmp_path / "cache"),
-           "HF_HOME": str(tmp_path / "hf"), "MDAD_DATA": str(tmp_path / "cache" / "mdad")}
-    env.pop("HF_HUB_OFFLINE", None)
-    env.pop("HF_TOKEN", None)
-    return subprocess.run([sys.executable, "-m", "mdad", *args], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=300, check=False)
 
 
 @pytest.fixture(scope="module")
@@ -96,13 +32,13 @@ def pulled(tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp("pull")
     repos = fixture_repos()
     with HubStandIn(repos) as hub:
-        proc = mdad(tmp_path, hub.endpoint, "data", "pull", "leaderboard", "bbh",
+        proc = pull_cli(tmp_path, hub.endpoint, "data", "pull", "leaderboard", "bbh",
                     "--jobs", "3")
         first_requests = list(hub.requests)
-        again = mdad(tmp_path, hub.endpoint, "data", "pull", "leaderboard", "bbh")
+        again = pull_cli(tmp_path, hub.endpoint, "data", "pull", "leaderboard", "bbh")
         second_requests = hub.requests[len(first_requests):]
-        info = mdad(tmp_path, hub.endpoint, "data", "info", "leaderboard:bbh")
-        run = mdad(tmp_path, hub.endpoint, "run", "leaderboard:bbh", "--methods", "random",
+        info = pull_cli(tmp_path, hub.endpoint, "data", "info", "leaderboard:bbh")
+        run = pull_cli(tmp_path, hub.endpoint, "run", "leaderboard:bbh", "--methods", "random",
                    "--runs", "2", "--targets", "3", "--sources", "4", "--sizes", "2,4",
                    "--resamples", "10", "--out", str(tmp_path / "study"))
     return tmp_path, repos, proc, again, first_requests, second_requests, info, run
@@ -191,7 +127,7 @@ def test_a_stream_cut_every_time_is_reported_not_half_counted(tmp_path):
     cut = f"org2__model-2/samples_leaderboard_bbh_snarks_{OLD}.jsonl"
     repos[f"{AUTHOR}/org2__model-2-details"].faults = {cut: ["truncate"] * 20}
     with HubStandIn(repos) as hub:
-        proc = mdad(tmp_path, hub.endpoint, "data", "pull", "leaderboard", "bbh",
+        proc = pull_cli(tmp_path, hub.endpoint, "data", "pull", "leaderboard", "bbh",
                     "--models", "4", "--out", str(tmp_path / "bbh"))
     assert proc.returncode == 0, proc.stderr
     text = " ".join(proc.stdout.split())
@@ -202,7 +138,7 @@ def test_a_stream_cut_every_time_is_reported_not_half_counted(tmp_path):
 def test_every_model_gated_is_one_line(tmp_path):
     repos = {r: repo for r, repo in fixture_repos().items() if "org8__" in r}
     with HubStandIn(repos) as hub:
-        proc = mdad(tmp_path, hub.endpoint, "data", "pull", "leaderboard", "bbh",
+        proc = pull_cli(tmp_path, hub.endpoint, "data", "pull", "leaderboard", "bbh",
                     "--out", str(tmp_path / "bbh"))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
@@ -219,7 +155,7 @@ def test_an_out_that_writing_would_destroy_is_refused_before_any_download(kind, 
         out.mkdir()
         (out / "notes.txt").write_text("notes\n")
     with HubStandIn(fixture_repos()) as hub:
-        proc = mdad(tmp_path, hub.endpoint, "data", "pull", "leaderboard", "bbh",
+        proc = pull_cli(tmp_path, hub.endpoint, "data", "pull", "leaderboard", "bbh",
                     "--models", "2", "--out", str(out))
         assert hub.requests == []
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
@@ -235,7 +171,7 @@ def test_a_hub_that_cannot_be_reached_is_one_line(tmp_path):
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    proc = mdad(tmp_path, f"http://127.0.0.1:{port}", "data", "pull", "leaderboard", "bbh",
+    proc = pull_cli(tmp_path, f"http://127.0.0.1:{port}", "data", "pull", "leaderboard", "bbh",
                 "--models", "2", "--out", str(tmp_path / "bbh"))
     # the hub client's retries go to the progress line (none off a terminal), not stderr
     assert_user_error(proc, r"^mdad: error: could not list the leaderboard's details on "

@@ -6,30 +6,17 @@ import copy
 import json
 import math
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import STAMP, mc_record, mdad_cli, pythia_dir, pythia_file, write_samples
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shared import shared_data
 
 from mdad.data.files import files_sha256
 from mdad.data.lm_eval import holds_lm_eval_samples, lm_eval_files, load_lm_eval_samples
 from mdad.errors import DataError
-
-PYTHIA = "lm-eval-samples/EleutherAI__pythia-14m"
-STAMP = "2024-11-26T10-50-23.349203"
-
-
-def pythia_dir() -> Path:
-    return shared_data(PYTHIA)
-
-
-def pythia_file(task: str) -> Path:
-    return pythia_dir() / f"samples_metabench_{task}_secondary_{STAMP}.jsonl"
 
 
 def read_records(path: Path, n: int | None = None) -> list[dict]:
@@ -38,30 +25,10 @@ def read_records(path: Path, n: int | None = None) -> list[dict]:
     return [json.loads(line) for line in lines[:n]]
 
 
-def write_samples(directory: Path, task: str, records: list[dict], stamp: str = STAMP) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"samples_{task}_{stamp}.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    return path
-
-
 def softmax_gold(lls: list[float], gold: int) -> float:
     peak = max(lls)
     weights = [math.exp(v - peak) for v in lls]
     return weights[gold] / sum(weights)
-
-
-def mc_record(doc_id: int, lls: list[float], target: object, acc: float, **extra: object) -> dict:
-    """A multiple-choice record in the harness's schema, numbers as strings like the real files."""
-    return {
-        "doc_id": doc_id, "doc": extra.pop("doc", {}), "target": target,
-        "arguments": extra.pop("arguments", {
-            f"gen_args_{k}": {"arg_0": "Q: ?\nA:", "arg_1": f" option {k}"}
-            for k in range(len(lls))}),
-        "resps": [[[str(v), "False"]] for v in lls],
-        "filtered_resps": [[str(v), "False"] for v in lls],
-        "doc_hash": "x", "prompt_hash": "y", "target_hash": "z", "acc": acc, **extra,
-    }
 
 
 # --- the real pythia-14m files ----------------------------------------------------------
@@ -537,10 +504,6 @@ def test_messages_are_one_line(tmp_path):
 
 # --- `mdad data info` lists the files read ------------------------------------------
 
-
-def mdad_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mdad", *args], capture_output=True,
-                          text=True, timeout=120, check=False)
 
 
 def test_data_info_lists_the_files_per_model(tmp_path):

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import mc_record, pythia_dir, pythia_file, write_samples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_lm_eval import mc_record, pythia_dir, pythia_file, write_samples
 
 from mdad.data import lm_eval
 from mdad.data.lm_eval import MAX_LINE_BYTES, load_lm_eval_samples, read_task_lines

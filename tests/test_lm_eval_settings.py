@@ -18,13 +18,11 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from test_cli import assert_user_error
+from helpers import assert_user_error, mdad_cli
 
 from mdad.data import load_dataset, read_results
 from mdad.data.info import settings_lines
@@ -93,10 +91,6 @@ def mixed_model(out: Path) -> Path:
     lm_eval_run(out, "m", 0, {"t_a": 0.25})
     return lm_eval_run(out, "m", 5, {"t_b": 0.75})
 
-
-def mdad_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mdad", *args], capture_output=True,
-                          text=True, timeout=300, check=False)
 
 
 def test_one_model_s_tasks_at_different_n_shot_are_refused_in_one_line(tmp_path):

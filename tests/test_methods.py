@@ -21,29 +21,29 @@ from hypothesis import strategies as st
 from scipy.special import expit, logit
 from scipy.stats import chisquare
 
-from mdad.errors import MdadError
 from mdad.irt import MultidimensionalIrt
 from mdad.selection import SeenPool, get_method
 from mdad.selection import anchor_points as ap
 from mdad.selection import diversity as dv
 from mdad.selection import strata as sr
 from mdad.selection import tinybenchmarks as tb
+from mdad.selection.registry import METHODS, method_class
 
-NEW_METHODS = [
-    "anchor-points",
-    "anchor-points-fast",
-    "anchor-points-predictor",
-    "confidence-strata",
-    "diversity",
-    "diversity-fast",
-    # the variational fit's 2,000 epochs take a second even on a tiny pool: the quick
-    # tier checks the contract on the MAP variant (same anchors code), CI on both
-    pytest.param("tinybenchmarks", marks=pytest.mark.slow),
-    "tinybenchmarks-map",
-    pytest.param("tinybenchmarks-fast", marks=pytest.mark.slow),
-    "tinybenchmarks-pirt",
-    "tinybenchmarks-gpirt",
-]
+# Every static method in the registry, so that a new one is tested without editing a
+# list. The variational fit's 2,000 epochs take a second even on a tiny pool: the quick
+# tier checks the contract on the MAP variant (same anchors code), CI on both.
+SLOW_FITS = ("tinybenchmarks", "tinybenchmarks-fast")
+assert set(SLOW_FITS) <= set(METHODS)
+STATIC = [name for name in sorted(METHODS) if method_class(name).static]
+
+
+def cases(rows: list[tuple]) -> list:
+    """`rows` (the method's name first) as parameters, the slow fits marked slow."""
+    return [pytest.param(*row, marks=pytest.mark.slow) if row[0] in SLOW_FITS
+            else pytest.param(*row) for row in rows]
+
+
+NEW_METHODS = cases([(name,) for name in STATIC])
 TOP = 2**31 - 1
 
 
@@ -840,8 +840,11 @@ def _check_estimates(name: str, micro, targets: np.ndarray) -> None:
         assert np.all((estimate >= 0) & (estimate <= 1 + 1e-12)), estimate
 
 
-@pytest.mark.parametrize("name", NEW_METHODS)
-@pytest.mark.parametrize("case", list(DEGENERATE))
+# a method is never asked for fewer sources than it needs (`min_sources`): the study's
+# plan and `select` refuse first (tests/test_study_methods.py)
+@pytest.mark.parametrize(("name", "case"), cases([
+    (name, case) for name in STATIC for case in DEGENERATE
+    if DEGENERATE[case][0].shape[0] >= method_class(name).min_sources]))
 def test_degenerate_pools(name, case):
     correctness, confidence = DEGENERATE[case]
     pool = make_pool(correctness, confidence, seed=1)
@@ -850,35 +853,26 @@ def test_degenerate_pools(name, case):
     rng = np.random.default_rng(0)
     targets = np.vstack([np.ones(n_items), np.zeros(n_items),
                          (rng.random((3, n_items)) < 0.5).astype(float), rng.random(n_items)])
-    if pool.n_sources < method.min_sources:
-        return
     for size in (1, 5, 20, method.max_size(pool)):
-        try:
-            micro = method.select(pool, size, rng=np.random.default_rng(size))
-        except MdadError:
-            continue  # a clear, documented refusal is allowed
+        micro = method.select(pool, size, rng=np.random.default_rng(size))
         assert micro.items.size == size == np.unique(micro.items).size
         assert micro.items.min() >= 0 and micro.items.max() < n_items
         _check_estimates(name, micro, targets)
 
 
-@pytest.mark.parametrize("name", NEW_METHODS)
-@pytest.mark.parametrize(("n_sources", "n_items"), [(1, 2), (2, 2), (2, 3), (3, 5), (4, 8)])
+@pytest.mark.parametrize(("name", "n_sources", "n_items"), cases([
+    (name, *shape) for name in STATIC for shape in [(1, 2), (2, 2), (2, 3), (3, 5), (4, 8)]
+    if shape[0] >= method_class(name).min_sources]))
 def test_tiny_pools(name, n_sources, n_items):
-    """The smallest pools a per-subtask study can produce: a method either builds
-    `size` distinct items with finite estimates or refuses with an MdadError."""
+    """The smallest pools a per-subtask study can produce: a method builds every size
+    of distinct items with finite estimates."""
     method = get_method(name)
-    if n_sources < method.min_sources:
-        return
     rng = np.random.default_rng(n_sources * 10 + n_items)
     confidence = rng.random((n_sources, n_items))
     pool = make_pool((confidence > 0.5).astype(float), confidence)
     targets = (rng.random((3, n_items)) < 0.5).astype(float)
     for size in range(1, method.max_size(pool) + 1):
-        try:
-            micro = method.select(pool, size, rng=np.random.default_rng(size))
-        except MdadError:
-            continue
+        micro = method.select(pool, size, rng=np.random.default_rng(size))
         assert micro.items.size == size == np.unique(micro.items).size
         _check_estimates(name, micro, targets)
 

@@ -12,8 +12,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from helpers import assert_ok, assert_user_error, flat, mdad_cli
 from shared import GPQA_CSV, MMLU_PRO_CSV, shared_data
-from test_cli import assert_ok, assert_user_error, flat, mdad_cli
 
 from mdad.errors import ConfigError
 from mdad.practice.sizing import other_benchmark, study_curve

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import assert_ok, assert_user_error, flat, mdad_cli
 from scipy.stats import kendalltau
-from test_cli import assert_ok, assert_user_error, flat, mdad_cli
 
 from mdad.data import load_dataset
 from mdad.errors import ConfigError, DataError
@@ -27,7 +27,7 @@ from mdad.selection.tinybenchmarks import fit_irt
 
 
 @pytest.fixture(scope="module")
-def test_on_gpqa(gpqa_data):
+def started_on_gpqa(gpqa_data):
     return start_adaptive_test(gpqa_data, budget=20, batch=5)
 
 
@@ -66,8 +66,8 @@ def test_the_fits_give_the_same_test_in_one_thread_or_several(gpqa_data, monkeyp
     assert runs[0] == runs[1]
 
 
-def test_state_round_trip_and_the_interval(test_on_gpqa, gpqa_data, tmp_path):
-    test = AdaptiveTest.from_json(json.loads(json.dumps(test_on_gpqa.to_json())))
+def test_state_round_trip_and_the_interval(started_on_gpqa, gpqa_data, tmp_path):
+    test = AdaptiveTest.from_json(json.loads(json.dumps(started_on_gpqa.to_json())))
     assert len(test.pending) == 5 and not test.answers
     assert test.cv_answered == [0, 5, 10, 15, 20]
     _answer(test, gpqa_data.matrix, 0)
@@ -88,8 +88,8 @@ def test_state_round_trip_and_the_interval(test_on_gpqa, gpqa_data, tmp_path):
     assert test.calibration_at(5).censored(*strongest)[1]
 
 
-def test_one_answer_once_and_the_budget(test_on_gpqa):
-    test = AdaptiveTest.from_json(test_on_gpqa.to_json())
+def test_one_answer_once_and_the_budget(started_on_gpqa):
+    test = AdaptiveTest.from_json(started_on_gpqa.to_json())
     item = test.pending[0]
     test.record(item, 1)
     with pytest.raises(DataError, match="answered already"):
@@ -125,8 +125,8 @@ def test_target_standard_error_stops_early(gpqa_data):
     ("discrimination", "x", "field 'discrimination'"),
     ("method", "random", "field 'method' must be one of adaptive"),
 ])
-def test_a_damaged_state_is_refused_naming_the_field(test_on_gpqa, field, value, message):
-    data = test_on_gpqa.to_json()
+def test_a_damaged_state_is_refused_naming_the_field(started_on_gpqa, field, value, message):
+    data = started_on_gpqa.to_json()
     data[field] = value
     with pytest.raises(DataError, match=message):
         AdaptiveTest.from_json(data, "state.json")

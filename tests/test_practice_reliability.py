@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import assert_ok, assert_user_error, flat, mdad_cli
 from shared import GPQA_CSV, shared_data
-from test_cli import assert_ok, assert_user_error, flat, mdad_cli
 
 from mdad.cli.errors import as_options
 from mdad.data import MissingPolicy, ResponseMatrix
@@ -677,7 +677,7 @@ def test_another_metric_is_refused_unless_allowed(gpqa_random_100, tmp_path: Pat
 def test_several_sizes_at_once_are_the_files_one_size_at_a_time_gives(method):
     # the sizes share each pool's work, never its random draws or its models
     data = as_dataset(irt_matrix(n_models=40, n_items=60))
-    train = list(range(0, 40, 2)) + [1, 3, 5, 7, 9, 11, 13]
+    train = [*range(0, 40, 2), 1, 3, 5, 7, 9, 11, 13]
     together = select_microbenchmarks(data, method, [12, 5, 20], seed=3, models=train)
     for size, file in zip([12, 5, 20], together, strict=True):
         alone = select_microbenchmark(data, method, size, seed=3, models=train)
@@ -685,6 +685,16 @@ def test_several_sizes_at_once_are_the_files_one_size_at_a_time_gives(method):
     assert [file.size for file in together] == [12, 5, 20]
     with pytest.raises(ConfigError, match="size 61 is outside"):
         select_microbenchmarks(data, method, [5, 61])
+
+
+@pytest.mark.parametrize(("method", "needs"), [("tinybenchmarks-gpirt", 3),
+                                              ("anchor-points", 2)])
+def test_select_refuses_fewer_models_than_the_method_needs(method, needs):
+    # the methods themselves are never asked (tests/test_methods.py runs them only
+    # with enough sources): select and the study's plan refuse first
+    data = as_dataset(irt_matrix(n_models=40, n_items=60))
+    with pytest.raises(ConfigError, match=f"method {method} needs at least {needs} models"):
+        select_microbenchmark(data, method, 5, models=list(range(needs - 1)))
 
 
 def test_an_estimate_beyond_the_reference_models_lists_none(gpqa_data):

@@ -21,9 +21,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hub_standin import HubStandIn, Repo
-from test_cli import assert_user_error
-from test_leaderboard_pull import AUTHOR, OLD, fixture_repos, mdad
+from helpers import assert_user_error
+from hub_standin import AUTHOR, OLD, HubStandIn, Repo, fixture_repos, pull_cli
 
 import mdad.data.leaderboard as leaderboard
 from mdad.data.compact import load_compact
@@ -74,7 +73,7 @@ def test_a_path_in_the_model_list_is_one_line_naming_the_file_and_line(tmp_path)
     names = tmp_path / "models.txt"
     names.write_text(f"# models\norg0/model-0\n{AUTHOR}/{tmp_path}/victim\n")
     with HubStandIn(few(1)) as hub:
-        proc = mdad(tmp_path, hub.endpoint, "data", "pull", "leaderboard", "bbh",
+        proc = pull_cli(tmp_path, hub.endpoint, "data", "pull", "leaderboard", "bbh",
                     "--model-list", str(names), "--out", str(tmp_path / "bbh"))
         assert hub.requests == []
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
@@ -193,7 +192,7 @@ def test_a_pull_past_its_deadline_stops_keeping_what_is_done(tmp_path):
 
 def test_a_deadline_that_passes_while_listing_is_one_line(tmp_path):
     with HubStandIn(few(2)) as hub:
-        proc = mdad(tmp_path, hub.endpoint, "data", "pull", "leaderboard", "bbh",
+        proc = pull_cli(tmp_path, hub.endpoint, "data", "pull", "leaderboard", "bbh",
                     "--deadline", "0.0001", "--out", str(tmp_path / "bbh"))
     assert_user_error(proc, r"^mdad: error: the pull reached its --deadline \(0\.0001 s\) "
                             r"before the hub's listing was read; 0 models are kept")

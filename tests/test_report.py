@@ -16,9 +16,9 @@ import numpy as np
 import pandas as pd
 import pytest
 import reference_impl as ref
+from helpers import assert_ok, assert_user_error, mdad_cli
 from matplotlib.image import imread
 from shared import GPQA_CSV, shared_data
-from test_cli import assert_ok, assert_user_error, mdad_cli
 
 from mdad.errors import DataError
 from mdad.report import write_report

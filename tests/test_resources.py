@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import MDAD, assert_ok, assert_user_error
 from shared import GPQA_CSV, shared_data
-from test_cli import MDAD, assert_ok, assert_user_error
 
 from mdad.cli.errors import resource_message, smaller_options
 

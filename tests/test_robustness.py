@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import FAST, MDAD, assert_ok, assert_user_error, flat, mdad_cli
 from shared import GPQA_CSV, shared_data
-from test_cli import FAST, MDAD, assert_ok, assert_user_error, flat, mdad_cli
 
 from mdad.errors import DataError
 from mdad.practice.bundle import MicroBenchmarkFile

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections import Counter
 
 import numpy as np
@@ -23,9 +24,19 @@ def make_pool(subtask_sizes: list[int], n_sources: int = 20, seed: int = 0) -> S
 
 @pytest.mark.parametrize("name", sorted(METHODS))
 class TestContract:
-    def test_constructor_computes_nothing(self, name):
-        method = METHODS[name]()
-        assert not [k for k in vars(method) if k.endswith("_")]
+    def test_constructor_only_stores_its_parameters(self, name):
+        # scikit-learn's rule: __init__ keeps what it is given, as given, and computes
+        # nothing; the work waits for select (and its pool)
+        cls = METHODS[name]
+        parameters = {k: p.default for k, p in inspect.signature(cls.__init__).parameters.items()
+                      if k != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+        assert all(default is not inspect.Parameter.empty for default in parameters.values())
+        method = cls()
+        assert vars(method) == parameters
+        if parameters:  # and keeps a value it is given, unchanged
+            name, default = next(iter(parameters.items()))
+            other = default + 1 if isinstance(default, int) else default
+            assert vars(cls(**{name: other})) == {**parameters, name: other}
 
     def test_same_rng_same_subset_and_exactly_n_distinct_items(self, name):
         pool = make_pool([30, 12, 25])

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import reference_impl as ref
-from test_cli import FAST, assert_ok, assert_user_error, flat, gpqa_path, mdad_cli
+from helpers import FAST, assert_ok, assert_user_error, flat, gpqa_path, mdad_cli
 
 from mdad.data import ResponseMatrix
 from mdad.errors import ConfigError

@@ -1,0 +1,105 @@
+"""Helpers the test modules share: running the `mdad` command as a user does, and
+checking what it printed.
+
+`python -m mdad.cli.app` does nothing (the module has no ``__main__`` guard), so the
+tests call the ``mdad`` console script installed next to the interpreter.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from shared import GPQA_CSV, shared_data
+
+MDAD = Path(sys.executable).parent / "mdad"
+FAST = ("--runs", "2", "--resamples", "20")
+
+
+def mdad_cli(*args: object, cwd: Path | None = None, columns: int | None = None
+             ) -> subprocess.CompletedProcess[str]:
+    """Run the installed `mdad` command; rich's width (80 unless `columns`) and colours
+    fixed for stable text."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("COLUMNS", "LINES", "FORCE_COLOR", "TTY_COMPATIBLE")}
+    env["NO_COLOR"] = "1"
+    if columns is not None:
+        env["COLUMNS"] = str(columns)
+    return subprocess.run([str(MDAD), *map(str, args)], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=600, check=False)
+
+
+def flat(text: str) -> str:
+    """Text with rich's line wrapping undone (all whitespace runs as one space)."""
+    return " ".join(text.split())
+
+
+def assert_ok(proc: subprocess.CompletedProcess[str]) -> None:
+    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    assert "Traceback" not in proc.stdout + proc.stderr
+
+
+def assert_no_out(out: Path, before: set[str] | None = None) -> None:
+    """`out` was not created (or, if it existed, left as it was), and no hidden staging
+    folder `.<name>.*` is left beside it."""
+    if before is None:
+        assert not out.exists(), f"{out} was created by a failing run"
+    else:
+        assert {p.name for p in out.iterdir()} == before
+    leftovers = sorted(p.name for p in out.parent.glob(f".{out.name}*"))
+    assert leftovers == [], f"partial output left behind: {leftovers}"
+
+
+def assert_user_error(proc: subprocess.CompletedProcess[str], pattern: str) -> str:
+    """Exit code 2, exactly one stderr line `mdad: error: ...` matching `pattern`."""
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 2, f"exit {proc.returncode}\n{output}"
+    assert "Traceback" not in output
+    lines = proc.stderr.removesuffix("\n").split("\n")
+    assert len(lines) == 1, f"error message is not one line:\n{proc.stderr}"
+    assert lines[0].startswith("mdad: error: "), proc.stderr
+    assert re.search(pattern, lines[0]), f"{pattern!r} not in {lines[0]!r}"
+    return lines[0]
+
+
+def gpqa_path() -> Path:
+    """The real GPQA CSV of ../shared/data (see `shared.shared_data`)."""
+    return shared_data(GPQA_CSV)
+
+
+# ---- lm-evaluation-harness sample files
+
+PYTHIA = "lm-eval-samples/EleutherAI__pythia-14m"
+STAMP = "2024-11-26T10-50-23.349203"
+
+
+def pythia_dir() -> Path:
+    return shared_data(PYTHIA)
+
+
+def pythia_file(task: str) -> Path:
+    return pythia_dir() / f"samples_metabench_{task}_secondary_{STAMP}.jsonl"
+
+
+def write_samples(directory: Path, task: str, records: list[dict], stamp: str = STAMP) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"samples_{task}_{stamp}.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def mc_record(doc_id: int, lls: list[float], target: object, acc: float, **extra: object) -> dict:
+    """A multiple-choice record in the harness's schema, numbers as strings like the real files."""
+    return {
+        "doc_id": doc_id, "doc": extra.pop("doc", {}), "target": target,
+        "arguments": extra.pop("arguments", {
+            f"gen_args_{k}": {"arg_0": "Q: ?\nA:", "arg_1": f" option {k}"}
+            for k in range(len(lls))}),
+        "resps": [[[str(v), "False"]] for v in lls],
+        "filtered_resps": [[str(v), "False"] for v in lls],
+        "doc_hash": "x", "prompt_hash": "y", "target_hash": "z", "acc": acc, **extra,
+    }
