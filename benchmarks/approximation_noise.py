@@ -46,7 +46,7 @@ from mdad.data import load_dataset
 from mdad.selection import MethodDefaults, SeenPool, method_class
 from mdad.selection.threads import one_thread
 from mdad.study import StudyConfig, plan_study
-from mdad.study.runner import draw_design, seen_pool
+from mdad.study.cells import draw_design, seen_pool
 
 SHORTCUTS = {"tinybenchmarks": "epochs", "anchor-points": "max_passes", "diversity": "blocked"}
 FIT_MODULE = "src/mdad/irt/variational.py"

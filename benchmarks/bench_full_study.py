@@ -51,7 +51,7 @@ def reference_method_seconds() -> dict[str, float]:
 
     from mdad.data import load_dataset
     from mdad.study import StudyConfig, plan_study
-    from mdad.study.runner import draw_design, seen_pool
+    from mdad.study.cells import draw_design, seen_pool
 
     data = load_dataset("gpqa")
     plan = plan_study(data.matrix, StudyConfig(methods=("random",)),

@@ -31,7 +31,7 @@ from mdad.selection.clustering import reference_kmeans
 from mdad.selection.threads import one_thread
 from mdad.selection.tinybenchmarks import fit_irt, irt_anchors
 from mdad.study import StudyConfig, plan_study
-from mdad.study.runner import draw_design, seen_pool
+from mdad.study.cells import draw_design, seen_pool
 
 SIZES = (10, 25, 50, 100, 200)
 REFERENCE = Path(__file__).resolve().parents[2] / "shared/data/paper-reference"

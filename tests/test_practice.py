@@ -40,7 +40,7 @@ from mdad.practice.planner import (
     pair_structure,
 )
 from mdad.study import StudyConfig, plan_study, run_study
-from mdad.study.runner import draw_design
+from mdad.study.cells import draw_design
 
 MODEL_SET = "open-llm-leaderboard-v2/model-sets/gpqa_70b_instruct.txt"
 

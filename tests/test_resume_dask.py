@@ -20,9 +20,9 @@ from mdad.study import StudyConfig, plan_study, run_study
 from mdad.study.backends import AutoBackend, ProcessBackend
 from mdad.study.backends.dask_cluster import DaskBackend
 from mdad.study.backends.processes import set_worker_studies, worker_run
+from mdad.study.cells import compute_run
 from mdad.study.checkpoint import StudyCheckpoint, checkpoint_dir
 from mdad.study.records import CellOutput, RunAccuracies, RunJob, RunOutput
-from mdad.study.runner import compute_run
 
 ARGS = ("run", "gpqa", "--methods", "random,tinybenchmarks-map", "--runs", "10", "--workers", "1",
         "--resamples", "50")

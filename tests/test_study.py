@@ -21,7 +21,7 @@ from mdad.study import (
     select_cell,
     split_seen_unseen,
 )
-from mdad.study.runner import draw_design
+from mdad.study.cells import draw_design
 
 GPQA_SIZES = (10, 25, 50, 100, 200)
 # The paper's six with tinyBenchmarks on the MAP fit: the protocol is the same, the

@@ -25,7 +25,8 @@ from mdad.study import (
     select_cell,
 )
 from mdad.study.backends import ProcessBackend
-from mdad.study.runner import draw_design, run_studies
+from mdad.study.cells import draw_design
+from mdad.study.runner import run_studies
 from mdad.study.subtasks import (
     POOLED,
     evaluate_per_subtask,

@@ -101,18 +101,11 @@ if TYPE_CHECKING:
     __version__: str
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("mdad")
-    except PackageNotFoundError:  # pragma: no cover - running from a source tree
-        return "0.0.0+unknown"
-
-
 def __getattr__(name: str) -> object:
     if name == "__version__":
-        value: object = _version()  # importlib.metadata is slow to import: only when asked
+        from mdad._version import version
+
+        value: object = version()
     elif name in _EXPORTS:
         value = getattr(importlib.import_module(_EXPORTS[name]), name)
     else:

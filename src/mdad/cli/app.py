@@ -32,9 +32,9 @@ COMMANDS = {
 
 def _print_version(value: bool) -> None:
     if value:
-        from mdad import __version__
+        from mdad._version import version
 
-        typer.echo(f"mdad {__version__}")
+        typer.echo(f"mdad {version()}")
         raise typer.Exit()
 
 

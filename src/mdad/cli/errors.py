@@ -361,15 +361,6 @@ def _parse_list(text: str, option: str, kind: Callable[[str], T], what: str
                           ) from None
 
 
-def available_cores() -> int:
-    """CPU cores this process may use."""
-
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
-
-
 def literal_console(**options: object):
     """A rich console for lines that carry text from the data (model names, paths):
     no markup, no highlighting, control characters made visible."""

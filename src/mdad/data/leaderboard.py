@@ -750,7 +750,7 @@ def _fetched(puller: _Puller, todo: list[str], jobs: int
 def _assemble(puller: _Puller, repos: list[str], benchmark: Benchmark,
               outcome: PullOutcome) -> Path | None:
     """The compact dataset from every partial file of `repos`."""
-    from mdad import __version__
+    from mdad._version import version
 
     per_model: dict[str, dict[str, TaskScores]] = {}
     provenance: dict[str, dict] = {}
@@ -770,7 +770,7 @@ def _assemble(puller: _Puller, repos: list[str], benchmark: Benchmark,
     metadata = {
         "benchmark": benchmark.name, "metric": benchmark.metric,
         "source": f"https://huggingface.co/{AUTHOR} (*{SUFFIX})",
-        "mdad_version": __version__,
+        "mdad_version": version(),
         "pulled_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "provenance": provenance,
         "skipped": outcome.skipped, "failed": outcome.failed,

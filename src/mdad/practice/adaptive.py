@@ -31,12 +31,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from mdad import __version__
+from mdad._version import version
 from mdad.data.registry import Dataset
 from mdad.data.synthetic import IDENTITY as SYNTHETIC_IDENTITY
 from mdad.errors import ConfigError, DataError, check_whole
 from mdad.irt.cat import map_ability, predicted_accuracy
-from mdad.practice.bundle import lm_eval_ids
+from mdad.practice.bundle import lm_eval_ids, samples_by_task
 
 if TYPE_CHECKING:
     from mdad.irt.model import MultidimensionalIrt
@@ -120,7 +120,7 @@ class AdaptiveTest:
     pending: list[str] = field(default_factory=list)
     round: int = 0
     applied: list[str] = field(default_factory=list)  # fingerprints of applied results
-    mdad_version: str = __version__
+    mdad_version: str = field(default_factory=version)
 
     # ------------------------------------------------------------------ the test
 
@@ -277,11 +277,8 @@ class AdaptiveTest:
             raise ConfigError(f"dataset {self.dataset} has no lm-evaluation-harness task "
                               "mapping; give the model the items of the batch and pass a CSV")
         names = dict(zip(self.item_ids, self.lm_eval_items, strict=True))
-        tasks: dict[str, list[int]] = {}
-        for item in self.pending if items is None else items:
-            task, doc = names[item].rsplit("/", 1)
-            tasks.setdefault(task, []).append(int(doc))
-        return {task: sorted(docs) for task, docs in sorted(tasks.items())}
+        return samples_by_task([names[item] for item in (self.pending if items is None
+                                                          else items)])
 
     def tasks(self) -> list[str]:
         """The lm-eval ``--tasks`` of the pending batch."""

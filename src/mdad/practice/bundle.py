@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from mdad import __version__
+from mdad._version import version
 from mdad.data.matrix import ResponseMatrix
 from mdad.data.registry import Dataset
 from mdad.errors import ConfigError, DataError, check_whole
@@ -327,7 +327,7 @@ def select_microbenchmarks(dataset: Dataset, method: str, sizes: Sequence[int], 
     names = [str(m) for m in matrix.model_names]
     spec = dataset.spec
     shared = {  # the same for every size
-        "dataset": dataset.name, "sha256": matrix.sha256 or "", "mdad_version": __version__,
+        "dataset": dataset.name, "sha256": matrix.sha256 or "", "mdad_version": version(),
         "method": method, "seed": seed,
         "lm_eval_metric": metric or (spec.lm_eval_metric if spec else "acc"),
         "pool_size": matrix.n_items, "reference_models": names,
@@ -623,13 +623,19 @@ def _fold_estimates(matrix: ResponseMatrix, selector: MethodDefaults, sizes: lis
 
 
 def lm_eval_samples_json(bundle: MicroBenchmarkFile) -> dict[str, list[int]]:
-    """``{task: [doc indices]}`` for lm-evaluation-harness's ``--samples`` option,
-    indices ascending (the harness logs wrong doc_ids for unsorted lists)."""
+    """``{task: [doc indices]}`` for lm-evaluation-harness's ``--samples`` option (see
+    `samples_by_task`)."""
     if bundle.lm_eval_items is None:
         raise ConfigError(f"dataset {bundle.dataset} has no lm-evaluation-harness task "
                           "mapping; --format lm-eval needs items named task/doc_id")
+    return samples_by_task(bundle.lm_eval_items)
+
+
+def samples_by_task(names: Sequence[str]) -> dict[str, list[int]]:
+    """``task/doc`` `names` as ``{task: [doc indices]}``, tasks and indices ascending
+    (the harness logs wrong doc_ids for unsorted lists)."""
     tasks: dict[str, list[int]] = {}
-    for item in bundle.lm_eval_items:
-        task, doc = item.rsplit("/", 1)
+    for name in names:
+        task, doc = name.rsplit("/", 1)
         tasks.setdefault(task, []).append(int(doc))
-    return {task: sorted(docs) for task, docs in tasks.items()}
+    return {task: sorted(docs) for task, docs in sorted(tasks.items())}

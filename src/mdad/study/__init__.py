@@ -23,7 +23,8 @@ _MODULES = {
                             "saved_request"),
     "mdad.study.records": ("StudyResult",),
     "mdad.study.request": ("StudyRequest",),
-    "mdad.study.runner": ("run_cell", "run_studies", "run_study", "select_cell"),
+    "mdad.study.cells": ("run_cell", "select_cell"),
+    "mdad.study.runner": ("run_studies", "run_study"),
 }
 _EXPORTS = {name: module for module, names in _MODULES.items() for name in names}
 __all__ = [
@@ -60,6 +61,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from mdad.study.cells import run_cell, select_cell
     from mdad.study.config import (
         ALL_TARGETS,
         DEFAULT_METHODS,
@@ -84,7 +86,7 @@ if TYPE_CHECKING:
     )
     from mdad.study.records import StudyResult
     from mdad.study.request import StudyRequest
-    from mdad.study.runner import run_cell, run_studies, run_study, select_cell
+    from mdad.study.runner import run_studies, run_study
 
 
 __getattr__, __dir__ = lazy_exports(globals(), _EXPORTS)

@@ -11,7 +11,7 @@ import numpy as np
 
 from mdad.metrics.mdad import MdadResult, first_crossing_mdad, smooth_mdad
 from mdad.metrics.pairs import bin_edges, pair_counts
-from mdad.study.runner import StudyResult
+from mdad.study.records import StudyResult
 from mdad.study.seeds import metric_rng
 
 if TYPE_CHECKING:  # pandas loads when tables are made (0.3 s a command that fails first)

@@ -193,7 +193,7 @@ def conduct_study(study: StudyRequest | PreparedStudy | None, out_dir: str | Pat
     StudyInterrupted
         On KeyboardInterrupt or another interrupt, once the workers have stopped.
     """
-    from mdad import __version__
+    from mdad._version import version as installed
     from mdad.study.backends import choose_backend
 
     out_dir = check_out_dir(Path(out_dir).expanduser())
@@ -228,7 +228,7 @@ def conduct_study(study: StudyRequest | PreparedStudy | None, out_dir: str | Pat
 
         notices = (*notices, *thin_data_notices(tables.mdad))
         config = study_config_json(
-            prepared.dataset, prepared.plan, version=version or __version__, command=command,
+            prepared.dataset, prepared.plan, version=version or installed(), command=command,
             per_subtask=_subtask_json(prepared), notices=(*prepared.notices, *notices))
         used = getattr(chosen, "chosen", chosen.name)  # what "auto" ended up using
         config["timing"] = {

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 
 from mdad.errors import ConfigError
 from mdad.study.backends.base import CellSink, RunSink
+from mdad.study.cells import compute_run
 from mdad.study.records import CellOutput, RunJob, RunOutput, Study
-from mdad.study.runner import compute_run
 
 if TYPE_CHECKING:
     from mdad.study.checkpoint import StudyCheckpoint

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from mdad.study.backends.base import CellSink, RunSink
+from mdad.study.cells import compute_run
 from mdad.study.records import CellOutput, RunJob, Study
-from mdad.study.runner import compute_run
 
 if TYPE_CHECKING:
     from mdad.study.checkpoint import StudyCheckpoint

@@ -23,8 +23,8 @@ from mdad.selection import get_method
 from mdad.selection.threads import load_libraries
 from mdad.study.backends.base import CellSink, RunSink
 from mdad.study.backends.in_process import run_here
+from mdad.study.cells import compute_run
 from mdad.study.records import CellOutput, RunJob, RunOutput, Study
-from mdad.study.runner import compute_run
 
 if TYPE_CHECKING:
     from mdad.study.checkpoint import StudyCheckpoint
