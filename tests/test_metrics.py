@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import kendalltau
 
+from mdad.errors import ConfigError, DataError
 from mdad.metrics import (
     N_BINS,
     agreement,
@@ -272,3 +273,35 @@ def test_smooth_mdad_censors_a_curve_that_never_reaches_the_threshold():
     res = smooth_mdad(run_pairs, run_agree, rng=np.random.default_rng(0))
     assert np.isnan([res.mdad, res.low, res.high]).all() and not res.reached
     assert res.max_gap == 0.095 and res.n_pairs == 10_000
+
+
+@pytest.mark.parametrize(("kwargs", "error", "parameter"), [
+    ({"threshold": 1.5}, ConfigError, "threshold"),
+    ({"threshold": 0.0}, ConfigError, "threshold"),
+    ({"threshold": float("nan")}, ConfigError, "threshold"),
+    ({"threshold": True}, ConfigError, "threshold"),
+    ({"n_resamples": 0}, ConfigError, "n_resamples"),
+    ({"n_resamples": 2.5}, ConfigError, "n_resamples"),
+    ({"tied_pairs": -1}, ConfigError, "tied_pairs"),
+    ({"rng": 0}, ConfigError, "rng"),
+    ({"pairs": [2.5, 1, 1]}, DataError, "pairs"),
+    ({"pairs": [2, -1, 1]}, DataError, "pairs"),
+    ({"agreeing": [3, 0, 1]}, DataError, "agreeing"),
+    ({"agreeing": [1, 0]}, DataError, "pairs"),
+])
+@pytest.mark.parametrize("smooth", [False, True])
+def test_mdad_functions_refuse_bad_input_naming_the_parameter(kwargs, error, parameter,
+                                                              smooth):
+    # once threshold=1.5 gave NaN and n_resamples=0 a raw IndexError
+    arguments = {"pairs": [2, 1, 1], "agreeing": [1, 0, 1], "rng": np.random.default_rng(0),
+                 **kwargs}
+    pairs, agreeing = arguments.pop("pairs"), arguments.pop("agreeing")
+    if smooth:  # one run: the same counts as a (1, n_bins) table
+        pairs, agreeing = np.atleast_2d(pairs), np.atleast_2d(agreeing)
+        function = smooth_mdad
+    else:
+        pairs, agreeing, function = np.asarray(pairs), np.asarray(agreeing), first_crossing_mdad
+    with pytest.raises(error) as raised:
+        function(pairs, agreeing, **arguments)
+    assert parameter in raised.value.parameters and parameter in str(raised.value)
+    assert "\n" not in str(raised.value)

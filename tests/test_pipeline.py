@@ -50,8 +50,14 @@ def test_a_request_round_trips_through_json(tmp_path: Path) -> None:
                                ("seed", True, "int"), ("n_targets", "some", "int, 'all'")):
         # a hand-edited request: once a TypeError traceback on --resume
         with pytest.raises(ConfigError, match=rf"the saved study request is damaged .*"
-                           rf"StudyConfig {field} is .*, not {kind}.*; start a new study"):
+                           rf"StudyConfig {field} must be {kind}.*; start a new study"):
             StudyRequest.from_json({**saved, "config": {**saved["config"], field: value}})
+        # and the config alone names the parameter, in the library's terms
+        with pytest.raises(ConfigError, match=rf"^StudyConfig {field} must be") as error:
+            StudyConfig.from_json({**saved["config"], field: value})
+        assert error.value.parameters == (field,)
+    with pytest.raises(ConfigError, match="read from a JSON object; got list"):
+        StudyConfig.from_json([1, 2])
     with pytest.raises(ConfigError, match=r"^fractions applies only with per_subtask"):
         StudyRequest("gpqa", fractions=(0.1,))
 

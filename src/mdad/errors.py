@@ -48,6 +48,20 @@ def check_whole(value: object, parameter: str, minimum: int = 1,
                           parameters=(parameter,))
 
 
+def check_open_unit(value: object, parameter: str) -> None:
+    """Refuse `value` unless it is a real number strictly between 0 and 1 (bool is not).
+
+    Raises
+    ------
+    ConfigError
+        ``{parameter} must be a number between 0 and 1 (exclusive); got {value!r}``.
+    """
+    if (not isinstance(value, numbers.Real) or isinstance(value, bool)
+            or not 0.0 < float(value) < 1.0):
+        raise ConfigError(f"{parameter} must be a number between 0 and 1 (exclusive); got "
+                          f"{value!r}", parameters=(parameter,))
+
+
 # What an exception says when a resource ran out, whatever library raised it.
 RUNNING_OUT_TEXT = ("out of memory", "cannot allocate memory", "failed to allocate",
                     "failed to map segment", "std::bad_alloc", "can't start new thread",

@@ -8,6 +8,7 @@ from enum import StrEnum
 import numpy as np
 
 from mdad.defaults import DEFAULT_THRESHOLD
+from mdad.errors import ConfigError, DataError, check_open_unit, check_whole
 from mdad.metrics.pairs import bin_edges, gap_bins
 
 CONFIDENCE = 0.95
@@ -72,6 +73,43 @@ def _first_at_least(curves: np.ndarray, valid: np.ndarray, threshold: float) -> 
     return np.where(hit.any(axis=-1), bin_edges(first), np.nan)
 
 
+def _checked(pairs: object, agreeing: object, ndim: int, threshold: object,
+             n_resamples: object, rng: object, tied_pairs: object
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """The counts as int64 arrays, after refusing what no MDAD can be computed from.
+
+    Raises
+    ------
+    ConfigError
+        For a threshold outside (0, 1), fewer than 1 resample, no Generator, or a
+        negative `tied_pairs`, naming the parameter.
+    DataError
+        For counts that are not whole, negative, of another shape, or more agreeing
+        pairs than pairs.
+    """
+    check_open_unit(threshold, "threshold")
+    check_whole(n_resamples, "n_resamples", minimum=1)
+    check_whole(tied_pairs, "tied_pairs", minimum=0)
+    if not isinstance(rng, np.random.Generator):
+        raise ConfigError(f"rng must be a numpy.random.Generator; got {type(rng).__name__}",
+                          parameters=("rng",))
+    arrays = []
+    for name, values in (("pairs", pairs), ("agreeing", agreeing)):
+        array = np.asarray(values)
+        if (array.ndim != ndim or not (np.issubdtype(array.dtype, np.integer)
+                                       or np.issubdtype(array.dtype, np.bool_))
+                or (array < 0).any()):
+            raise DataError(f"{name} must be a {ndim}-D array of whole counts >= 0; got "
+                            f"{array.ndim}-D {array.dtype}", parameters=(name,))
+        arrays.append(array.astype(np.int64))
+    if arrays[0].shape != arrays[1].shape:
+        raise DataError(f"pairs and agreeing must have one shape; got {arrays[0].shape} and "
+                        f"{arrays[1].shape}", parameters=("pairs", "agreeing"))
+    if (arrays[1] > arrays[0]).any():
+        raise DataError("agreeing must not exceed pairs in any bin", parameters=("agreeing",))
+    return arrays[0], arrays[1]
+
+
 def first_crossing_mdad(
     pairs: np.ndarray,
     agreeing: np.ndarray,
@@ -110,7 +148,13 @@ def first_crossing_mdad(
     >>> rng = np.random.default_rng(0)
     >>> first_crossing_mdad(np.array([2, 1, 1]), np.array([1, 0, 1]), rng=rng).mdad
     0.01
+
+    Raises
+    ------
+    ConfigError, DataError
+        As `_checked` says, naming the parameter.
     """
+    pairs, agreeing = _checked(pairs, agreeing, 1, threshold, n_resamples, rng, tied_pairs)
     valid = pairs > 0
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.where(valid, agreeing / np.maximum(pairs, 1), 0.0)
@@ -221,7 +265,14 @@ def smooth_mdad(
     an interval bound that falls on such resamples is NaN (unbounded). One run cannot
     show how runs vary (every resample is that run): its interval is [0, unbounded],
     not the zero-width one its resamples would give.
+
+    Raises
+    ------
+    ConfigError, DataError
+        As `first_crossing_mdad` does.
     """
+    run_pairs, run_agreeing = _checked(run_pairs, run_agreeing, 2, threshold, n_resamples,
+                                       rng, tied_pairs)
     n_runs = run_pairs.shape[0]
     total_pairs = run_pairs.sum(axis=0)
     used = np.flatnonzero(total_pairs)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
@@ -93,25 +94,31 @@ class StudyConfig:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> StudyConfig:
+    def from_json(cls, data: Mapping[str, Any]) -> StudyConfig:
         """The config `to_json` wrote; lists become tuples.
 
         Raises
         ------
         ConfigError
-            For a key that is not a parameter.
+            For data that is not a mapping, a key that is not a parameter, or a value
+            of another type than the parameter's, naming it.
         """
+        if not isinstance(data, Mapping):
+            raise ConfigError(f"a StudyConfig is read from a JSON object; got "
+                              f"{type(data).__name__}")
         unknown = sorted(set(data) - set(cls.__dataclass_fields__))
         if unknown:
-            raise ConfigError(f"StudyConfig has no parameter {', '.join(unknown)}; it has "
-                              f"{', '.join(cls.__dataclass_fields__)}")
+            raise ConfigError(f"StudyConfig has no parameter {', '.join(map(str, unknown))}; "
+                              f"it has {', '.join(cls.__dataclass_fields__)}",
+                              parameters=tuple(map(str, unknown)))
         known = dict(data)
         for name in ("methods", "sizes", "sources", "target_models"):
             if isinstance(known.get(name), list):
                 known[name] = tuple(known[name])
         for name, value in known.items():
             if not _of_type(value, _JSON_TYPES[name]):
-                raise TypeError(f"StudyConfig {name} is {value!r}, not {_JSON_TYPES[name]}")
+                raise ConfigError(f"StudyConfig {name} must be {_JSON_TYPES[name]}; got "
+                                  f"{value!r}", parameters=(name,))
         return cls(**known)
 
     def with_defaults(self, *, n_targets: int | None = None,

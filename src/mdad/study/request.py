@@ -77,6 +77,6 @@ class StudyRequest:
                 per_subtask=bool(data["per_subtask"]),
                 fractions=(None if data["fractions"] is None
                            else tuple(float(f) for f in data["fractions"])))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ConfigError(f"the saved study request is damaged ({exc!r}); start a new "
+        except (KeyError, TypeError, ValueError, ConfigError) as exc:
+            raise ConfigError(f"the saved study request is damaged ({exc}); start a new "
                               "study") from None
