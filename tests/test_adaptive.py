@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from scipy.optimize import brentq, minimize_scalar
 from scipy.special import expit
 
-from mdad.irt.cat import administer, fisher_information, map_ability
+from mdad.irt.cat import administer, fisher_information, posterior_ability
 from mdad.selection import get_method
 from mdad.selection.base import SeenPool
 
@@ -107,14 +107,14 @@ def test_randomesque_draws_among_the_five_best_as_the_loop_does():
     assert len({tuple(row) for row in run.items}) > 1  # not every examinee sees the same
 
 
-def test_map_ability_is_the_mode_and_the_prior_without_items():
-    theta, covariance = map_ability(np.empty((3, 0, 2)), np.empty((3, 0)), np.empty((3, 0)))
+def test_posterior_ability_is_the_mode_and_the_prior_without_items():
+    theta, covariance = posterior_ability(np.empty((3, 0, 2)), np.empty((3, 0)), np.empty((3, 0)))
     assert theta.tolist() == [[0.0, 0.0]] * 3
     assert np.array_equal(covariance, np.stack([np.eye(2)] * 3))
     a = np.array([[[1.5], [0.5], [2.0]]])
     b = np.array([[0.2, -1.0, 1.0]])
     y = np.array([[1.0, 1.0, 1.0]])  # every answer right: still finite, by the prior
-    theta, _ = map_ability(a, b, y)
+    theta, _ = posterior_ability(a, b, y)  # D = 1: the offset D b is b
     grad = float((a[..., 0] * (y - expit(theta[:, :1] * a[..., 0] - b))).sum() - theta[0, 0])
     assert abs(grad) < 1e-9 and 0 < theta[0, 0] < 5
 
@@ -126,7 +126,7 @@ def test_multidimensional_map_is_the_mode_of_the_log_posterior():
     a = rng.normal(0, 1, (3, 12, 2))
     c = rng.normal(0, 1, (3, 12))
     y = (rng.random((3, 12)) < 0.5).astype(float)
-    theta, covariance = map_ability(a, c, y)
+    theta, covariance = posterior_ability(a, c / 2, y)  # difficulties: the offset is 2 b
     p = expit(np.einsum("nkd,nd->nk", a, theta) - c)
     gradient = np.einsum("nk,nkd->nd", y - p, a) - theta
     assert np.abs(gradient).max() < 1e-9

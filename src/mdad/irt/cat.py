@@ -25,7 +25,9 @@ _NEWTON_MAX_STEPS = 100
 _MAX_STEP = 2.0  # damping: no step moves an ability further than this
 
 
-def _sigmoid(z: np.ndarray) -> np.ndarray:
+def sigmoid(z: np.ndarray) -> np.ndarray:
+    """The logistic function, without overflow for any z (scipy's expit): the one
+    logistic of the adaptive tests, in the study and in practice."""
     from scipy.special import expit
 
     return expit(z)
@@ -42,7 +44,7 @@ def fisher_information(ability: np.ndarray, discrimination: np.ndarray,
     """Unidimensional item information ``a**2 P (1 - P)``, shape (n_examinees,
     n_items), of abilities (n_examinees,) on items with discriminations and
     difficulties (n_items,)."""
-    p = _sigmoid(ability[:, None] * discrimination[None, :] - difficulty[None, :])
+    p = sigmoid(ability[:, None] * discrimination[None, :] - difficulty[None, :])
     return discrimination[None, :] ** 2 * p * (1.0 - p)
 
 
@@ -50,21 +52,23 @@ def _posterior_precision(ability: np.ndarray, a: np.ndarray, offset: np.ndarray
                          ) -> tuple[np.ndarray, np.ndarray]:
     """P (n, k) at `ability` (n, D) and I + sum_j P_j (1 - P_j) a_j a_j' over each
     examinee's items, (n, D, D), from `a` (n, k, D) and `offset` (n, k)."""
-    p = _sigmoid((a @ ability[:, :, None])[:, :, 0] - offset)
+    p = sigmoid((a @ ability[:, :, None])[:, :, 0] - offset)
     weighted = a.transpose(0, 2, 1) * (p * (1.0 - p))[:, None, :]
     return p, weighted @ a + np.eye(a.shape[2])
 
 
-def map_ability(discrimination: np.ndarray, offset: np.ndarray, answers: np.ndarray,
-                start: np.ndarray | None = None, *, exact_covariance: bool = True
-                ) -> tuple[np.ndarray, np.ndarray]:
-    """MAP abilities under a N(0, I) prior from each examinee's own items.
+def posterior_ability(discrimination: np.ndarray, difficulty: np.ndarray,
+                      answers: np.ndarray, start: np.ndarray | None = None, *,
+                      exact_covariance: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """MAP abilities under a N(0, I) prior from each examinee's own items, and their
+    posterior covariance. (`mdad.irt.map_ability` does the same from a models x items
+    matrix of responses; both take difficulties, as every function of `mdad.irt`.)
 
     Parameters
     ----------
     discrimination : array of shape (n_examinees, k, D)
         The discriminations of the k items each examinee answered (k may be 0).
-    offset : array of shape (n_examinees, k), ``D * difficulty`` of those items.
+    difficulty : array of shape (n_examinees, k), the difficulties of those items.
     answers : array of shape (n_examinees, k), scores in [0, 1] (fractions act as
         soft labels).
     start : array of shape (n_examinees, D), where Newton's method starts (default
@@ -80,7 +84,8 @@ def map_ability(discrimination: np.ndarray, offset: np.ndarray, answers: np.ndar
         information at the mode (prior included).
     """
     a = np.asarray(discrimination, dtype=np.float64)
-    c, y = np.asarray(offset, dtype=np.float64), np.asarray(answers, dtype=np.float64)
+    c = a.shape[2] * np.asarray(difficulty, dtype=np.float64)  # the offset D b
+    y = np.asarray(answers, dtype=np.float64)
     theta = (np.zeros((a.shape[0], a.shape[2])) if start is None
              else np.array(start, dtype=np.float64))
     if a.shape[2] == 1:
@@ -103,11 +108,11 @@ def map_ability(discrimination: np.ndarray, offset: np.ndarray, answers: np.ndar
 
 def _map_ability_1d(a: np.ndarray, c: np.ndarray, y: np.ndarray, theta: np.ndarray
                     ) -> tuple[np.ndarray, np.ndarray]:
-    """`map_ability` for one dimension, in plain (n, k) arithmetic: the same Newton
+    """`posterior_ability` for one dimension, in plain (n, k) arithmetic: the same Newton
     steps, damping and tolerance, without the matrix machinery; returns the ability
     and the posterior information where the last step started."""
     for _ in range(_NEWTON_MAX_STEPS):
-        p = _sigmoid(a * theta[:, None] - c)
+        p = sigmoid(a * theta[:, None] - c)
         gradient = (a * (y - p)).sum(axis=1) - theta
         information = (a * a * p * (1.0 - p)).sum(axis=1) + 1.0
         step = np.clip(gradient / information, -_MAX_STEP, _MAX_STEP)
@@ -137,12 +142,7 @@ def next_items(ability: np.ndarray, covariance: np.ndarray, available: np.ndarra
     -------
     int array of shape (n_examinees,)
     """
-    p = _sigmoid(ability @ discrimination.T - offset)
-    if discrimination.shape[1] == 1:  # a' Cov a is the same positive factor for every item
-        gain = discrimination[:, 0] ** 2 * p * (1.0 - p)
-    else:
-        spread = ((discrimination @ covariance) * discrimination).sum(axis=2)  # a' Cov a
-        gain = p * (1.0 - p) * spread
+    gain = item_gain(ability, covariance, discrimination, offset)
     gain[~available] = -np.inf
     if top <= 1:
         return np.argmax(gain, axis=1)
@@ -152,6 +152,29 @@ def next_items(ability: np.ndarray, covariance: np.ndarray, available: np.ndarra
     # the k best as a sorted set, so the draw does not depend on argpartition's order
     best = np.sort(np.argpartition(-gain, k - 1, axis=1)[:, :k], axis=1)
     return best[np.arange(best.shape[0]), rng.integers(k, size=best.shape[0])]
+
+
+def item_gain(ability: np.ndarray, covariance: np.ndarray, discrimination: np.ndarray,
+              offset: np.ndarray) -> np.ndarray:
+    """How much each item adds to the determinant of each examinee's posterior
+    information, up to a positive factor per examinee: ``P (1 - P) a' Cov a`` (for D = 1,
+    the Fisher information ``a**2 P (1 - P)``), shape (n_examinees, n_items); arguments
+    as in `next_items`."""
+    p = sigmoid(ability @ discrimination.T - offset)
+    if discrimination.shape[1] == 1:  # a' Cov a is the same positive factor for every item
+        return discrimination[:, 0] ** 2 * p * (1.0 - p)
+    spread = ((discrimination @ covariance) * discrimination).sum(axis=2)  # a' Cov a
+    return p * (1.0 - p) * spread
+
+
+def best_items(ability: np.ndarray, covariance: np.ndarray, available: np.ndarray,
+               discrimination: np.ndarray, offset: np.ndarray, k: int) -> np.ndarray:
+    """Each examinee's `k` available items of largest `item_gain`, best first (ties to
+    the lowest index: the first is `next_items`' choice), int array of shape
+    (n_examinees, k); each row must have k items available."""
+    gain = item_gain(ability, covariance, discrimination, offset)
+    gain[~available] = -np.inf
+    return np.argsort(-gain, axis=1, kind="stable")[:, :k]
 
 
 @dataclass(frozen=True, eq=False)
@@ -184,7 +207,7 @@ def predicted_accuracy(ability: np.ndarray, discrimination: np.ndarray, offset: 
     """Expected accuracy on all n_items items, shape (n_examinees,): the `answers`
     on each examinee's `items` (n_examinees, k) and the IRT probability elsewhere,
     for abilities (n_examinees, D), discriminations (n_items, D), offsets (n_items,)."""
-    probability = _sigmoid(ability @ discrimination.T - offset)
+    probability = sigmoid(ability @ discrimination.T - offset)
     probability[np.arange(ability.shape[0])[:, None], items] = answers
     return probability.mean(axis=1)
 
@@ -204,7 +227,8 @@ class AdaptiveSession:
                  *, top: int = 1, rng: np.random.Generator | None = None) -> None:
         self.discrimination = _as_matrix(discrimination)
         n_items, dims = self.discrimination.shape
-        self.offset = dims * np.asarray(difficulty, dtype=np.float64)
+        self.difficulty = np.asarray(difficulty, dtype=np.float64)
+        self.offset = dims * self.difficulty
         self.top, self.rng = top, rng
         self.available = np.ones((n_examinees, n_items), dtype=bool)
         self.items = np.empty((n_examinees, 0), dtype=np.int64)
@@ -221,6 +245,15 @@ class AdaptiveSession:
         return next_items(self.ability, self.covariance, self.available, self.discrimination,
                           self.offset, top=self.top, rng=self.rng)
 
+    def choose_batch(self, k: int) -> np.ndarray:
+        """Each examinee's next `k` items, chosen at once at its current ability (see
+        `best_items`), shape (n_examinees, k); a session drawing among the top items
+        chooses one at a time."""
+        if self.top > 1:
+            raise ValueError("a session that draws among its top items chooses one at a time")
+        return best_items(self.ability, self.covariance, self.available, self.discrimination,
+                          self.offset, k)
+
     def record(self, items: np.ndarray, answers: np.ndarray) -> None:
         """Each examinee answered `items` (n_examinees, m) with `answers` (same shape,
         scores in [0, 1]); its ability becomes the MAP estimate on all its answers."""
@@ -229,8 +262,8 @@ class AdaptiveSession:
         self.available[np.arange(items.shape[0])[:, None], items] = False
         self.items = np.concatenate([self.items, items], axis=1)
         self.answers = np.concatenate([self.answers, answers], axis=1)
-        self.ability, self.covariance = map_ability(
-            self.discrimination[self.items], self.offset[self.items], self.answers,
+        self.ability, self.covariance = posterior_ability(
+            self.discrimination[self.items], self.difficulty[self.items], self.answers,
             self.ability, exact_covariance=False)
 
     def advance(self, scores: np.ndarray, n_steps: int) -> None:
@@ -241,15 +274,19 @@ class AdaptiveSession:
             chosen = self.choose()
             self.record(chosen[:, None], scores[rows, chosen][:, None])
 
+    def accuracy(self) -> np.ndarray:
+        """Each examinee's predicted accuracy now, shape (n_examinees,) (see
+        `predicted_accuracy`)."""
+        return predicted_accuracy(self.ability, self.discrimination, self.offset, self.items,
+                                  self.answers)
+
     def result(self) -> AdaptiveRun:
         """The estimates now, with the covariance evaluated at the mode."""
         given = self.items
         covariance = (np.linalg.inv(_posterior_precision(
             self.ability, self.discrimination[given], self.offset[given])[1])
             if given.shape[1] else self.covariance)
-        return AdaptiveRun(
-            predicted_accuracy(self.ability, self.discrimination, self.offset, given,
-                               self.answers), self.ability, covariance, given)
+        return AdaptiveRun(self.accuracy(), self.ability, covariance, given)
 
     def copy(self) -> AdaptiveSession:
         """An independent session in the same state (its generator copied too)."""

@@ -35,7 +35,7 @@ from mdad._version import version
 from mdad.data.registry import Dataset
 from mdad.data.synthetic import IDENTITY as SYNTHETIC_IDENTITY
 from mdad.errors import ConfigError, DataError, check_whole
-from mdad.irt.cat import map_ability, predicted_accuracy
+from mdad.irt.cat import AdaptiveSession, best_items, posterior_ability, predicted_accuracy, sigmoid
 from mdad.practice.bundle import lm_eval_ids, samples_by_task
 
 if TYPE_CHECKING:
@@ -132,10 +132,8 @@ class AdaptiveTest:
         index = self._index()
         answered = np.array([index[item] for item in self.answers], dtype=np.int64)
         scores = np.array(list(self.answers.values()), dtype=np.float64)
-        dims = self.discrimination.shape[1]
-        ability, covariance = map_ability(self.discrimination[answered][None],
-                                          dims * self.difficulty[answered][None],
-                                          scores[None])
+        ability, covariance = posterior_ability(self.discrimination[answered][None],
+                                                self.difficulty[answered][None], scores[None])
         return ability[0], covariance[0], answered, scores
 
     def next_items(self, k: int | None = None) -> list[str]:
@@ -150,13 +148,12 @@ class AdaptiveTest:
         if k < 1:
             raise ConfigError(f"k must be >= 1; got {k}", parameters=("k",))
         ability, covariance, _, _ = self._posterior()
-        a, dims = self.discrimination, self.discrimination.shape[1]
-        p = _sigmoid(a @ ability - dims * self.difficulty)
-        gain = p * (1 - p) * np.einsum("nd,de,ne->n", a, covariance, a)
         index = self._index()
-        for item in (*self.answers, *self.pending):
-            gain[index[item]] = -np.inf
-        chosen = np.argsort(-gain, kind="stable")[:k]
+        available = np.ones((1, len(self.item_ids)), dtype=bool)
+        available[0, [index[item] for item in (*self.answers, *self.pending)]] = False
+        a = self.discrimination
+        chosen = best_items(ability[None], covariance[None], available, a,
+                            a.shape[1] * self.difficulty, k)[0]
         self.pending = [*self.pending, *(self.item_ids[j] for j in chosen)]
         return [self.item_ids[j] for j in chosen]
 
@@ -177,7 +174,14 @@ class AdaptiveTest:
 
     @property
     def finished(self) -> bool:
-        return self.estimate().finished
+        """The budget is spent, or the ability's standard error is below the target
+        (a MAP solve only then: `estimate` says which)."""
+        n = len(self.answers)
+        if n >= self.budget:
+            return True
+        if self.target_se is None or n == 0:
+            return False
+        return bool(self._standard_error(self._posterior()[1]) < self.target_se)
 
     def estimate(self) -> AdaptiveEstimate:
         """The estimate now, from the answers recorded so far."""
@@ -186,7 +190,7 @@ class AdaptiveTest:
         accuracy = float(predicted_accuracy(ability[None], self.discrimination,
                                             dims * self.difficulty, answered[None],
                                             scores[None])[0])
-        se = float(np.sqrt(np.linalg.eigvalsh(covariance).max()))
+        se = self._standard_error(covariance)
         cv = float(np.interp(len(self.answers), self.cv_answered, self.cv_error))
         low, high, how = self._interval(accuracy, ability, covariance, answered, cv)
         n = len(self.answers)
@@ -203,6 +207,11 @@ class AdaptiveTest:
         return AdaptiveEstimate(accuracy, low, high, n, self.budget, se, cv, finished,
                                 reason, how, bool(self.beyond_at(np.array(accuracy), n)),
                                 bool(low_censored), bool(high_censored))
+
+    @staticmethod
+    def _standard_error(covariance: np.ndarray) -> float:
+        """The ability's standard error along its least certain direction."""
+        return float(np.sqrt(np.linalg.eigvalsh(covariance).max()))
 
     def _interval(self, accuracy: float, ability: np.ndarray, covariance: np.ndarray,
                   answered: np.ndarray, cv: float) -> tuple[float, float, str]:
@@ -262,7 +271,7 @@ class AdaptiveTest:
         """The delta-method standard error of the predicted accuracy (the IRT model's
         own uncertainty on the unanswered items)."""
         a, dims = self.discrimination, self.discrimination.shape[1]
-        p = _sigmoid(a @ ability - dims * self.difficulty)
+        p = sigmoid(a @ ability - dims * self.difficulty)
         slope = p * (1 - p)
         slope[answered] = 0.0
         gradient = slope @ a / len(self.item_ids)
@@ -453,12 +462,6 @@ def check_state_file(path: Path) -> None:
     from mdad.data.files import check_regular_file
 
     check_regular_file(Path(path), fix=STATE_FIX)
-
-
-def _sigmoid(z: np.ndarray) -> np.ndarray:
-    from scipy.special import expit  # no overflow warning for any z
-
-    return expit(z)
 
 
 # ------------------------------------------------------------------ the state schema
@@ -691,28 +694,14 @@ def run_batches(discrimination: np.ndarray, difficulty: np.ndarray, scores: np.n
     answered : the number of items answered after each batch, starting with 0.
     estimates : array of shape (len(answered), n_models).
     """
-    a = discrimination if discrimination.ndim == 2 else discrimination[:, None]
-    dims = a.shape[1]
-    offset = dims * np.asarray(difficulty, dtype=np.float64)
-    n_models = scores.shape[0]
-    rows = np.arange(n_models)[:, None]
-    given = np.empty((n_models, 0), dtype=np.int64)
-    answers = np.empty((n_models, 0))
-    ability = np.zeros((n_models, dims))
-    covariance = np.broadcast_to(np.eye(dims), (n_models, dims, dims)).copy()
-    counts, estimates = [0], [predicted_accuracy(ability, a, offset, given, answers)]
-    while given.shape[1] < budget:
-        k = min(batch, budget - given.shape[1])
-        p = 1.0 / (1.0 + np.exp(-(ability @ a.T - offset)))
-        gain = p * (1 - p) * ((a @ covariance) * a).sum(axis=2)
-        gain[rows, given] = -np.inf
-        chosen = np.argsort(-gain, axis=1, kind="stable")[:, :k]
-        given = np.concatenate([given, chosen], axis=1)
-        answers = np.concatenate([answers, scores[rows, chosen]], axis=1)
-        ability, covariance = map_ability(a[given], offset[given], answers, ability,
-                                          exact_covariance=False)
-        counts.append(given.shape[1])
-        estimates.append(predicted_accuracy(ability, a, offset, given, answers))
+    session = AdaptiveSession(discrimination, difficulty, scores.shape[0])
+    rows = np.arange(scores.shape[0])[:, None]
+    counts, estimates = [0], [session.accuracy()]
+    while session.n_steps < budget:
+        chosen = session.choose_batch(min(batch, budget - session.n_steps))
+        session.record(chosen, scores[rows, chosen])
+        counts.append(session.n_steps)
+        estimates.append(session.accuracy())
     return counts, np.array(estimates)
 
 
