@@ -23,12 +23,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mdad.errors import DataError
-from mdad.practice.adaptive import (
-    PARAMETER_BOUND,
-    STATE_SCHEMA,
-    AdaptiveTest,
-    start_adaptive_test,
-)
+from mdad.practice.adaptive import AdaptiveTest, start_adaptive_test
+from mdad.practice.adaptive_state import PARAMETER_BOUND, STATE_SCHEMA
 
 TASK = "leaderboard_gpqa_main"
 

@@ -106,7 +106,7 @@ def round_trip(dataset: Dataset, method: str, sizes: Sequence[int], *,
     ConfigError
         For an unknown split, or fewer than 2 folds.
     """
-    from mdad.practice.adaptive import ADAPTIVE_METHODS
+    from mdad.practice.adaptive_state import ADAPTIVE_METHODS
 
     if split not in SPLITS:
         raise ConfigError(f"split must be one of {', '.join(SPLITS)}; got {split!r}",
