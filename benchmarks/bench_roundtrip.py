@@ -46,7 +46,8 @@ def main() -> None:
           f"{'all':>6} {'width':>6} {'listed':>7} {'wrong':>6} {'notice':>6} {'s':>5}", flush=True)
     for method in args.methods.split(","):
         start = time.perf_counter()
-        trip = round_trip(data, method, sizes, seeds=seeds, split=args.split)
+        trip = round_trip(data, method, sizes, seeds=seeds, split=args.split,
+                          progress=lambda line: print(line, file=sys.stderr, flush=True))
         seconds = time.perf_counter() - start
         for row in trip.summary():
             row["seconds"] = seconds

@@ -36,7 +36,7 @@ def test_names_are_the_owning_modules_objects():
     assert mdad.MdadError is MdadError and mdad.ConfigError is ConfigError
     assert mdad.DataError is DataError
     from mdad.metrics.mdad import DEFAULT_THRESHOLD, first_crossing_mdad
-    from mdad.practice.estimate import read_model_scores
+    from mdad.practice.results import read_model_scores
 
     assert mdad.DEFAULT_THRESHOLD == DEFAULT_THRESHOLD == 0.8
     assert mdad.first_crossing_mdad is first_crossing_mdad

@@ -31,7 +31,7 @@ from mdad.practice import (
     read_model_scores,
     select_microbenchmark,
 )
-from mdad.practice.estimate import adjusted_paired_mean, mcnemar_p, paired_difference
+from mdad.practice.compare import adjusted_paired_mean, mcnemar_p, paired_difference
 from mdad.practice.planner import (
     PairStructure,
     agreement_probability,
@@ -556,7 +556,7 @@ def test_select_progress_line_shows_only_past_its_delay(capsys):
 
 
 def test_a_results_csv_as_spreadsheets_write_it_is_read(tmp_path: Path):
-    from mdad.practice.estimate import read_item_scores
+    from mdad.practice.results import read_item_scores
 
     path = tmp_path / "model.csv"
     path.write_bytes("\ufeffitem_id,correct\r\na,1\r\nb,0.5\r\n\r\n,\r\n".encode())
@@ -576,7 +576,7 @@ def test_a_results_csv_as_spreadsheets_write_it_is_read(tmp_path: Path):
 def test_a_bad_results_csv_is_refused_naming_the_line(tmp_path: Path, text: bytes,
                                                       message: str):
     from mdad.errors import DataError
-    from mdad.practice.estimate import read_item_scores
+    from mdad.practice.results import read_item_scores
 
     path = tmp_path / "model.csv"
     path.write_bytes(text)

@@ -33,7 +33,7 @@ from mdad.practice import (
     select_microbenchmarks,
     size_for_gap,
 )
-from mdad.practice.estimate import _estimates
+from mdad.practice.estimators import estimates_of
 from mdad.practice.sizing import StudyPoint, _study_point, interpolate, study_mdad_curve
 from mdad.study.folder import censor_legacy
 
@@ -600,7 +600,7 @@ def test_estimate_and_compare_agree_for_every_estimator(method: str):
     bundle = select_microbenchmark(as_dataset(matrix), method, 20, seed=0)
     references = bundle.reference_scores()
     # the estimate on all items is the method's own estimator, exactly
-    assert np.allclose(_estimates(bundle, references, np.ones(20, dtype=bool)),
+    assert np.allclose(estimates_of(bundle, references, np.ones(20, dtype=bool)),
                        bundle.to_microbenchmark().estimate(references), atol=1e-12)
     for model in (0, 7, 19):
         name = bundle.reference_models[model]

@@ -58,6 +58,7 @@ def test_the_help_loads_only_the_command_line_and_its_constants():
     "mdad.cli.adaptive_cmd", "mdad.cli.data_cmd", "mdad.cli.estimate_cmd", "mdad.cli.plan_cmd",
     "mdad.cli.report_cmd", "mdad.cli.practice_common", "mdad.cli.render",
     "mdad.cli.files", "mdad.report", "mdad.practice", "mdad.practice.estimate",
+    "mdad.practice.compare", "mdad.practice.results", "mdad.practice.estimators",
 ])
 def test_command_modules_load_no_heavy_library(module: str):
     """One module at a time, so a failure names the module that is not light."""

@@ -25,7 +25,7 @@ from mdad.cli.practice_common import (
 )
 
 if TYPE_CHECKING:
-    from mdad.practice.estimate import ItemScores
+    from mdad.practice.results import ItemScores
 
 OtherDatasetVersion = Annotated[bool, typer.Option(
     "--allow-other-data-version",
@@ -60,7 +60,7 @@ def estimate(
         with_reference,
     )
     from mdad.practice.bundle import check_same_benchmark
-    from mdad.practice.estimate import check_metric
+    from mdad.practice.results import check_metric
 
     bundle = MicroBenchmarkFile.load(microbenchmark)
     check_metric(bundle, metric, allow_other_metric=allow_other_metric)

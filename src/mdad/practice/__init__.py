@@ -22,14 +22,14 @@ _EXPORTS = {
     "select_microbenchmark": "mdad.practice.bundle",
     "select_microbenchmarks": "mdad.practice.bundle",
     "with_reference": "mdad.practice.bundle",
-    "CONFIDENCE": "mdad.practice.estimate",
-    "RULE": "mdad.practice.estimate",
-    "Comparison": "mdad.practice.estimate",
+    "CONFIDENCE": "mdad.practice.compare",
+    "RULE": "mdad.practice.compare",
+    "Comparison": "mdad.practice.compare",
     "Estimate": "mdad.practice.estimate",
-    "ItemScores": "mdad.practice.estimate",
-    "compare_models": "mdad.practice.estimate",
+    "ItemScores": "mdad.practice.results",
+    "compare_models": "mdad.practice.compare",
     "estimate_score": "mdad.practice.estimate",
-    "read_model_scores": "mdad.practice.estimate",
+    "read_model_scores": "mdad.practice.results",
     "plan": "mdad.practice.sizing",
     "Calibration": "mdad.practice.calibration",
     "RoundTrip": "mdad.practice.roundtrip",
@@ -81,16 +81,8 @@ if TYPE_CHECKING:
         with_reference,
     )
     from mdad.practice.calibration import Calibration
-    from mdad.practice.estimate import (
-        CONFIDENCE,
-        RULE,
-        Comparison,
-        Estimate,
-        ItemScores,
-        compare_models,
-        estimate_score,
-        read_model_scores,
-    )
+    from mdad.practice.compare import CONFIDENCE, RULE, Comparison, compare_models
+    from mdad.practice.estimate import Estimate, estimate_score
     from mdad.practice.planner import (
         AnalyticMdad,
         Plan,
@@ -98,6 +90,7 @@ if TYPE_CHECKING:
         pair_structure,
         size_for_gap,
     )
+    from mdad.practice.results import ItemScores, read_model_scores
     from mdad.practice.roundtrip import RoundTrip, round_trip
     from mdad.practice.sizing import plan
 

@@ -44,7 +44,7 @@ from mdad.practice.bundle import lm_eval_ids, samples_by_task
 if TYPE_CHECKING:
     from mdad.irt.model import MultidimensionalIrt
     from mdad.practice.calibration import Calibration
-    from mdad.practice.estimate import ItemScores
+    from mdad.practice.results import ItemScores
 
 CV_FOLDS = 5
 Z_95 = 1.959963984540054
@@ -308,7 +308,7 @@ class AdaptiveTest:
         DataError
             When the results lack any item of the batch.
         """
-        from mdad.practice.estimate import read_item_scores
+        from mdad.practice.results import read_item_scores
 
         if not self.pending:
             raise ConfigError("no batch is pending: the test is finished or not started")

@@ -164,7 +164,8 @@ def _static(dataset: Dataset, method: str, sizes: Sequence[int], seed: int,
 
 def _estimates(dataset: Dataset, bundle: MicroBenchmarkFile,
                held: np.ndarray) -> tuple[np.ndarray, ...]:
-    from mdad.practice.estimate import ItemScores, estimate_score
+    from mdad.practice.estimate import estimate_score
+    from mdad.practice.results import ItemScores
 
     matrix = dataset.matrix
     column = {str(item): k for k, item in enumerate(matrix.item_ids)}

@@ -1,0 +1,110 @@
+"""The micro-benchmark's estimate of each model's full accuracy from the items it
+answered, for every kind of saved estimator: linear weights (re-weighted over a subset),
+Anchor Points' predictor (all items only), IRT (re-fitted on the answered anchors), and
+a plugin method's own."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from mdad.errors import DataError
+
+if TYPE_CHECKING:
+    from mdad.practice.bundle import MicroBenchmarkFile
+
+
+def item_weights(bundle: MicroBenchmarkFile) -> np.ndarray:
+    weights = bundle.estimator.get("weights")
+    return (np.ones(bundle.size) if weights is None
+            else np.asarray(weights, dtype=np.float64))
+
+
+def refuse_subset(bundle: MicroBenchmarkFile, observed: np.ndarray) -> None:
+    if not observed.all():
+        raise DataError(f"{bundle.method}'s estimator predicts the other items from every "
+                        f"anchor and cannot work on a subset; the results lack "
+                        f"{int((~observed).sum())} of its {bundle.size} items")
+
+
+def predictor_shares(bundle: MicroBenchmarkFile, scores: np.ndarray) -> np.ndarray:
+    """Anchor Points' predictor as a sum over anchors: share of the floaters predicted
+    correct through each anchor, shape (n_models, size); rows sum to the estimate."""
+    nearest = np.asarray(bundle.estimator["nearest"], dtype=np.int64)
+    slope = np.asarray(bundle.estimator["slope"], dtype=np.float64)
+    intercept = np.asarray(bundle.estimator["intercept"], dtype=np.float64)
+    from scipy.special import logit
+
+    from mdad.selection.anchor_points import _CLIP as clip  # the predictor's own clipping
+
+    anchors = logit(np.clip(scores, clip, 1 - clip))
+    correct = (anchors[:, nearest] * slope + intercept > 0).astype(np.float64)
+    one_hot = np.zeros((nearest.size, scores.shape[1]))
+    one_hot[np.arange(nearest.size), nearest] = 1.0
+    return correct @ one_hot / max(nearest.size, 1)
+
+
+def irt_estimates(bundle: MicroBenchmarkFile, scores: np.ndarray,
+                   observed: np.ndarray) -> np.ndarray:
+    """p-IRT / gp-IRT of each row of `scores` (n_rows, size) fitted on its own
+    `observed` anchors (bool, same shape): unobserved anchors join the items the IRT
+    model predicts, and gp-IRT's anchor weights are renormalised over the observed."""
+    from mdad.irt.model import item_curve, map_ability
+
+    estimator = bundle.estimator
+    a = np.vstack([np.asarray(estimator["discrimination"], dtype=np.float64),
+                   np.asarray(estimator["others_discrimination"],
+                              dtype=np.float64).reshape(-1, len(estimator["discrimination"][0]))])
+    b = np.concatenate([np.asarray(estimator["difficulty"], dtype=np.float64),
+                        np.asarray(estimator["others_difficulty"], dtype=np.float64)])
+    size = scores.shape[1]
+    responses = np.where(observed, scores, np.nan)
+    padded = np.full((scores.shape[0], b.size), np.nan)
+    padded[:, :size] = responses
+    ability = map_ability(responses, a[:size], b[:size])  # others are all unobserved
+    predicted = item_curve(ability, a, b)
+    known = ~np.isnan(padded)
+    pirt = np.where(known, np.nan_to_num(padded), predicted).mean(axis=1)
+    weight = float(estimator.get("gp_weight") or 0.0)
+    if weight == 0.0:
+        return pirt
+    weights = np.where(observed, item_weights(bundle), 0.0)
+    anchor = np.sum(weights * np.nan_to_num(responses), axis=1) / weights.sum(axis=1)
+    return weight * anchor + (1 - weight) * pirt
+
+
+def irt_jackknife(bundle: MicroBenchmarkFile, pair: np.ndarray,
+                   observed: np.ndarray) -> tuple[float, float]:
+    """The IRT estimators' difference of the two rows of `pair` on the observed anchors,
+    and its delete-one jackknife variance over those anchors."""
+    kept = np.flatnonzero(observed)
+    masks = np.repeat(observed[None, :], kept.size + 1, axis=0)
+    masks[np.arange(1, kept.size + 1), kept] = False  # row k + 1 leaves anchor k out
+    rows = np.repeat(pair, kept.size + 1, axis=0)  # first model's rows, then the second's
+    estimates = irt_estimates(bundle, rows, np.vstack([masks, masks]))
+    differences = estimates[: kept.size + 1] - estimates[kept.size + 1:]
+    if kept.size < 2:
+        return float(differences[0]), np.inf
+    left_out = differences[1:]
+    variance = (kept.size - 1) / kept.size * np.sum((left_out - left_out.mean()) ** 2)
+    return float(differences[0]), float(variance)
+
+
+def estimates_of(bundle: MicroBenchmarkFile, scores: np.ndarray,
+               observed: np.ndarray) -> np.ndarray:
+    """The micro-benchmark's estimate for each row of `scores` (n_models, size) from the
+    `observed` items only: linear estimators re-weighted over them, IRT estimators
+    re-fitted on them, Anchor Points' predictor refuses a subset."""
+    kind = bundle.estimator["kind"]
+    if kind == "linear":
+        weights = item_weights(bundle)[observed]
+        return scores[:, observed] @ weights / weights.sum()
+    if kind == "predictor":
+        refuse_subset(bundle, observed)
+        return predictor_shares(bundle, scores).sum(axis=1)
+    if kind == "irt":
+        return irt_estimates(bundle, scores, np.broadcast_to(observed, scores.shape))
+    # another method's own estimator (a plugin's): as its class loads it, all items only
+    refuse_subset(bundle, observed)
+    return bundle.to_microbenchmark().estimate(scores)
