@@ -673,6 +673,29 @@ def test_another_metric_is_refused_unless_allowed(gpqa_random_100, tmp_path: Pat
                                cwd=tmp_path), r"the gpqa data holds acc_norm scores only")
 
 
+@pytest.mark.parametrize("answered", [20, 12])
+def test_an_estimate_and_a_comparison_on_the_same_items_stand_on_one_footing(answered):
+    # the fields both carry (items, MDAD, its pairs and source) are made in one place
+    from dataclasses import fields
+
+    from mdad.practice import Footing
+
+    data = as_dataset(irt_matrix(n_models=40, n_items=60))
+    bundle = select_microbenchmark(data, "anchor-points", 20, seed=0)
+    scores = bundle.reference_scores()
+    first, second = scores[0].copy(), scores[1].copy()
+    first[answered:] = second[answered:] = np.nan
+    estimate = estimate_score(bundle, ItemScores("a", first, [], 0), allow_partial=True)
+    comparison = compare_models(bundle, ItemScores("a", first, [], 0),
+                                ItemScores("b", second, [], 0), allow_partial=True)
+    names = [f.name for f in fields(Footing)]
+    shared = {name: getattr(estimate, name) for name in names}
+    assert shared == {name: getattr(comparison, name) for name in names}
+    assert shared["items_used"] == answered and shared["partial"] == (answered < 20)
+    assert (shared["mdad_reached"], shared["mdad"]) == (
+        bundle.mdad_at(answered)[1] is not None, bundle.mdad_at(answered)[1])
+
+
 @pytest.mark.parametrize("method", ["random", "anchor-points", "confidence-strata"])
 def test_several_sizes_at_once_are_the_files_one_size_at_a_time_gives(method):
     # the sizes share each pool's work, never its random draws or its models

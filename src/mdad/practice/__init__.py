@@ -25,6 +25,7 @@ _EXPORTS = {
     "CONFIDENCE": "mdad.practice.compare",
     "RULE": "mdad.practice.compare",
     "Comparison": "mdad.practice.compare",
+    "Footing": "mdad.practice.compare",
     "Estimate": "mdad.practice.estimate",
     "ItemScores": "mdad.practice.results",
     "compare_models": "mdad.practice.compare",
@@ -50,6 +51,7 @@ __all__ = [
     "Calibration",
     "Comparison",
     "Estimate",
+    "Footing",
     "ItemScores",
     "MicroBenchmarkFile",
     "Plan",
@@ -81,7 +83,7 @@ if TYPE_CHECKING:
         with_reference,
     )
     from mdad.practice.calibration import Calibration
-    from mdad.practice.compare import CONFIDENCE, RULE, Comparison, compare_models
+    from mdad.practice.compare import CONFIDENCE, RULE, Comparison, Footing, compare_models
     from mdad.practice.estimate import Estimate, estimate_score
     from mdad.practice.planner import (
         AnalyticMdad,

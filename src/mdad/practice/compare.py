@@ -30,7 +30,7 @@ It never uses a stored error twice.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -223,21 +223,64 @@ def adjusted_paired_mean(differences: np.ndarray, weights: np.ndarray) -> tuple[
 
 
 @dataclass(frozen=True)
-class Comparison:
-    """Two models on the same items.
+class Footing:
+    """What a verdict on models stands on, the same for `Estimate` and `Comparison`
+    (both extend it): the items it used and the MDAD for that many.
 
     Attributes
     ----------
+    confidence : the interval's and the verdicts' confidence level (0.95), for each
+        verdict on its own.
+    items_used, size : items answered and used, of the micro-benchmark's size.
+    partial : True when fewer items were used than the micro-benchmark holds.
+    mdad : the MDAD for `items_used` items, or None when not reached (then no model is
+        reliably above or below; `max_gap` bounds it from below).
+    mdad_reached : whether it was.
+    max_gap : the largest |gap| between the pairs behind the MDAD (None when unknown).
+    mdad_pairs, mdad_how : the model pairs behind the MDAD (None when the study that
+        gave it does not say) and where it comes from (`MicroBenchmarkFile`).
+    mdad_crossing_pairs : the pairs in the gap bin that sets it, for `items_used` items
+        (0 when not reached, None when the file does not record them).
+    """
+
+    confidence: float
+    items_used: int
+    size: int
+    partial: bool
+    mdad: float | None
+    mdad_reached: bool
+    max_gap: float | None
+    mdad_pairs: int | None
+    mdad_how: str
+    mdad_crossing_pairs: int | None
+
+    @staticmethod
+    def of(bundle: MicroBenchmarkFile, used: int) -> dict[str, Any]:
+        """The footing of a verdict from `used` of `bundle`'s items, as the keyword
+        arguments of an `Estimate` or a `Comparison`."""
+        _, mdad = bundle.mdad_at(used)
+        return {"confidence": CONFIDENCE, "items_used": used, "size": bundle.size,
+                "partial": used < bundle.size, "mdad": mdad, "mdad_reached": mdad is not None,
+                "max_gap": bundle.max_gap, "mdad_pairs": bundle.mdad_pairs,
+                "mdad_how": bundle.mdad_how,
+                "mdad_crossing_pairs": bundle.crossing_pairs_at(used)}
+
+
+@dataclass(frozen=True)
+class Comparison(Footing):
+    """Two models on the same items (`items_used`: the items both answered).
+
+    Attributes
+    ----------
+    first, second : the models' names.
     difference, low, high : estimate(A) - estimate(B) and its paired 95% interval.
-    confidence : the interval's confidence level (0.95).
-    items_used, size, partial : items both answered, of the micro-benchmark's size.
     only_first, only_second : items right for A only, for B only (0/1 scores).
     p_value : the exact two-sided McNemar test of the discordant items.
-    mdad : the MDAD for `items_used` items, None when not reached.
-    mdad_pairs, mdad_how, mdad_crossing_pairs : as in `Estimate`.
     verdict : "reliable" under `RULE`, else "too close to call".
     winner : the reliably better model's name, or None when too close.
     reason : why it is too close ("" when reliable).
+    rule : `RULE`.
+    The rest: `Footing`.
     """
 
     first: str
@@ -245,19 +288,9 @@ class Comparison:
     difference: float
     low: float
     high: float
-    confidence: float
-    items_used: int
-    size: int
-    partial: bool
     only_first: int
     only_second: int
     p_value: float
-    mdad: float | None
-    mdad_reached: bool
-    max_gap: float | None
-    mdad_pairs: int | None
-    mdad_how: str
-    mdad_crossing_pairs: int | None
     verdict: str
     winner: str | None
     reason: str
@@ -283,17 +316,16 @@ def compare_models(bundle: MicroBenchmarkFile, first: ItemScores, second: ItemSc
     a, b = first.scores[both], second.scores[both]
     only_first = int(np.sum((a > 0.5) & (b <= 0.5)))
     only_second = int(np.sum((b > 0.5) & (a <= 0.5)))
-    n = int(both.sum())
+    footing = Footing.of(bundle, int(both.sum()))
     p_value = float(mcnemar_p(a, b))
-    _, mdad = bundle.mdad_at(n)
+    mdad = footing["mdad"]
     reliable = bool(is_reliable(difference, low, high, mdad, p_value))
     winner = (first.model if difference > 0 else second.model) if reliable else None
-    return Comparison(first.model, second.model, difference, low, high,
-                      CONFIDENCE, n, bundle.size, n < bundle.size,
-                      only_first, only_second, p_value, mdad, mdad is not None,
-                      bundle.max_gap, bundle.mdad_pairs, bundle.mdad_how,
-                      bundle.crossing_pairs_at(n), "reliable" if reliable else "too close to call",
-                      winner, _reason(difference, low, high, mdad, p_value), RULE)
+    return Comparison(
+        **footing, first=first.model, second=second.model, difference=difference, low=low,
+        high=high, only_first=only_first, only_second=only_second, p_value=p_value,
+        verdict="reliable" if reliable else "too close to call", winner=winner,
+        reason=_reason(difference, low, high, mdad, p_value), rule=RULE)
 
 
 def _reason(difference: float, low: float, high: float, mdad: float | None,

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mdad.practice.compare import CONFIDENCE, TOLERANCE, Z95, verdicts_against
+from mdad.practice.compare import CONFIDENCE, TOLERANCE, Z95, Footing, verdicts_against
 from mdad.practice.estimators import estimates_of
 from mdad.practice.results import ItemScores, require_items
 
@@ -44,22 +44,15 @@ LIST_RULE = ("a model is listed when its full-benchmark accuracy lies outside th
 
 
 @dataclass(frozen=True)
-class Estimate:
+class Estimate(Footing):
     """A model's estimated full-benchmark accuracy and where it stands.
 
     Attributes
     ----------
+    model : its name.
     accuracy, low, high : the estimate and its 95% interval (fractions).
-    confidence : the interval's and the verdicts' confidence level (0.95), for each
-        verdict on its own, not for all of them at once.
-    items_used, size : items answered and used, of the micro-benchmark's size.
-    partial : True when fewer items were used than the micro-benchmark holds.
-    mdad : the MDAD for `items_used` items, or None when not reached (then no model
-        is reliably above or below; `max_gap` bounds it from below).
-    mdad_pairs, mdad_how : the model pairs behind the MDAD (None when the study that
-        gave it does not say) and where it comes from (`MicroBenchmarkFile`).
-    mdad_crossing_pairs : the pairs in the gap bin that sets it, for `items_used`
-        items (0 when not reached, None when the file does not record them).
+    missing, extra : the micro-benchmark's items the results lack, and how many
+        results were for items outside it.
     above, below, too_close : reference models this model is reliably above, below,
         or too close to call (`LIST_RULE`): every model listed is the winner `compare`
         names, and each list holds as a whole (`list_error_rate`). All three are
@@ -79,24 +72,15 @@ class Estimate:
     low_censored, high_censored : that end of the interval is where the calibration
         stops speaking (`Calibration.censored`), not a bound the data set: read `low`
         as "at least" and `high` as "no upper bound", or the other way round.
+    The rest (the items used and the MDAD for them): `Footing`.
     """
 
     model: str
     accuracy: float
     low: float
     high: float
-    confidence: float
-    items_used: int
-    size: int
-    partial: bool
     missing: list[str]
     extra: int
-    mdad: float | None
-    mdad_reached: bool
-    max_gap: float | None
-    mdad_pairs: int | None
-    mdad_how: str
-    mdad_crossing_pairs: int | None
     above: list[str]
     below: list[str]
     too_close: list[str]
@@ -134,7 +118,8 @@ def estimate_score(bundle: MicroBenchmarkFile, results: ItemScores, *,
     used = int(observed.sum())
     value = float(estimates_of(bundle, np.nan_to_num(results.scores)[None, :], observed)[0])
     interval = accuracy_interval(bundle, value, used)
-    _, mdad = bundle.mdad_at(used)
+    footing = Footing.of(bundle, used)
+    mdad = footing["mdad"]
     strict = accuracy_interval(bundle, value, used, LIST_CONFIDENCE)
     # an estimate no reference model's accuracy gives is read by the belt's extrapolation,
     # whose far tails no held-out model tested: no list-level claim rests on it
@@ -144,12 +129,9 @@ def estimate_score(bundle: MicroBenchmarkFile, results: ItemScores, *,
     names = np.asarray(bundle.reference_models)
     judged = ~(ahead | behind) & (not withheld)  # withheld: no model is judged at all
     return Estimate(
-        model=results.model, accuracy=value, low=interval.low, high=interval.high,
-        confidence=CONFIDENCE, items_used=used, size=bundle.size, partial=used < bundle.size,
-        missing=results.missing, extra=results.extra, mdad=mdad,
-        mdad_reached=mdad is not None, max_gap=bundle.max_gap,
-        mdad_pairs=bundle.mdad_pairs, mdad_how=bundle.mdad_how,
-        mdad_crossing_pairs=bundle.crossing_pairs_at(used), above=names[ahead].tolist(),
+        **footing, model=results.model, accuracy=value, low=interval.low,
+        high=interval.high, missing=results.missing, extra=results.extra,
+        above=names[ahead].tolist(),
         below=names[behind].tolist(), too_close=names[judged].tolist(),
         rule=LIST_RULE, interval_how=interval.how, beyond=interval.beyond,
         list_error_rate=None if strict.averaged else LIST_FDR,
