@@ -177,3 +177,60 @@ def test_a_folder_or_dead_link_in_a_saved_run_s_place_is_named(tmp_path: Path) -
     with pytest.raises(ConfigError, match=r"^resume: \S+study000-run00001\.cells: .*link.*, "
                        r"where an unfinished run's cells are saved; remove it"):
         checkpoint.load_cells(0, 1)
+
+
+@pytest.mark.parametrize(("field", "value", "message"), [
+    ("methods", (), "methods must name at least one method"),
+    ("methods", ("random", "random"), "methods lists a method twice"),
+    ("methods", ("nope",), "nope"),
+    ("n_runs", 0, "n_runs must be an integer >= 1"),
+    ("n_resamples", 0, "n_resamples must be an integer >= 1"),
+    ("seed", -1, "seed must be an integer >= 0"),
+    ("threshold", 1.0, r"threshold must be in \(0, 1\)"),
+    ("sources", (), "sources must give at least one"),
+    ("sources", (30, 30), "sources lists a count twice"),
+    ("sizes", (10, 0), "sizes must be an integer >= 1"),
+    ("sizes", (10, 10), "sizes lists a size twice"),
+    ("n_targets", 2.5, "n_targets must be an integer or 'all'"),
+])
+def test_config_constraints_need_no_data(field, value, message) -> None:
+    # each parameter's own rule, declared once, checked before any data is read
+    from dataclasses import replace
+
+    from mdad.errors import MdadError
+    from mdad.study.config import PARAMETER_CONSTRAINTS, check_config
+
+    assert field in PARAMETER_CONSTRAINTS
+    with pytest.raises(MdadError, match=message) as error:
+        check_config(replace(StudyConfig(methods=("random",)), **{field: value}))
+    assert field in error.value.parameters
+
+
+def test_a_dataset_s_defaults_fill_only_what_the_config_leaves_unset() -> None:
+    from mdad.data import load_dataset
+    from mdad.study import plan_study
+    from mdad.study.config import StudyDefaults
+
+    matrix = load_dataset("synthetic:gpqa").matrix
+    defaults = StudyDefaults(sizes=(10, 20), n_targets=12, sources=(30,))
+    plan = plan_study(matrix, StudyConfig(methods=("random",)), defaults=defaults)
+    assert (plan.sizes, plan.n_targets, plan.config.sources) == ((10, 20), 12, (30,))
+    given = plan_study(matrix, StudyConfig(methods=("random",), sizes=(5,), n_targets=8,
+                                           sources=(40,)), defaults=defaults)
+    assert (given.sizes, given.n_targets, given.config.sources) == ((5,), 8, (40,))
+    paper = plan_study(matrix, StudyConfig(methods=("random",)))
+    assert (paper.n_targets, paper.config.sources) == (50, (300,))
+
+
+def test_every_backend_declares_what_the_pipeline_uses() -> None:
+    # no hasattr: each backend checks itself before any work and says what it used
+    import inspect
+
+    from mdad.study.backends import BACKENDS, Backend, choose_backend
+
+    declared = {name for name, _ in inspect.getmembers(Backend) if not name.startswith("_")}
+    assert {"check", "used", "execute"} <= declared
+    for name in BACKENDS:
+        backend = choose_backend(name, n_workers=2)
+        assert backend.check() is None
+        assert backend.used == ("in-process" if name == "auto" else backend.name)

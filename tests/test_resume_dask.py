@@ -244,10 +244,10 @@ def test_auto_backend_hands_expensive_work_to_workers(tmp_path: Path) -> None:
     _, here, _ = _progress_calls(None, tmp_path, "here")
     cheap = AutoBackend(2, start_seconds=1e6)
     _, kept, _ = _progress_calls(cheap, tmp_path, "kept")
-    assert cheap.chosen == "in-process"
+    assert cheap.used == "in-process"
     eager = AutoBackend(2, start_seconds=1e-6)
     plan, handed, calls = _progress_calls(eager, tmp_path, "handed")
-    assert eager.chosen == "processes"
+    assert eager.used == "processes"
     assert np.array_equal(here.estimates, kept.estimates)
     assert np.array_equal(here.estimates, handed.estimates)
     assert calls[-1] == (plan.n_cells, plan.n_cells)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numbers
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
@@ -121,16 +121,30 @@ class StudyConfig:
                                   f"{value!r}", parameters=(name,))
         return cls(**known)
 
-    def with_defaults(self, *, n_targets: int | None = None,
-                      sources: tuple[int, ...] | None = None) -> StudyConfig:
-        """This config with unset target and source counts taken from a dataset's
-        defaults (`n_targets`, `sources`), else the paper's (50 and 300)."""
-        return replace(
-            self,
-            n_targets=self.n_targets if self.n_targets is not None
-            else (n_targets or DEFAULT_TARGETS),
-            sources=self.sources if self.sources is not None
-            else (sources or DEFAULT_SOURCES))
+
+@dataclass(frozen=True)
+class StudyDefaults:
+    """What a study takes where its config is silent (None): a named dataset's own
+    (`of` its spec, e.g. the paper's 10..200 sizes for GPQA), else the paper's."""
+
+    sizes: tuple[int, ...] = DEFAULT_SIZES
+    n_targets: int = DEFAULT_TARGETS
+    sources: tuple[int, ...] = DEFAULT_SOURCES
+
+    @classmethod
+    def of(cls, spec: Any) -> StudyDefaults:
+        """The defaults of a dataset with `spec` (a `DatasetSpec`, or None)."""
+        if spec is None:
+            return cls()
+        return cls(sizes=spec.sizes or DEFAULT_SIZES, n_targets=spec.n_targets or DEFAULT_TARGETS,
+                   sources=(spec.n_sources,) if spec.n_sources else DEFAULT_SOURCES)
+
+    def apply(self, config: StudyConfig) -> StudyConfig:
+        """`config` with its unset target and source counts taken from these (sizes
+        stay unset: `plan_study` fits the default grid to the data)."""
+        return replace(config,
+                       n_targets=self.n_targets if config.n_targets is None else config.n_targets,
+                       sources=self.sources if config.sources is None else config.sources)
 
 
 @dataclass(frozen=True, eq=False)
@@ -164,21 +178,88 @@ MAX_RUNS = 100_000
 MAX_RESAMPLES = 1_000_000
 
 
+def _methods(config: StudyConfig) -> None:
+    if not config.methods:
+        raise ConfigError("methods must name at least one method", parameters=("methods",))
+    for name in config.methods:
+        try:
+            get_method(name)
+        except ConfigError as error:  # it names the known methods
+            raise ConfigError(str(error), parameters=("methods",)) from None
+    if len(set(config.methods)) != len(config.methods):
+        raise ConfigError(f"methods lists a method twice: {','.join(config.methods)}",
+                          parameters=("methods",))
+
+
+def _counts(name: str, values: tuple[int, ...] | None, what: str, each: str) -> None:
+    """A list of whole numbers >= 1 (`what`), no `each` twice (None: the default)."""
+    if values is None:
+        return
+    if not values:
+        raise ConfigError(f"{name} must give at least one {what}", parameters=(name,))
+    if len(set(values)) != len(values):
+        raise ConfigError(f"{name} lists a {each} twice: "
+                          f"{','.join(map(str, values))}", parameters=(name,))
+    for value in values:
+        check_whole(value, name)
+
+
+def _n_targets(config: StudyConfig) -> None:
+    value = config.n_targets
+    if value is None or value == ALL_TARGETS or config.target_models is not None:
+        return
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool):
+        raise ConfigError(f"n_targets must be an integer or 'all'; got {value!r}",
+                          parameters=("n_targets",))
+
+
+def _threshold(config: StudyConfig) -> None:
+    if not 0.0 < config.threshold < 1.0:
+        raise ConfigError(f"threshold must be in (0, 1); got {config.threshold}",
+                          parameters=("threshold",))
+
+
+# The config-only constraints, each parameter's once (as scikit-learn's
+# `_parameter_constraints`): what no dataset could make valid. Checked in this order;
+# what depends on the data is `_resolve`'s.
+PARAMETER_CONSTRAINTS: dict[str, Callable[[StudyConfig], None]] = {
+    "methods": _methods,
+    "n_runs": lambda c: check_whole(c.n_runs, "n_runs", maximum=MAX_RUNS),
+    "n_resamples": lambda c: check_whole(c.n_resamples, "n_resamples", maximum=MAX_RESAMPLES),
+    "seed": lambda c: check_whole(c.seed, "seed", minimum=0),
+    "threshold": _threshold,
+    "sources": lambda c: _counts("sources", c.sources, "number of source models", "count"),
+    "sizes": lambda c: _counts("sizes", c.sizes, "size", "size"),
+    "n_targets": _n_targets,
+}
+
+
+def check_config(config: StudyConfig) -> None:
+    """Refuse a config that no dataset could make valid (`PARAMETER_CONSTRAINTS`).
+
+    Raises
+    ------
+    ConfigError
+        Naming the parameter, the rule and the value.
+    """
+    for check in PARAMETER_CONSTRAINTS.values():
+        check(config)
+
+
 def plan_study(
     matrix: ResponseMatrix,
     config: StudyConfig,
     *,
-    default_sizes: tuple[int, ...] = DEFAULT_SIZES,
+    defaults: StudyDefaults | None = None,
+    default_sizes: tuple[int, ...] | None = None,
 ) -> StudyPlan:
-    """Validate `config` against `matrix` and resolve its defaults.
+    """Validate `config` (`check_config`), fill what it leaves unset from `defaults`
+    (the paper's unless given), and resolve it against `matrix`.
 
-    `default_sizes` is the grid used when ``config.sizes`` is None (a named dataset
-    may bring its own, e.g. the paper's 10..200 for GPQA); its sizes larger than the
-    seen pool, or than a method can build, are dropped with a notice, while an explicit
-    size that large is an error.
-
-    Unset target and source counts take the paper's defaults (see
-    `StudyConfig.with_defaults`); the plan's config holds the resolved values.
+    The default sizes (`defaults.sizes`, or `default_sizes` when given) are used when
+    ``config.sizes`` is None; those larger than the seen pool, or than a method can
+    build, are dropped with a notice, while an explicit size that large is an error.
+    The plan's config holds the resolved values.
 
     Raises
     ------
@@ -187,28 +268,19 @@ def plan_study(
         requested targets and sources (with the largest valid values), a size larger
         than the seen pool, or an unknown method.
     """
-    config = config.with_defaults()
-    if not config.methods:
-        raise ConfigError("methods must name at least one method", parameters=("methods",))
-    methods = [get_method(name) for name in config.methods]
-    if len(set(config.methods)) != len(config.methods):
-        raise ConfigError(f"methods lists a method twice: {','.join(config.methods)}",
-                          parameters=("methods",))
-    check_whole(config.n_runs, "n_runs", maximum=MAX_RUNS)
-    check_whole(config.n_resamples, "n_resamples", maximum=MAX_RESAMPLES)
-    check_whole(config.seed, "seed", minimum=0)
-    if not 0.0 < config.threshold < 1.0:
-        raise ConfigError(f"threshold must be in (0, 1); got {config.threshold}",
-                          parameters=("threshold",))
-    if not config.sources:
-        raise ConfigError("sources must give at least one number of source models",
-                          parameters=("sources",))
-    if len(set(config.sources)) != len(config.sources):
-        raise ConfigError(f"sources lists a count twice: {','.join(map(str, config.sources))}",
-                          parameters=("sources",))
-    for n in config.sources:
-        check_whole(n, "sources")
+    defaults = defaults or StudyDefaults()
+    if default_sizes is not None:
+        defaults = replace(defaults, sizes=tuple(default_sizes))
+    check_config(config)
+    return _resolve(matrix, defaults.apply(config), defaults.sizes)
 
+
+def _resolve(matrix: ResponseMatrix, config: StudyConfig,
+             default_sizes: tuple[int, ...]) -> StudyPlan:
+    """A checked config with its counts set, resolved against `matrix`: its targets,
+    its sizes fitted to the seen pool and to each method, and the notices."""
+    methods = [get_method(name) for name in config.methods]
+    assert config.sources is not None and config.n_targets is not None  # set by defaults
     fixed = None
     n_sources = max(config.sources)
     n_targets = config.n_targets
@@ -218,9 +290,6 @@ def plan_study(
         n_targets = fixed.size
     elif n_targets == ALL_TARGETS:
         n_targets = matrix.n_models - n_sources
-    if not isinstance(n_targets, numbers.Integral) or isinstance(n_targets, bool):
-        raise ConfigError(f"n_targets must be an integer or 'all'; got {n_targets!r}",
-                          parameters=("n_targets",))
     n_targets = int(n_targets)
     if n_targets < 2 and fixed is not None:
         raise ConfigError(f"target_models lists {n_targets} model; pairs need at least 2",
@@ -253,13 +322,7 @@ def plan_study(
                               parameters=("sizes",))
     else:
         sizes = tuple(config.sizes)
-        if not sizes:
-            raise ConfigError("sizes must give at least one size", parameters=("sizes",))
-        if len(set(sizes)) != len(sizes):
-            raise ConfigError(f"sizes lists a size twice: {','.join(map(str, sizes))}",
-                              parameters=("sizes",))
         for size in sizes:
-            check_whole(size, "sizes")
             if size > pool_size:
                 raise ConfigError(
                     f"sizes {size} is larger than the seen pool of {pool_size} items "

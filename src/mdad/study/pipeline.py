@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from mdad.errors import ConfigError, DataError, MdadError
 from mdad.safe_io import remove_stale_staging
 from mdad.study.checkpoint import StudyCheckpoint, checkpoint_dir
-from mdad.study.config import DEFAULT_SIZES, StudyPlan, plan_study
+from mdad.study.config import StudyDefaults, StudyPlan, plan_study
 from mdad.study.folder import check_out_dir, study_config_json, write_study_folder
 from mdad.study.request import StudyRequest
 
@@ -133,18 +133,14 @@ def prepare_study(request: StudyRequest, *, dataset: Dataset | None = None) -> P
     """
     if dataset is None:
         dataset = load_study_data(request)
-    spec = dataset.spec
-    config = request.config.with_defaults(
-        n_targets=spec.n_targets if spec else None,
-        sources=(spec.n_sources,) if spec and spec.n_sources else None)
+    config, defaults = request.config, StudyDefaults.of(dataset.spec)
     if not request.per_subtask:
-        plan = plan_study(dataset.matrix, config,
-                          default_sizes=spec.sizes if spec and spec.sizes else DEFAULT_SIZES)
+        plan = plan_study(dataset.matrix, config, defaults=defaults)
         return PreparedStudy(request, dataset, plan, None, plan.n_cells, plan.notices)
     from mdad.study.subtasks import PAPER_FRACTIONS, plan_per_subtask
 
     fractions = request.fractions or PAPER_FRACTIONS
-    subtasks = plan_per_subtask(dataset.matrix, config, fractions)
+    subtasks = plan_per_subtask(dataset.matrix, config, fractions, defaults=defaults)
     notices = tuple(f"subtask {study.name}: {notice}"
                     for study in subtasks for notice in study.plan.notices)
     return PreparedStudy(request, dataset, subtasks[0].plan, subtasks,
@@ -208,8 +204,7 @@ def conduct_study(study: StudyRequest | PreparedStudy | None, out_dir: str | Pat
         chosen = backend
     else:
         chosen = choose_backend(backend, n_workers=n_workers, scheduler=scheduler)
-    if hasattr(chosen, "check"):
-        chosen.check()
+    chosen.check()
     sha256 = prepared.dataset.matrix.sha256
     _open_checkpoint(checkpoint, out_dir, prepared.request, sha256, resume=resume)
     started = time.perf_counter()
@@ -230,7 +225,7 @@ def conduct_study(study: StudyRequest | PreparedStudy | None, out_dir: str | Pat
         config = study_config_json(
             prepared.dataset, prepared.plan, version=version or installed(), command=command,
             per_subtask=_subtask_json(prepared), notices=(*prepared.notices, *notices))
-        used = getattr(chosen, "chosen", chosen.name)  # what "auto" ended up using
+        used = chosen.used  # what "auto" ended up using
         config["timing"] = {
             "backend": used,
             "workers": 1 if used == "in-process" else chosen.n_workers,

@@ -70,8 +70,11 @@ def run_studies(studies: list[Study], *, backend: Backend | None = None,
         finished_runs.add((job.study, job.run))
         if checkpoint is not None:
             checkpoint.save(job.study, out)
-        # a backend may report a run before all of its cells: count the rest now
-        cells_done(per_run[job.study] - counted.pop((job.study, job.run), 0))
+        # a backend may report a run before all of its cells (a worker's cells travel
+        # through a queue that can lag its result): count the rest now, one at a time,
+        # so that progress still moves one event per cell
+        for _ in range(per_run[job.study] - counted.pop((job.study, job.run), 0)):
+            cells_done(1)
 
     jobs: list[RunJob] = []
     for index, (matrix, plan) in enumerate(studies):

@@ -19,7 +19,7 @@ import pandas as pd
 from mdad.data.matrix import ResponseMatrix
 from mdad.defaults import PAPER_FRACTIONS
 from mdad.errors import ConfigError
-from mdad.study.config import StudyConfig, StudyPlan, plan_study
+from mdad.study.config import StudyConfig, StudyDefaults, StudyPlan, plan_study
 from mdad.study.design import seen_pool_size
 from mdad.study.evaluation import StudyTables, evaluate
 from mdad.study.folder import POOLED
@@ -63,9 +63,10 @@ def fraction_sizes(pool_size: int, fractions: tuple[float, ...], subtask: str) -
 
 
 def plan_per_subtask(matrix: ResponseMatrix, config: StudyConfig,
-                     fractions: tuple[float, ...] = PAPER_FRACTIONS) -> list[SubtaskStudy]:
-    """Validate one study per subtask; `config.sizes` must be None (sizes come from
-    `fractions`)."""
+                     fractions: tuple[float, ...] = PAPER_FRACTIONS, *,
+                     defaults: StudyDefaults | None = None) -> list[SubtaskStudy]:
+    """Validate one study per subtask, unset counts from `defaults` (see `plan_study`);
+    `config.sizes` must be None (sizes come from `fractions`)."""
     if config.sizes is not None:
         raise ConfigError("sizes does not apply with per_subtask; use fractions",
                           parameters=("sizes", "per_subtask", "fractions"))
@@ -77,7 +78,7 @@ def plan_per_subtask(matrix: ResponseMatrix, config: StudyConfig,
         sub = matrix.take(items=items)
         pool = seen_pool_size(sub.subtask_codes)
         sizes = fraction_sizes(pool, fractions, str(name))
-        plan = plan_study(sub, replace(config, sizes=sizes))
+        plan = plan_study(sub, replace(config, sizes=sizes), defaults=defaults)
         raised = [f for f in fractions if round(f * pool) < 1]
         if raised:  # a size the fraction does not give: say so
             plan = replace(plan, notices=(*plan.notices, (

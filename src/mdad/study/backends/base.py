@@ -27,6 +27,31 @@ class Backend(Protocol):
     name: str
     n_workers: int
 
+    @property
+    def used(self) -> str:
+        """The backend the last `execute` computed on: `name`, but for "auto" the one
+        it chose ("in-process" or "processes")."""
+        ...
+
+    def check(self) -> None:
+        """Refuse, before any work and in one line (`ConfigError`), a backend that
+        cannot run here, such as an unreachable scheduler."""
+        ...
+
     def execute(self, studies: list[Study], jobs: list[RunJob], *,
                 checkpoint: StudyCheckpoint | None, on_cell: CellSink,
                 on_run: RunSink) -> None: ...
+
+
+class BackendDefaults:
+    """What most backends do for `Backend.used` and `Backend.check`: they compute
+    where their name says, and can always start."""
+
+    name: str
+
+    @property
+    def used(self) -> str:
+        return self.name
+
+    def check(self) -> None:
+        return None

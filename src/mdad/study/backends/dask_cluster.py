@@ -11,7 +11,7 @@ import uuid
 from typing import TYPE_CHECKING
 
 from mdad.errors import ConfigError
-from mdad.study.backends.base import CellSink, RunSink
+from mdad.study.backends.base import BackendDefaults, CellSink, RunSink
 from mdad.study.cells import compute_run
 from mdad.study.records import CellOutput, RunJob, RunOutput, Study
 
@@ -23,7 +23,7 @@ _POLL_SECONDS = 0.1
 _NEEDS_DASK = "the dask backend needs dask: pip install 'dask[distributed]'"
 
 
-class DaskBackend:
+class DaskBackend(BackendDefaults):
     """Runs on the Dask scheduler at `scheduler` ("local": a cluster of `n_workers`
     single-threaded processes started here and closed afterwards). The studies are sent
     to every worker once (scattered with broadcast)."""

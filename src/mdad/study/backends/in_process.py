@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mdad.study.backends.base import CellSink, RunSink
+from mdad.study.backends.base import BackendDefaults, CellSink, RunSink
 from mdad.study.cells import compute_run
 from mdad.study.records import CellOutput, RunJob, Study
 
@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from mdad.study.checkpoint import StudyCheckpoint
 
 
-class InProcessBackend:
+class InProcessBackend(BackendDefaults):
     """Every run in this process: no start-up cost, one core."""
 
     name = "in-process"

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from mdad.selection import get_method
 from mdad.selection.threads import load_libraries
-from mdad.study.backends.base import CellSink, RunSink
+from mdad.study.backends.base import BackendDefaults, CellSink, RunSink
 from mdad.study.backends.in_process import run_here
 from mdad.study.cells import compute_run
 from mdad.study.records import CellOutput, RunJob, RunOutput, Study
@@ -36,7 +36,7 @@ _POLL_SECONDS = 0.05
 _OBSERVE = 0.2  # share of the start-up cost spent here before the rate is trusted
 
 
-class ProcessBackend:
+class ProcessBackend(BackendDefaults):
     """Runs spread over `n_workers` spawned processes."""
 
     name = "processes"
@@ -82,7 +82,7 @@ class ProcessBackend:
         executor.shutdown(wait=True)
 
 
-class AutoBackend:
+class AutoBackend(BackendDefaults):
     """Runs here while the work left is smaller than the cost of starting workers, the
     rest in `n_workers` processes.
 
@@ -99,12 +99,17 @@ class AutoBackend:
     def __init__(self, n_workers: int, start_seconds: float = WORKER_START_SECONDS) -> None:
         self.n_workers = n_workers
         self.start_seconds = start_seconds
-        self.chosen = "in-process"  # what the last `execute` ended up using
+        self._used = "in-process"
+
+    @property
+    def used(self) -> str:
+        """What the last `execute` ended up using: "in-process" or "processes"."""
+        return self._used
 
     def execute(self, studies: list[Study], jobs: list[RunJob], *,
                 checkpoint: StudyCheckpoint | None, on_cell: CellSink,
                 on_run: RunSink) -> None:
-        self.chosen = "in-process"
+        self._used = "in-process"
         cells_per_run = [plan.n_cells // plan.config.n_runs for _, plan in studies]
         cells_left = sum(cells_per_run[job.study] - len(job.finished) for job in jobs)
         methods = {name for _, plan in studies for name in plan.config.methods}
@@ -135,7 +140,7 @@ class AutoBackend:
                 queue.insert(0, RunJob(job.study, job.run, partial))
                 break
         if queue:
-            self.chosen = "processes"
+            self._used = "processes"
             ProcessBackend(self.n_workers).execute(studies, queue, checkpoint=checkpoint,
                                                    on_cell=on_cell, on_run=on_run)
 
