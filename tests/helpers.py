@@ -20,17 +20,60 @@ MDAD = Path(sys.executable).parent / "mdad"
 FAST = ("--runs", "2", "--resamples", "20")
 
 
-def mdad_cli(*args: object, cwd: Path | None = None, columns: int | None = None
-             ) -> subprocess.CompletedProcess[str]:
-    """Run the installed `mdad` command; rich's width (80 unless `columns`) and colours
-    fixed for stable text."""
+def mdad_cli(*args: object, cwd: Path | None = None, columns: int | None = None,
+             process: bool = False) -> subprocess.CompletedProcess[str]:
+    """Run the `mdad` command; rich's width (80 unless `columns`) and colours fixed for
+    stable text. In this process (the CLI's own entry point, its output captured), as
+    typer's test runner would, unless `process`: the installed command as a new
+    process, for what only a process shows (its exit, signals, startup imports)."""
     env = {k: v for k, v in os.environ.items()
            if k not in ("COLUMNS", "LINES", "FORCE_COLOR", "TTY_COMPATIBLE")}
     env["NO_COLOR"] = "1"
     if columns is not None:
         env["COLUMNS"] = str(columns)
-    return subprocess.run([str(MDAD), *map(str, args)], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=600, check=False)
+    argv = [str(MDAD), *map(str, args)]
+    if process:
+        return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True,
+                              timeout=600, check=False)
+    return _in_process(argv, cwd, env)
+
+
+def _in_process(argv: list[str], cwd: Path | None, env: dict[str, str]
+                ) -> subprocess.CompletedProcess[str]:
+    """`mdad.cli.app`'s command run here, as the console script runs it but without its
+    signal watchdog and its final os._exit (a test process must live on): exit code,
+    stdout and stderr as a process would give them, a traceback included."""
+    import contextlib
+    import io
+    import traceback
+
+    from mdad.cli import app, errors
+
+    out, err = io.StringIO(), io.StringIO()
+    saved_env, saved_argv, saved_cwd = dict(os.environ), sys.argv, os.getcwd()
+    code = 0
+    try:
+        os.environ.clear()
+        os.environ.update(env)
+        sys.argv = argv
+        if cwd is not None:
+            os.chdir(cwd)
+        errors.reset_interrupt_state()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                app._main()
+            except SystemExit as done:
+                code = done.code if isinstance(done.code, int) else (0 if done.code is None
+                                                                     else 1)
+            except Exception:
+                traceback.print_exc()
+                code = 1
+    finally:
+        os.chdir(saved_cwd)
+        sys.argv = saved_argv
+        os.environ.clear()
+        os.environ.update(saved_env)
+    return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
 
 
 def flat(text: str) -> str:

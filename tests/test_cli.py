@@ -1,8 +1,7 @@
-"""End-to-end tests of the `mdad` command line, run as a user runs it: a real process,
-real exit codes, real stderr, real data (GPQA, MMLU-Pro, lm-eval samples).
-
-`python -m mdad.cli.app` does nothing (the module has no ``__main__`` guard), so the
-tests call the ``mdad`` console script installed next to the interpreter.
+"""End-to-end tests of the `mdad` command line, run as a user runs it: real exit codes,
+real stderr, real data (GPQA, MMLU-Pro, lm-eval samples). Most run the command in the
+test's process (`helpers.mdad_cli`); the GPQA run and the bad inputs run the installed
+console script as a new process, as a user's shell does.
 """
 
 from __future__ import annotations
@@ -76,7 +75,8 @@ def gpqa_run(tmp_path_factory: pytest.TempPathFactory):
     gpqa_path()
     root = tmp_path_factory.mktemp("gpqa")
     out = root / "run"
-    proc = mdad_cli("run", "gpqa", "--runs", "3", "--resamples", "50", "--out", out, cwd=root)
+    proc = mdad_cli("run", "gpqa", "--runs", "3", "--resamples", "50", "--out", out, cwd=root,
+                    process=True)
     return proc, out
 
 
@@ -671,7 +671,7 @@ def test_bad_input_is_one_line_and_exit_2(case: str, tmp_path: Path) -> None:
     args, pattern = BAD_INPUTS[case](tmp_path)
     out = tmp_path / "out"
     before = {p.name for p in out.iterdir()} if out.exists() else None
-    proc = mdad_cli("run", *FAST, *args, "--out", out, cwd=tmp_path)
+    proc = mdad_cli("run", *FAST, *args, "--out", out, cwd=tmp_path, process=True)
     assert_user_error(proc, pattern)
     assert_no_out(out, before)
     assert not (tmp_path / "runs").exists()
