@@ -124,7 +124,7 @@ def test_a_kernel_compiles_where_no_cache_can_be_written(monkeypatch):
         return numba.njit(**options)
 
     monkeypatch.setattr(_fused, "njit", no_cache)
-    adam = _fused._jit(_fused.adam.py_func)
+    adam = _fused.compiled(_fused.adam.py_func)
     params, gradient = np.ones(3), np.array([1.0, -1.0, 0.0])
     first, second = np.zeros(3), np.zeros(3)
     adam(params, gradient, first, second, 1, 0.1, 0.9, 0.999, 1e-8)

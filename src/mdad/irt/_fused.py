@@ -48,7 +48,7 @@ _LOG_2PI = np.log(2 * np.pi)
 OPTIONS = {"fastmath": _FASTMATH, "boundscheck": False, "error_model": "numpy"}
 
 
-def _jit(function, options=None):
+def compiled(function, options=None):
     """Compiled with `options` (default `OPTIONS`), without Python's lock, cached on disk
     when a cache can be written (numba refuses a cached function whose file no cache
     location can take: then it compiles each time)."""
@@ -59,7 +59,7 @@ def _jit(function, options=None):
         return njit(**options, nogil=True)(function)
 
 
-@_jit
+@compiled
 def residual_pass(logits, y, powers_of_two, bits):  # pragma: no cover
     """One pass over the models x items arrays of an epoch: the logits in, the residual
     y - sigmoid(logit) out, in place (one array fewer for the cache to hold).
@@ -108,7 +108,7 @@ def residual_pass(logits, y, powers_of_two, bits):  # pragma: no cover
     return softplus_total, products_total
 
 
-@_jit
+@compiled
 def sample(loc, scale, normal, z, theta, a):  # pragma: no cover
     """The reparametrised draw z = loc + scale normal (n_normal,), and from it the
     matrices of the epoch's products, in their own dtype (float32 in a fit): theta (m,
@@ -127,7 +127,7 @@ def sample(loc, scale, normal, z, theta, a):  # pragma: no cover
         a[j, d] = -d * z[m * d + n * d + j]
 
 
-@_jit
+@compiled
 def _rows_prior(values, likelihood, grads, mean, precision, d_mean, d_precision
                 ):  # pragma: no cover
     """Rows of d values (t or a) under N(mean[k], 1 / precision[k]) in each column k:
@@ -151,7 +151,7 @@ def _rows_prior(values, likelihood, grads, mean, precision, d_mean, d_precision
     return log_p
 
 
-@_jit
+@compiled
 def gradient(z, u, dtheta, da, scale, logscale, normal, hyper_scale, dz, du, d_loc,
              d_logscale):  # pragma: no cover
     """The Normal variables' part of the loss's gradient, and what the precisions'
@@ -206,7 +206,7 @@ def gradient(z, u, dtheta, da, scale, logscale, normal, hyper_scale, dz, du, d_l
     return log_p, log_q
 
 
-@_jit
+@compiled
 def digamma(x):  # pragma: no cover
     """psi(x) for x > 0: the recurrence psi(x) = psi(x + 1) - 1 / x up to 10, then the
     asymptotic series (error below 1e-13 there)."""
@@ -221,7 +221,7 @@ def digamma(x):  # pragma: no cover
             1.0 / 240 - square * (1.0 / 132)))))
 
 
-@_jit
+@compiled
 def gamma_cdf(a, x):  # pragma: no cover
     """The regularised lower incomplete gamma function P(a, x) (scipy's gammainc), for
     a > 0 and x >= 0: its series below x = a + 1, else one minus the continued fraction
@@ -260,7 +260,7 @@ def gamma_cdf(a, x):  # pragma: no cover
     return 1.0 - math.exp(log_front) * h
 
 
-@_jit
+@compiled
 def precisions(shape, rate, draw, relative_step, du, d_logshape, d_lograte
                ):  # pragma: no cover
     """The precisions' part of the loss's gradient, by their Gamma(shape, rate) guide
@@ -304,7 +304,7 @@ _ONE_BITS = np.int64(1023) << 52
 _HALF_PI, _LN2_64 = np.pi / 2, np.log(2.0)
 
 
-@_jit
+@compiled
 def box_muller(words, out, work):  # pragma: no cover
     """N(0, 1) draws into `out` float64, by Box and Muller's transform of as many
     uint32 `words`: the first half give the radii, the second the angles, each its own
@@ -348,7 +348,7 @@ def box_muller(words, out, work):  # pragma: no cover
         out[half + k] = radius * flip_second * second
 
 
-@_jit
+@compiled
 def adam(params, gradient, first, second, step, lr, beta1, beta2, eps):  # pragma: no cover
     """torch.optim.Adam's update (no weight decay, no amsgrad), step `step` (from 1),
     of `params` by `gradient`, in place."""
@@ -366,7 +366,7 @@ _EXP64 = tuple(1.0 / math.factorial(k) for k in range(13))
 _LOG2_E64 = 1.4426950408889634
 
 
-@_jit
+@compiled
 def exp64(x, out, bits):  # pragma: no cover
     """exp of float64 `x` (n,) into `out` (n,), `bits` int64 (n,) scratch; x is clamped
     into [-700, 700]. 2^q in the float's exponent bits times a polynomial, so the loops
@@ -386,7 +386,7 @@ def exp64(x, out, bits):  # pragma: no cover
         out[k] *= powers[k]
 
 
-@_jit
+@compiled
 def draw(rng, logshape, normal, work, gamma):  # pragma: no cover
     """An epoch's noise from the numpy Generator `rng`: N(0, 1) draws into `normal`
     (float64, of even size) by `box_muller` of as many 32-bit words (those
@@ -403,7 +403,7 @@ def draw(rng, logshape, normal, work, gamma):  # pragma: no cover
                     if 0.0 < shape < math.inf else math.nan)
 
 
-@_jit
+@compiled
 def elbo(params, y, normal, gamma, grad, n_normal, hyper_scale, gamma_step, work
          ):  # pragma: no cover
     """The single-sample loss at the flat `params` (`mdad.irt.variational.GuideLayout`)
@@ -436,7 +436,7 @@ def elbo(params, y, normal, gamma, grad, n_normal, hyper_scale, gamma_step, work
     return -(products_total - softplus_total + log_prior - log_q)
 
 
-@_jit
+@compiled
 def fit_epochs(rng, y, start, stop, state, best, best_loss, n_normal, hyper_scale,
                gamma_step, lr, beta1, beta2, eps, work, noise):  # pragma: no cover
     """Adam steps `start` to `stop` - 1 (counted from 1) of the fit, in place: each draws the noise

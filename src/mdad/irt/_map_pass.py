@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from mdad.irt._fused import _jit
+from mdad.irt._fused import compiled
 
 _OPTIONS = {"boundscheck": False, "error_model": "numpy"}
 
@@ -53,7 +53,7 @@ def _loglik_pass(theta, a, offset, y, mask, grad_theta, grad_a, grad_offset
     return total
 
 
-loglik_pass = _jit(_loglik_pass, _OPTIONS)
+loglik_pass = compiled(_loglik_pass, _OPTIONS)
 
 
 def loglik_and_gradient(theta: np.ndarray, a: np.ndarray, offset: np.ndarray,

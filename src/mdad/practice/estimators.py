@@ -34,11 +34,9 @@ def predictor_shares(bundle: MicroBenchmarkFile, scores: np.ndarray) -> np.ndarr
     nearest = np.asarray(bundle.estimator["nearest"], dtype=np.int64)
     slope = np.asarray(bundle.estimator["slope"], dtype=np.float64)
     intercept = np.asarray(bundle.estimator["intercept"], dtype=np.float64)
-    from scipy.special import logit
+    from mdad.selection.anchor_points import clipped_logit  # the predictor's own
 
-    from mdad.selection.anchor_points import _CLIP as clip  # the predictor's own clipping
-
-    anchors = logit(np.clip(scores, clip, 1 - clip))
+    anchors = clipped_logit(scores)
     correct = (anchors[:, nearest] * slope + intercept > 0).astype(np.float64)
     one_hot = np.zeros((nearest.size, scores.shape[1]))
     one_hot[np.arange(nearest.size), nearest] = 1.0

@@ -23,7 +23,7 @@ import numpy as np
 from mdad.irt import _fused
 
 # No fastmath: sums in the library's order, so that its floats come out
-_jit = partial(_fused._jit, options={"boundscheck": False, "error_model": "numpy"})
+_jit = partial(_fused.compiled, options={"boundscheck": False, "error_model": "numpy"})
 _NONE = np.int64(-1)
 
 

@@ -15,7 +15,7 @@ from mdad.selection.registry import register
 _CLIP = 1e-6
 
 
-def _logit(values: np.ndarray) -> np.ndarray:
+def clipped_logit(values: np.ndarray) -> np.ndarray:
     """logit of `values` clipped into [_CLIP, 1 - _CLIP], as float64."""
     from scipy.special import logit
 
@@ -172,7 +172,7 @@ class AnchorPredictorBenchmark(MicroBenchmark):
     intercept: np.ndarray
 
     def estimate(self, scores: np.ndarray) -> np.ndarray:
-        anchors = _logit(scores[:, self.items])
+        anchors = clipped_logit(scores[:, self.items])
         predicted = anchors[:, self.nearest] * self.slope + self.intercept
         return (predicted > 0).mean(axis=1)
 
@@ -218,7 +218,7 @@ class AnchorPointsPredictor(MethodDefaults):
         return int(np.sum(subtask_sizes)) - 1
 
     def select(self, pool: SeenPool, size: int, *, rng: np.random.Generator) -> MicroBenchmark:
-        values = pool.shared("confidence-logit", lambda _: _logit(pool.confidence))
+        values = pool.shared("confidence-logit", lambda _: clipped_logit(pool.confidence))
         gram, corr = pool.shared("confidence-logit-gram", lambda _: _gram_and_correlation(values))
         distance = pool.shared("confidence-logit-distance", lambda _: 1.0 - np.abs(corr))
         columns = pool.shared("confidence-logit-columns", lambda _: _columns_of(distance))
