@@ -610,16 +610,18 @@ def _select(selector: MethodDefaults, pool: SeenPool, sizes: list[int],
 def _fold_estimates(matrix: ResponseMatrix, selector: MethodDefaults, sizes: list[int],
                     seed: int, k: int, held: np.ndarray) -> list[np.ndarray]:
     """For each of `sizes`, the estimated accuracy of the `held` models (fold `k`),
-    shape (len(held),), by a micro-benchmark selected on the other models."""
+    shape (len(held),), by a micro-benchmark selected on the other models.
+
+    The estimate reads the held-out models' scores, never their gold-option confidence,
+    even for a method that selects by confidences (`uses_confidence`): a user's results
+    give scores (`read_model_scores`), and the interval must be calibrated on the
+    estimates a user gets. (A study estimates its targets from their confidences, as
+    the paper does; on data without confidences the two are the same.)"""
     train = np.setdiff1d(np.arange(matrix.n_models), held)
     pool = _seen_pool(matrix, seed + 1000 * (k + 1), train)
-    estimates = []
-    for size in sizes:
-        micro = selector.select(pool, size, rng=np.random.default_rng([seed, k]))
-        scores = (matrix.gold_confidence(held) if micro.uses_confidence
-                  else matrix.scores(held))
-        estimates.append(micro.estimate(scores))
-    return estimates
+    scores = matrix.scores(held)
+    return [selector.select(pool, size, rng=np.random.default_rng([seed, k])).estimate(scores)
+            for size in sizes]
 
 
 def lm_eval_samples_json(bundle: MicroBenchmarkFile) -> dict[str, list[int]]:

@@ -170,9 +170,7 @@ def _estimates(dataset: Dataset, bundle: MicroBenchmarkFile,
     matrix = dataset.matrix
     column = {str(item): k for k, item in enumerate(matrix.item_ids)}
     items = [column[item] for item in bundle.items]
-    uses_confidence = bundle.estimator.get("confidence", False)
-    scores = (matrix.gold_confidence(held) if uses_confidence
-              else matrix.scores(held))[:, items]
+    scores = matrix.scores(held)[:, items]  # what their results give a user
     truth, reference = matrix.accuracy()[held], np.asarray(bundle.reference_accuracy)
     where = {name: k for k, name in enumerate(bundle.reference_models)}
     out = np.empty((6, held.size))
