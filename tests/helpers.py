@@ -40,21 +40,30 @@ def mdad_cli(*args: object, cwd: Path | None = None, columns: int | None = None,
 
 def _in_process(argv: list[str], cwd: Path | None, env: dict[str, str]
                 ) -> subprocess.CompletedProcess[str]:
-    """`mdad.cli.app`'s command run here, as the console script runs it but without its
-    signal watchdog and its final os._exit (a test process must live on): exit code,
-    stdout and stderr as a process would give them, a traceback included."""
+    """`mdad.cli.app`'s command run here, as the console script runs it (with the
+    environment defaults its `main` sets) but without its signal watchdog, its mapping
+    of interrupts and exhausted resources, and its final os._exit (a test process must
+    live on; the tests of those run a process): exit code, stdout and stderr as a
+    process would give them, a traceback included. Only the variables that differ are
+    set, and put back."""
     import contextlib
     import io
     import traceback
 
     from mdad.cli import app, errors
 
+    env = {"NUMPY_MADVISE_HUGEPAGE": "0", "OPENBLAS_NUM_THREADS": "1", **env}
+    changed = {k: os.environ.get(k) for k in set(env) | set(os.environ)
+               if os.environ.get(k) != env.get(k)}
     out, err = io.StringIO(), io.StringIO()
-    saved_env, saved_argv, saved_cwd = dict(os.environ), sys.argv, os.getcwd()
+    saved_argv, saved_cwd = sys.argv, os.getcwd()
     code = 0
     try:
-        os.environ.clear()
-        os.environ.update(env)
+        for key in changed:
+            if key in env:
+                os.environ[key] = env[key]
+            else:
+                del os.environ[key]
         sys.argv = argv
         if cwd is not None:
             os.chdir(cwd)
@@ -71,8 +80,11 @@ def _in_process(argv: list[str], cwd: Path | None, env: dict[str, str]
     finally:
         os.chdir(saved_cwd)
         sys.argv = saved_argv
-        os.environ.clear()
-        os.environ.update(saved_env)
+        for key, value in changed.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
     return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
 
 

@@ -696,7 +696,8 @@ def test_an_estimate_and_a_comparison_on_the_same_items_stand_on_one_footing(ans
         bundle.mdad_at(answered)[1] is not None, bundle.mdad_at(answered)[1])
 
 
-@pytest.mark.parametrize("method", ["random", "anchor-points", "confidence-strata"])
+@pytest.mark.parametrize("method", ["random", "anchor-points", "confidence-strata",
+                                    "diversity-fast", "tinybenchmarks-map"])
 def test_several_sizes_at_once_are_the_files_one_size_at_a_time_gives(method):
     # the sizes share each pool's work, never its random draws or its models
     data = as_dataset(irt_matrix(n_models=40, n_items=60))
@@ -708,6 +709,9 @@ def test_several_sizes_at_once_are_the_files_one_size_at_a_time_gives(method):
     assert [file.size for file in together] == [12, 5, 20]
     with pytest.raises(ConfigError, match="size 61 is outside"):
         select_microbenchmarks(data, method, [5, 61])
+    for bad in (5, [5, 2.5], [5, "7"]):
+        with pytest.raises(ConfigError, match="sizes must be a list|size must be a whole"):
+            select_microbenchmarks(data, method, bad)
 
 
 @pytest.mark.parametrize(("method", "needs"), [("tinybenchmarks-gpirt", 3),

@@ -205,8 +205,9 @@ def test_dask_local_cluster_is_bit_identical_to_local(tmp_path: Path) -> None:
 def test_dask_backend_through_the_cli(tmp_path: Path) -> None:
     shared_data(GPQA_CSV)
     args = ("run", "gpqa", "--methods", "random", "--runs", "3", "--resamples", "20")
+    # a process of its own: a Dask cluster leaves handlers and config in its process
     assert_ok(mdad_cli(*args, "--backend", "dask", "--workers", "2", "--out",
-                       tmp_path / "dask", cwd=tmp_path))
+                       tmp_path / "dask", cwd=tmp_path, process=True))
     assert_ok(mdad_cli(*args, "--out", tmp_path / "local", cwd=tmp_path))
     assert ((tmp_path / "dask" / "mdad.csv").read_bytes()
             == (tmp_path / "local" / "mdad.csv").read_bytes())

@@ -54,12 +54,12 @@ def check_open_unit(value: object, parameter: str) -> None:
     Raises
     ------
     ConfigError
-        ``{parameter} must be a number between 0 and 1 (exclusive); got {value!r}``.
+        ``{parameter} must be in (0, 1); got {value!r}``.
     """
     if (not isinstance(value, numbers.Real) or isinstance(value, bool)
             or not 0.0 < float(value) < 1.0):
-        raise ConfigError(f"{parameter} must be a number between 0 and 1 (exclusive); got "
-                          f"{value!r}", parameters=(parameter,))
+        raise ConfigError(f"{parameter} must be in (0, 1); got {value!r}",
+                          parameters=(parameter,))
 
 
 # What an exception says when a resource ran out, whatever library raised it.

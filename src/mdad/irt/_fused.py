@@ -45,7 +45,8 @@ _L0, _L1, _L2, _L3, _L4, _L5, _L6, _L7, _L8 = (np.float32(c) for c in (
     0.1911143108029864, -0.1367476970486526, 0.07836166801035187, -0.029588507387506232,
     0.005253457795633574))
 _LOG_2PI = np.log(2 * np.pi)
-OPTIONS = {"fastmath": _FASTMATH, "boundscheck": False, "error_model": "numpy"}
+EXACT = {"boundscheck": False, "error_model": "numpy"}  # no fast-math: libm's own results
+OPTIONS = {"fastmath": _FASTMATH, **EXACT}
 
 
 def compiled(function, options=None):

@@ -15,9 +15,7 @@ import math
 
 import numpy as np
 
-from mdad.irt._fused import compiled
-
-_OPTIONS = {"boundscheck": False, "error_model": "numpy"}
+from mdad.irt._fused import EXACT, compiled
 
 
 def _loglik_pass(theta, a, offset, y, mask, grad_theta, grad_a, grad_offset
@@ -25,7 +23,8 @@ def _loglik_pass(theta, a, offset, y, mask, grad_theta, grad_a, grad_offset
     """Sum over cells of mask * (y z - softplus(z)), z = theta_i . a_j - offset_j, and
     its gradient, written into `grad_theta` (n, D), `grad_a` (m, D) and
     `grad_offset` (m,), which must hold zeros. `mask` is (n, m), or (0, 0) when every
-    cell is observed. Rows are summed in order: the same bits on every machine."""
+    cell is observed. Cells and rows are summed in a fixed order, so one machine gives
+    the same bits every time (another libm's exp may differ in the last bit)."""
     n, m = y.shape
     dims = theta.shape[1]
     masked = mask.shape[0] > 0
@@ -53,7 +52,7 @@ def _loglik_pass(theta, a, offset, y, mask, grad_theta, grad_a, grad_offset
     return total
 
 
-loglik_pass = compiled(_loglik_pass, _OPTIONS)
+loglik_pass = compiled(_loglik_pass, EXACT)
 
 
 def loglik_and_gradient(theta: np.ndarray, a: np.ndarray, offset: np.ndarray,

@@ -62,7 +62,8 @@ def posterior_ability(discrimination: np.ndarray, difficulty: np.ndarray,
                       exact_covariance: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """MAP abilities under a N(0, I) prior from each examinee's own items, and their
     posterior covariance. (`mdad.irt.map_ability` does the same from a models x items
-    matrix of responses; both take difficulties, as every function of `mdad.irt`.)
+    matrix of responses; both take difficulties, as every public function of
+    `mdad.irt` does: the offset D b is computed inside.)
 
     Parameters
     ----------
@@ -123,7 +124,7 @@ def _map_ability_1d(a: np.ndarray, c: np.ndarray, y: np.ndarray, theta: np.ndarr
 
 
 def next_items(ability: np.ndarray, covariance: np.ndarray, available: np.ndarray,
-               discrimination: np.ndarray, offset: np.ndarray, *, top: int = 1,
+               discrimination: np.ndarray, difficulty: np.ndarray, *, top: int = 1,
                rng: np.random.Generator | None = None) -> np.ndarray:
     """Each examinee's next item: the available one that most raises the determinant
     of its posterior information, ``P (1 - P) a' Cov a`` (for D = 1 the largest
@@ -133,7 +134,7 @@ def next_items(ability: np.ndarray, covariance: np.ndarray, available: np.ndarra
     ----------
     ability : array of shape (n_examinees, D); covariance : (n_examinees, D, D)
     available : bool array of shape (n_examinees, n_items); each row has an item left.
-    discrimination : array of shape (n_items, D); offset : (n_items,), ``D * b``.
+    discrimination : array of shape (n_items, D); difficulty : (n_items,).
     top : how many of the best items to draw from (1: the best; ties go to the
         lowest index).
     rng : the generator of the draws (needed when `top` > 1).
@@ -142,7 +143,7 @@ def next_items(ability: np.ndarray, covariance: np.ndarray, available: np.ndarra
     -------
     int array of shape (n_examinees,)
     """
-    gain = item_gain(ability, covariance, discrimination, offset)
+    gain = item_gain(ability, covariance, discrimination, difficulty)
     gain[~available] = -np.inf
     if top <= 1:
         return np.argmax(gain, axis=1)
@@ -155,12 +156,12 @@ def next_items(ability: np.ndarray, covariance: np.ndarray, available: np.ndarra
 
 
 def item_gain(ability: np.ndarray, covariance: np.ndarray, discrimination: np.ndarray,
-              offset: np.ndarray) -> np.ndarray:
+              difficulty: np.ndarray) -> np.ndarray:
     """How much each item adds to the determinant of each examinee's posterior
     information, up to a positive factor per examinee: ``P (1 - P) a' Cov a`` (for D = 1,
     the Fisher information ``a**2 P (1 - P)``), shape (n_examinees, n_items); arguments
     as in `next_items`."""
-    p = sigmoid(ability @ discrimination.T - offset)
+    p = sigmoid(ability @ discrimination.T - discrimination.shape[1] * difficulty)
     if discrimination.shape[1] == 1:  # a' Cov a is the same positive factor for every item
         return discrimination[:, 0] ** 2 * p * (1.0 - p)
     spread = ((discrimination @ covariance) * discrimination).sum(axis=2)  # a' Cov a
@@ -168,11 +169,11 @@ def item_gain(ability: np.ndarray, covariance: np.ndarray, discrimination: np.nd
 
 
 def best_items(ability: np.ndarray, covariance: np.ndarray, available: np.ndarray,
-               discrimination: np.ndarray, offset: np.ndarray, k: int) -> np.ndarray:
+               discrimination: np.ndarray, difficulty: np.ndarray, k: int) -> np.ndarray:
     """Each examinee's `k` available items of largest `item_gain`, best first (ties to
     the lowest index: the first is `next_items`' choice), int array of shape
     (n_examinees, k); each row must have k items available."""
-    gain = item_gain(ability, covariance, discrimination, offset)
+    gain = item_gain(ability, covariance, discrimination, difficulty)
     gain[~available] = -np.inf
     return np.argsort(-gain, axis=1, kind="stable")[:, :k]
 
@@ -202,12 +203,13 @@ class AdaptiveRun:
         return np.sqrt(self.covariance[:, 0, 0])
 
 
-def predicted_accuracy(ability: np.ndarray, discrimination: np.ndarray, offset: np.ndarray,
-                       items: np.ndarray, answers: np.ndarray) -> np.ndarray:
+def predicted_accuracy(ability: np.ndarray, discrimination: np.ndarray,
+                       difficulty: np.ndarray, items: np.ndarray, answers: np.ndarray
+                       ) -> np.ndarray:
     """Expected accuracy on all n_items items, shape (n_examinees,): the `answers`
     on each examinee's `items` (n_examinees, k) and the IRT probability elsewhere,
-    for abilities (n_examinees, D), discriminations (n_items, D), offsets (n_items,)."""
-    probability = sigmoid(ability @ discrimination.T - offset)
+    for abilities (n_examinees, D), discriminations (n_items, D), difficulties (n_items,)."""
+    probability = sigmoid(ability @ discrimination.T - discrimination.shape[1] * difficulty)
     probability[np.arange(ability.shape[0])[:, None], items] = answers
     return probability.mean(axis=1)
 
@@ -243,7 +245,7 @@ class AdaptiveSession:
     def choose(self) -> np.ndarray:
         """Each examinee's next item, shape (n_examinees,) (see `next_items`)."""
         return next_items(self.ability, self.covariance, self.available, self.discrimination,
-                          self.offset, top=self.top, rng=self.rng)
+                          self.difficulty, top=self.top, rng=self.rng)
 
     def choose_batch(self, k: int) -> np.ndarray:
         """Each examinee's next `k` items, chosen at once at its current ability (see
@@ -252,7 +254,7 @@ class AdaptiveSession:
         if self.top > 1:
             raise ValueError("a session that draws among its top items chooses one at a time")
         return best_items(self.ability, self.covariance, self.available, self.discrimination,
-                          self.offset, k)
+                          self.difficulty, k)
 
     def record(self, items: np.ndarray, answers: np.ndarray) -> None:
         """Each examinee answered `items` (n_examinees, m) with `answers` (same shape,
@@ -277,8 +279,8 @@ class AdaptiveSession:
     def accuracy(self) -> np.ndarray:
         """Each examinee's predicted accuracy now, shape (n_examinees,) (see
         `predicted_accuracy`)."""
-        return predicted_accuracy(self.ability, self.discrimination, self.offset, self.items,
-                                  self.answers)
+        return predicted_accuracy(self.ability, self.discrimination, self.difficulty,
+                                  self.items, self.answers)
 
     def result(self) -> AdaptiveRun:
         """The estimates now, with the covariance evaluated at the mode."""

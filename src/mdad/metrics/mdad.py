@@ -151,8 +151,12 @@ def first_crossing_mdad(
 
     Raises
     ------
-    ConfigError, DataError
-        As `_checked` says, naming the parameter.
+    ConfigError
+        For a threshold outside (0, 1), fewer than 1 resample, no Generator, or a
+        negative `tied_pairs`, naming the parameter.
+    DataError
+        For counts that are not whole, negative, of two shapes, or with more agreeing
+        pairs than pairs.
     """
     pairs, agreeing = _checked(pairs, agreeing, 1, threshold, n_resamples, rng, tied_pairs)
     valid = pairs > 0

@@ -14,8 +14,9 @@ misfit). The test is finished when the budget is spent or the ability's standard
 error falls below `target_se`.
 
 Between batches the test lives in a JSON state file (`AdaptiveTest.save` / `load`).
-`STATE_SCHEMA` checks every field of it, types, ranges and how fields relate, before
-any number reaches numpy: a damaged or tampered file is refused naming the field.
+Its schema (`mdad.practice.adaptive_state`) checks every field of it, types, ranges
+and how fields relate, before any number reaches numpy: a damaged or tampered file is
+refused naming the field.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from mdad.practice.adaptive_state import (
     checked_state,
 )
 from mdad.practice.bundle import lm_eval_ids, samples_by_task
+from mdad.practice.compare import Z95
 
 if TYPE_CHECKING:
     from mdad.irt.model import MultidimensionalIrt
@@ -47,7 +49,6 @@ if TYPE_CHECKING:
     from mdad.practice.results import ItemScores
 
 CV_FOLDS = 5
-Z_95 = 1.959963984540054
 STATE_MAX_BYTES = 64 << 20  # 12,032 MMLU-Pro items in 3-D take 1 MB
 STATE_FIX = "pass the state file of `mdad adaptive start`, or start a test with it"
 
@@ -146,8 +147,8 @@ class AdaptiveTest:
         available = np.ones((1, len(self.item_ids)), dtype=bool)
         available[0, [index[item] for item in (*self.answers, *self.pending)]] = False
         a = self.discrimination
-        chosen = best_items(ability[None], covariance[None], available, a,
-                            a.shape[1] * self.difficulty, k)[0]
+        chosen = best_items(ability[None], covariance[None], available, a, self.difficulty,
+                            k)[0]
         self.pending = [*self.pending, *(self.item_ids[j] for j in chosen)]
         return [self.item_ids[j] for j in chosen]
 
@@ -170,31 +171,32 @@ class AdaptiveTest:
     def finished(self) -> bool:
         """The budget is spent, or the ability's standard error is below the target
         (a MAP solve only then: `estimate` says which)."""
+        needs_se = self.target_se is not None and 0 < len(self.answers) < self.budget
+        return self._status(self._standard_error(self._posterior()[1]) if needs_se
+                            else None)[0]
+
+    def _status(self, se: float | None) -> tuple[bool, str]:
+        """Whether the test is finished, and why or what comes next, given the
+        ability's standard error `se` (needed only with a target, before the budget
+        is spent)."""
         n = len(self.answers)
         if n >= self.budget:
-            return True
-        if self.target_se is None or n == 0:
-            return False
-        return bool(self._standard_error(self._posterior()[1]) < self.target_se)
+            return True, f"the budget of {self.budget} items is spent"
+        if self.target_se is not None and n > 0 and se is not None and se < self.target_se:
+            return True, (f"the ability's standard error {se:.3f} is below the target "
+                          f"{self.target_se}")
+        return False, f"{self.budget - n} of {self.budget} items left"
 
     def estimate(self) -> AdaptiveEstimate:
         """The estimate now, from the answers recorded so far."""
         ability, covariance, answered, scores = self._posterior()
-        dims = self.discrimination.shape[1]
         accuracy = float(predicted_accuracy(ability[None], self.discrimination,
-                                            dims * self.difficulty, answered[None],
-                                            scores[None])[0])
+                                            self.difficulty, answered[None], scores[None])[0])
         se = self._standard_error(covariance)
         cv = float(np.interp(len(self.answers), self.cv_answered, self.cv_error))
         low, high, how = self._interval(accuracy, ability, covariance, answered, cv)
         n = len(self.answers)
-        if n >= self.budget:
-            finished, reason = True, f"the budget of {self.budget} items is spent"
-        elif self.target_se is not None and n > 0 and se < self.target_se:
-            finished, reason = True, (f"the ability's standard error {se:.3f} is below the "
-                                      f"target {self.target_se}")
-        else:
-            finished, reason = False, (f"{self.budget - n} of {self.budget} items left")
+        finished, reason = self._status(se)
         calibration = self.calibration_at(n)
         low_censored, high_censored = (calibration.censored(low, high) if calibration
                                        else (False, False))
@@ -219,7 +221,7 @@ class AdaptiveTest:
             k = int(np.searchsorted(self.cv_answered, n, side="right")) - 1
             return (float(low), float(high), f"calibrated on {int(self.cv_calibration[k][-1])} "
                     f"held-out tests after {self.cv_answered[k]} answers, at every accuracy")
-        half = Z_95 * max(cv, self._accuracy_se(ability, covariance, answered))
+        half = Z95 * max(cv, self._accuracy_se(ability, covariance, answered))
         return (max(0.0, accuracy - half), min(1.0, accuracy + half),
                 "1.96 x the larger of the cross-validated and the model's standard error, "
                 "on average over models only (a format /1 state, or too few models to "
@@ -619,12 +621,7 @@ def _fold_test(scores: np.ndarray, dims: int, budget: int, batch: int, seed: lis
 
 
 def _fit_threads(scores: np.ndarray, tasks: int) -> int:
-    """One thread per core, as many as the available memory holds fits at once (a
-    fit keeps about three float64 copies of the responses)."""
-    from mdad.study.backends import available_cores, available_memory
+    """`fit_threads` for fits that keep about three float64 copies of `scores`."""
+    from mdad.practice.fit_pool import fit_threads
 
-    threads = min(available_cores(), tasks)
-    free = available_memory()
-    if free is not None:
-        threads = min(threads, max(1, free // (24 * scores.size)))
-    return threads
+    return fit_threads(tasks, 24 * scores.size)

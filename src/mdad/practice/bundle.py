@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -24,7 +25,7 @@ from mdad.practice.bundle_format import (
     compact_ids,
     validate,
 )
-from mdad.practice.fit_pool import SPAWN_AFTER_SECONDS, run_fits
+from mdad.practice.fit_pool import SPAWN_AFTER_SECONDS, fit_threads, run_fits
 from mdad.practice.planner import mdad_curve, pair_structure
 from mdad.selection import MethodDefaults, MicroBenchmark, SeenPool, method_class
 from mdad.selection.threads import load_libraries, one_thread
@@ -278,8 +279,16 @@ def select_microbenchmarks(dataset: Dataset, method: str, sizes: Sequence[int], 
     """`select_microbenchmark` at each of `sizes`, in their order: the same files, but
     the sizes share each pool's work (anchor points' correlations, tinyBenchmarks' IRT
     fit), so that several sizes cost little more than one. `progress` counts the same
-    six fits, each now for every size. Raises as `select_microbenchmark` does."""
+    fits (the selection and its cross-validation folds), each now for every size.
+    Raises as `select_microbenchmark` does, and for `sizes` that are not whole numbers."""
     check_whole(seed, "seed", minimum=0)
+    if isinstance(sizes, int | str):
+        raise ConfigError(f"sizes must be a list of sizes; got {sizes!r}",
+                          parameters=("sizes",))
+    for size in sizes:  # the range is checked against the method below
+        if not isinstance(size, numbers.Integral) or isinstance(size, bool):
+            raise ConfigError(f"size must be a whole number; got {size!r}",
+                              parameters=("size",))
     sizes = [int(size) for size in sizes]
     if not sizes:
         raise ConfigError("sizes: give at least one size", parameters=("sizes",))
@@ -591,15 +600,9 @@ def _select_and_validate(matrix: ResponseMatrix, selector: MethodDefaults,
 def _threads(selector: MethodDefaults, matrix: ResponseMatrix, tasks: int) -> int:
     """Threads for `tasks` fits of `selector` on `matrix`: one per core for fits that
     release Python's lock, as many as the available memory holds at once; else 1."""
-    from mdad.study.backends import available_cores, available_memory
-
     if not selector.releases_gil:
         return 1
-    threads = min(available_cores(), tasks)
-    need, free = selector.fit_memory(matrix.n_models, matrix.n_items), available_memory()
-    if need > 0 and free is not None:
-        threads = min(threads, max(1, free // need))
-    return threads
+    return fit_threads(tasks, selector.fit_memory(matrix.n_models, matrix.n_items))
 
 
 def _select(selector: MethodDefaults, pool: SeenPool, sizes: list[int],

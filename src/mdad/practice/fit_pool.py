@@ -53,6 +53,18 @@ def _init_worker(methods: Sequence[object]) -> None:
     threadpool_limits(limits=1)  # for the worker's lifetime
 
 
+def fit_threads(tasks: int, bytes_per_fit: int) -> int:
+    """Threads for `tasks` fits that release Python's lock: one per core, as many as
+    the available memory holds at once (`bytes_per_fit` each; 0: not limited)."""
+    from mdad.study.backends import available_cores, available_memory
+
+    threads = min(available_cores(), tasks)
+    free = available_memory()
+    if bytes_per_fit > 0 and free is not None:
+        threads = min(threads, max(1, free // bytes_per_fit))
+    return max(threads, 1)
+
+
 def run_fits(tasks: Sequence[Task], *, methods: Sequence[object] = (),
              spawn_after: float | None = SPAWN_AFTER_SECONDS, threads: int = 1,
              meanwhile: Callable[[], None] | None = None) -> Iterator[tuple[int, Any]]:

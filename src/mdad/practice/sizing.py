@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from mdad.data.registry import Dataset
-from mdad.errors import ConfigError, DataError
+from mdad.errors import ConfigError, DataError, check_open_unit
 from mdad.metrics.mdad import DEFAULT_THRESHOLD
 from mdad.practice.planner import (
     AGAINST,
@@ -84,9 +84,7 @@ def plan(dataset: Dataset, *, gap: float | None = None, size: int | str | None =
     if gap is not None and not 0.0 < gap < 1.0:
         raise ConfigError(f"gap must be in (0, 1) (a fraction: 0.02 is 2 points); got {gap}",
                           parameters=("gap",))
-    if not 0.0 < threshold < 1.0:
-        raise ConfigError(f"threshold must be in (0, 1); got {threshold}",
-                          parameters=("threshold",))
+    check_open_unit(threshold, "threshold")
     if against not in AGAINST:
         raise ConfigError(f"against must be full or universe; got {against!r}",
                           parameters=("against",))

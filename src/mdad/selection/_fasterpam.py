@@ -23,11 +23,11 @@ import numpy as np
 from mdad.irt import _fused
 
 # No fastmath: sums in the library's order, so that its floats come out
-_jit = partial(_fused.compiled, options={"boundscheck": False, "error_model": "numpy"})
+_compiled = partial(_fused.compiled, options=_fused.EXACT)
 _NONE = np.int64(-1)
 
 
-@_jit
+@_compiled
 def initial_assignment(mat, med, near_i, near_d, seco_i, seco_d):  # pragma: no cover
     """Each item's nearest and second-nearest medoid; returns the loss (sum of the
     nearest distances)."""
@@ -48,14 +48,14 @@ def initial_assignment(mat, med, near_i, near_d, seco_i, seco_d):  # pragma: no 
     return loss
 
 
-@_jit
+@_compiled
 def removal_loss(near_i, near_d, seco_d, removal):  # pragma: no cover
     removal[:] = 0.0
     for i in range(near_i.size):
         removal[near_i[i]] += seco_d[i] - near_d[i]
 
 
-@_jit
+@_compiled
 def best_swap(cols, removal, near_i, near_d, seco_d, j, ploss):  # pragma: no cover
     """The change of loss of the best swap of candidate `j` for a medoid, and that
     medoid's position (the first of equal ones). `cols` is the distance matrix's
@@ -76,7 +76,7 @@ def best_swap(cols, removal, near_i, near_d, seco_d, j, ploss):  # pragma: no co
     return ploss[b] + change, b
 
 
-@_jit
+@_compiled
 def _second_nearest(mat, med, nearest, b, o, djo):  # pragma: no cover
     si, sd = b, djo
     for m in range(med.size):
@@ -88,7 +88,7 @@ def _second_nearest(mat, med, nearest, b, o, djo):  # pragma: no cover
     return si, sd
 
 
-@_jit
+@_compiled
 def do_swap(mat, cols, med, near_i, near_d, seco_i, seco_d, b, j):  # pragma: no cover
     """Make `j` the medoid at position `b`, update every record; returns the loss."""
     med[b] = j
@@ -117,7 +117,7 @@ def do_swap(mat, cols, med, near_i, near_d, seco_i, seco_d, b, j):  # pragma: no
     return loss
 
 
-@_jit
+@_compiled
 def swap_slice(mat, cols, med, order, start, stop, lastswap, records, removal, ploss
                ):  # pragma: no cover
     """Candidates order[start:stop] of a pass, each swapped in when it lowers the loss.
@@ -143,7 +143,7 @@ def swap_slice(mat, cols, med, order, start, stop, lastswap, records, removal, p
     return -1, lastswap, swaps, loss
 
 
-@_jit
+@_compiled
 def best_single(mat, first):  # pragma: no cover
     """The one medoid of all items: the item whose distances to the others sum least,
     `first` unless another is strictly lower (summed in order, as the library does);
@@ -169,7 +169,7 @@ def best_single(mat, first):  # pragma: no cover
 _CELLS_PER_CALL = 20_000_000
 
 
-@_jit
+@_compiled
 def symmetric(mat):  # pragma: no cover
     """Whether the square `mat` equals its transpose, compared in 64 x 64 tiles (no
     n x n temporary, and each tile's column reads stay in the cache)."""

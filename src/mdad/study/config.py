@@ -17,7 +17,7 @@ from mdad.defaults import (
     DEFAULT_TARGETS,
     DEFAULT_THRESHOLD,
 )
-from mdad.errors import ConfigError, check_whole
+from mdad.errors import ConfigError, check_open_unit, check_whole
 from mdad.selection import METHODS, get_method, largest_size, paper_methods
 from mdad.study.design import seen_pool_size
 
@@ -213,12 +213,6 @@ def _n_targets(config: StudyConfig) -> None:
                           parameters=("n_targets",))
 
 
-def _threshold(config: StudyConfig) -> None:
-    if not 0.0 < config.threshold < 1.0:
-        raise ConfigError(f"threshold must be in (0, 1); got {config.threshold}",
-                          parameters=("threshold",))
-
-
 # The config-only constraints, each parameter's once (as scikit-learn's
 # `_parameter_constraints`): what no dataset could make valid. Checked in this order;
 # what depends on the data is `_resolve`'s.
@@ -227,7 +221,7 @@ PARAMETER_CONSTRAINTS: dict[str, Callable[[StudyConfig], None]] = {
     "n_runs": lambda c: check_whole(c.n_runs, "n_runs", maximum=MAX_RUNS),
     "n_resamples": lambda c: check_whole(c.n_resamples, "n_resamples", maximum=MAX_RESAMPLES),
     "seed": lambda c: check_whole(c.seed, "seed", minimum=0),
-    "threshold": _threshold,
+    "threshold": lambda c: check_open_unit(c.threshold, "threshold"),
     "sources": lambda c: _counts("sources", c.sources, "number of source models", "count"),
     "sizes": lambda c: _counts("sizes", c.sizes, "size", "size"),
     "n_targets": _n_targets,

@@ -190,7 +190,7 @@ def conduct_study(study: StudyRequest | PreparedStudy | None, out_dir: str | Pat
         On KeyboardInterrupt or another interrupt, once the workers have stopped.
     """
     from mdad._version import version as installed
-    from mdad.study.backends import choose_backend
+    from mdad.study.backends import Backend, choose_backend
 
     out_dir = check_out_dir(Path(out_dir).expanduser())
     checkpoint = StudyCheckpoint(checkpoint_dir(out_dir))
@@ -201,6 +201,10 @@ def conduct_study(study: StudyRequest | PreparedStudy | None, out_dir: str | Pat
                           parameters=("resume",))
     prepared = study if isinstance(study, PreparedStudy) else prepare_study(study)
     if not isinstance(backend, str):
+        if not isinstance(backend, Backend):
+            raise ConfigError("backend must be a name or follow mdad.study.backends.Backend "
+                              "(name, n_workers, used, check, execute; extend "
+                              "BackendDefaults for used and check)", parameters=("backend",))
         chosen = backend
     else:
         chosen = choose_backend(backend, n_workers=n_workers, scheduler=scheduler)

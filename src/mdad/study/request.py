@@ -78,5 +78,6 @@ class StudyRequest:
                 fractions=(None if data["fractions"] is None
                            else tuple(float(f) for f in data["fractions"])))
         except (KeyError, TypeError, ValueError, ConfigError) as exc:
-            raise ConfigError(f"the saved study request is damaged ({exc}); start a new "
+            detail = repr(exc) if isinstance(exc, KeyError) else str(exc)
+            raise ConfigError(f"the saved study request is damaged ({detail}); start a new "
                               "study") from None

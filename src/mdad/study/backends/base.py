@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from mdad.study.records import CellOutput, RunJob, RunOutput, Study
 
@@ -14,6 +14,7 @@ CellSink = Callable[[int, CellOutput], None]  # (study index, cell)
 RunSink = Callable[[RunJob, RunOutput], None]
 
 
+@runtime_checkable
 class Backend(Protocol):
     """Computes runs of several studies.
 
@@ -45,7 +46,8 @@ class Backend(Protocol):
 
 class BackendDefaults:
     """What most backends do for `Backend.used` and `Backend.check`: they compute
-    where their name says, and can always start."""
+    where their name says, and can always start. A backend of one's own can extend it
+    for both."""
 
     name: str
 
