@@ -354,12 +354,12 @@ def older_file(data: dict, fmt: str) -> dict:
     return {**old, "format": fmt}
 
 
-def test_file_format_4_reads_3_and_2_and_refuses_older(tmp_path: Path):
+def test_file_format_5_reads_3_and_2_and_refuses_older(tmp_path: Path):
     bundle = select_microbenchmark(as_dataset(irt_matrix()), "random", 10, seed=0)
     path = tmp_path / "mb.json"
     bundle.save(path)
     loaded = MicroBenchmarkFile.load(path)
-    assert loaded.format == "mdad-microbenchmark/4"
+    assert loaded.format == "mdad-microbenchmark/5"
     assert loaded.mdad_curve_sizes == list(range(1, 11)) and len(loaded.mdad_curve) == 10
     crossing = loaded.mdad_curve_crossing_pairs
     assert [count == 0 for count in crossing] == [v is None for v in loaded.mdad_curve]
@@ -392,9 +392,30 @@ def test_file_format_4_reads_3_and_2_and_refuses_older(tmp_path: Path):
     data["format"] = "mdad-microbenchmark/1"
     path.write_text(json.dumps(data))
     with pytest.raises(DataError, match=r"format mdad-microbenchmark/1, this version reads "
-                                        r"mdad-microbenchmark/2 to mdad-microbenchmark/4.*"
+                                        r"mdad-microbenchmark/2 to mdad-microbenchmark/5.*"
                                         r"select again"):
         MicroBenchmarkFile.load(path)
+
+
+@pytest.mark.parametrize(("method", "caveat"), [("anchor-points", True),
+                                               ("anchor-points-predictor", True),
+                                               ("confidence-strata", False)])
+def test_a_format_4_file_of_a_confidence_estimator_says_how_it_was_calibrated(
+        method, caveat, tmp_path: Path):
+    # /4 estimated the held-out models of Anchor Points' estimators from their
+    # confidences; its interval is read as it was, and says so
+    bundle = select_microbenchmark(as_dataset(irt_matrix()), method, 10, seed=0)
+    path = tmp_path / "mb.json"
+    path.write_text(json.dumps({**json.loads(bundle.to_json()),
+                                "format": "mdad-microbenchmark/4"}))
+    old = MicroBenchmarkFile.load(path)
+    assert old.calibration() is not None and old.cv_estimate == bundle.cv_estimate
+    new = ItemScores("new", bundle.reference_scores()[0], [], 0)
+    how = estimate_score(old, new).interval_how
+    assert ("not their scores" in how and "select again" in how) == caveat, how
+    assert "not their scores" not in estimate_score(bundle, new).interval_how
+    old.save(path)  # saved again, still /4 with its pairs
+    assert MicroBenchmarkFile.load(path).cv_estimate == bundle.cv_estimate
 
 
 def test_select_records_the_tasks_for_lm_eval(tmp_path: Path):
@@ -710,7 +731,7 @@ def test_several_sizes_at_once_are_the_files_one_size_at_a_time_gives(method):
     with pytest.raises(ConfigError, match="size 61 is outside"):
         select_microbenchmarks(data, method, [5, 61])
     for bad in (5, [5, 2.5], [5, "7"]):
-        with pytest.raises(ConfigError, match="sizes must be a list|size must be a whole"):
+        with pytest.raises(ConfigError, match=r"sizes must be a list|size must be a whole"):
             select_microbenchmarks(data, method, bad)
 
 

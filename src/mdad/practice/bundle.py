@@ -136,6 +136,20 @@ class MicroBenchmarkFile:
         return Calibration.fit(np.asarray(self.cv_truth), np.asarray(self.cv_estimate),
                                confidence, widen_past=False)
 
+    def calibration_caveat(self) -> str:
+        """'' unless the file's interval was calibrated on the held-out models'
+        confidences rather than their scores (a format /4 file of a method that
+        estimates from confidences), then a clause that says so and what to do."""
+        from mdad.practice.bundle_format import CONFIDENCE_CALIBRATED
+
+        confident = bool(self.estimator.get("confidence")) or (
+            self.estimator.get("kind") == "predictor")
+        if self.format != CONFIDENCE_CALIBRATED or not confident:
+            return ""
+        return ("; but on the held-out models' confidences, not their scores, which is "
+                "not what your results give where the data has confidences (a format /4 "
+                "file of a method that estimates from confidences): select again")
+
     def subset_note(self) -> str:
         """'' when selected from all the dataset's models, else a sentence saying from
         how many."""
@@ -154,10 +168,10 @@ class MicroBenchmarkFile:
     def to_json(self) -> str:
         """The file's text (`load` reads it back); a file read from an older format is
         written in it again, without the fields that format lacks."""
-        from mdad.practice.bundle_format import NEW_IN_4
+        from mdad.practice.bundle_format import CALIBRATED_FORMATS, NEW_IN_4
 
         data = asdict(self)
-        if self.format != FORMAT:
+        if self.format not in CALIBRATED_FORMATS:
             data = {k: v for k, v in data.items() if k not in NEW_IN_4}
         return json.dumps(data, indent=1) + "\n"
 

@@ -21,12 +21,17 @@ FIELDS = ("dataset", "sha256", "mdad_version", "method", "size", "seed", "items"
 NEW_IN_4 = ("cv_truth", "cv_estimate", "source_models", "source_models_sha256",
             "dataset_models", "dataset_item_ids")
 OPTIONAL = ("notes", "dataset_items", "mdad_curve_crossing_pairs", *NEW_IN_4)
-FORMAT = "mdad-microbenchmark/4"
-# also read: /3 files lack NEW_IN_4 (their interval is the older, uncalibrated one, and
-# the CLI says so); /2 files also lack `mdad_curve_crossing_pairs`
+FORMAT = "mdad-microbenchmark/5"
+# also read: /4 files have /5's fields, but a method that estimates from confidences
+# (Anchor Points and its variants) had its held-out pairs estimated from the models'
+# confidences, not their scores (`CONFIDENCE_CALIBRATED`); /3 files lack NEW_IN_4
+# (their interval is the older, uncalibrated one, and the CLI says so); /2 files also
+# lack `mdad_curve_crossing_pairs`
+CONFIDENCE_CALIBRATED = "mdad-microbenchmark/4"
 OLDER_FORMAT = "mdad-microbenchmark/2"
 PREVIOUS_FORMAT = "mdad-microbenchmark/3"
-READABLE_FORMATS = (OLDER_FORMAT, PREVIOUS_FORMAT, FORMAT)
+READABLE_FORMATS = (OLDER_FORMAT, PREVIOUS_FORMAT, CONFIDENCE_CALIBRATED, FORMAT)
+CALIBRATED_FORMATS = (CONFIDENCE_CALIBRATED, FORMAT)  # with NEW_IN_4's fields
 
 
 def _number(value: Any) -> bool:
@@ -139,7 +144,7 @@ def validate(data: dict[str, Any], path: object) -> None:
 def _check_provenance(data: dict[str, Any], need: Callable[[bool, str, str], None]) -> None:
     """/4's calibration pairs (one per source model, null for uniform random sampling,
     whose interval needs none) and what the file was selected from."""
-    if data["format"] != FORMAT:
+    if data["format"] not in CALIBRATED_FORMATS:
         for name in NEW_IN_4:
             need(data.get(name) is None, name, f"null or absent in a format {data['format']} "
                  "file")

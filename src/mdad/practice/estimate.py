@@ -198,11 +198,11 @@ def accuracy_interval(bundle: MicroBenchmarkFile, value: float, used: int,
                                 "(partial-credit scores)")
     calibration = bundle.calibration(confidence)
     if calibration is None:
-        from mdad.practice.bundle_format import FORMAT
+        from mdad.practice.bundle_format import CALIBRATED_FORMATS
         from mdad.practice.calibration import MIN_MODELS
 
         why = (f"a format {bundle.format} file: select again for an interval calibrated "
-               "at every accuracy" if bundle.format != FORMAT else
+               "at every accuracy" if bundle.format not in CALIBRATED_FORMATS else
                f"{len(bundle.reference_models)} models are too few to calibrate one at "
                f"every accuracy (it needs {MIN_MODELS}); it holds on average only")
         spread = bundle.error_sd * np.sqrt(bundle.size / used)
@@ -213,7 +213,7 @@ def accuracy_interval(bundle: MicroBenchmarkFile, value: float, used: int,
     low, high = (float(v) for v in calibration.interval(value, scale=scale))
     low_censored, high_censored = calibration.censored(low, high)
     return AccuracyInterval(low, high, f"calibrated on {calibration.models} held-out "
-                            f"models at every accuracy{scaled}",
+                            f"models at every accuracy{scaled}{bundle.calibration_caveat()}",
                             bool(calibration.beyond(value, scale)),
                             bool(calibration.unexplained(value, scale)),
                             low_censored=bool(low_censored), high_censored=bool(high_censored))
