@@ -76,17 +76,8 @@ def _first_at_least(curves: np.ndarray, valid: np.ndarray, threshold: float) -> 
 def _checked(pairs: object, agreeing: object, ndim: int, threshold: object,
              n_resamples: object, rng: object, tied_pairs: object
              ) -> tuple[np.ndarray, np.ndarray]:
-    """The counts as int64 arrays, after refusing what no MDAD can be computed from.
-
-    Raises
-    ------
-    ConfigError
-        For a threshold outside (0, 1), fewer than 1 resample, no Generator, or a
-        negative `tied_pairs`, naming the parameter.
-    DataError
-        For counts that are not whole, negative, of another shape, or more agreeing
-        pairs than pairs.
-    """
+    """The counts as int64 arrays, after refusing what no MDAD can be computed from
+    (see `first_crossing_mdad`'s Raises)."""
     check_open_unit(threshold, "threshold")
     check_whole(n_resamples, "n_resamples", minimum=1)
     check_whole(tied_pairs, "tied_pairs", minimum=0)
