@@ -482,12 +482,13 @@ def test_select_saves_through_the_method_class_and_reports_progress(gpqa_data,
     answers = matrix.correctness[:4, [column[i] for i in loaded.items]].astype(float)
     from threadpoolctl import threadpool_limits
 
+    from mdad import streams
     from mdad.practice.bundle import _seen_pool
     from mdad.selection import get_method
 
-    with threadpool_limits(limits=1):  # as select fits
+    with threadpool_limits(limits=1):  # as select fits, from seed 2's named streams
         micro = get_method("tinybenchmarks-pirt").select(
-            _seen_pool(matrix, 2), 10, rng=np.random.default_rng(2))
+            _seen_pool(matrix, streams.stream(2, "pool")), 10, rng=streams.rng(2, "select"))
     assert [str(matrix.item_ids[i]) for i in micro.items] == loaded.items
     np.testing.assert_allclose(loaded.to_microbenchmark().estimate(answers),
                                micro.estimate(matrix.correctness[:4].astype(float)),

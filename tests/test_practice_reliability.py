@@ -593,7 +593,8 @@ def test_intel_and_llama_get_one_verdict(gpqa_data, gpqa_random_100, tmp_path: P
         paths.append(results_csv(tmp_path / f"{name}.csv", bundle, row))
     estimate = json.loads(mdad_cli("estimate", out, paths[0], "--json", cwd=tmp_path).stdout)
     compare = json.loads(mdad_cli("compare", out, *paths, "--json", cwd=tmp_path).stdout)
-    assert estimate["accuracy"] == pytest.approx(0.29)
+    intel = gpqa_data.matrix.correctness[names.index(INTEL), [column[i] for i in bundle.items]]
+    assert estimate["accuracy"] == pytest.approx(intel.mean())  # random: the mean itself
     assert (LLAMA in estimate["above"]) == (compare["winner"] == INTEL)
     assert LLAMA in estimate["too_close"] and compare["winner"] is None
 
@@ -751,7 +752,8 @@ def test_an_estimate_beyond_the_reference_models_lists_none(gpqa_data):
     # extrapolation, so no list-level claim is made from it; compare still tests a pair
     matrix, accuracy = gpqa_data.matrix, gpqa_data.matrix.accuracy()
     weaker = np.flatnonzero(accuracy <= np.quantile(accuracy, 0.7))
-    bundle = select_microbenchmark(gpqa_data, "anchor-points", 100, seed=0, models=weaker)
+    # seed 2: four of the 40 strongest lie past the band (0 to 4 over seeds 0 to 5)
+    bundle = select_microbenchmark(gpqa_data, "anchor-points", 100, seed=2, models=weaker)
     column = {str(item): k for k, item in enumerate(matrix.item_ids)}
     items = [column[item] for item in bundle.items]
     beyond = []
@@ -774,11 +776,11 @@ def test_an_interval_end_at_the_calibration_s_reach_is_said_to_be_censored(
         gpqa_data, tmp_path: Path):
     # selected from the weaker 70%: a stronger model's interval runs to where the belt
     # stops speaking (one range past the strongest), which is no bound the data set.
-    # Seed 4: a draw whose middle models' intervals end inside the belt, so both kinds
-    # of end are checked (with seeds 0 to 2 every one of them reaches an end)
+    # Seed 0: a draw whose middle models' intervals end inside the belt, so both kinds
+    # of end are checked (with seeds 1, 3 and 4 every one of them reaches an end)
     matrix, accuracy = gpqa_data.matrix, gpqa_data.matrix.accuracy()
     weaker = np.flatnonzero(accuracy <= np.quantile(accuracy, 0.7))
-    bundle = select_microbenchmark(gpqa_data, "anchor-points", 100, seed=4, models=weaker)
+    bundle = select_microbenchmark(gpqa_data, "anchor-points", 100, seed=0, models=weaker)
     bundle.save(tmp_path / "mb.json")
     low_end, high_end = bundle.calibration().reach()
     seen = {}

@@ -30,6 +30,7 @@ from typing import Protocol
 
 import numpy as np
 
+from mdad import streams
 from mdad.data.matrix import ResponseMatrix
 from mdad.errors import ConfigError
 
@@ -93,7 +94,7 @@ def calibrate(matrix: ResponseMatrix) -> Calibration:
     noise = float(np.mean(accuracy * (1 - accuracy)) / matrix.n_items)
     target = np.sqrt(max(float(accuracy.var()) - noise, 1e-8))
     mean, cov = model.ability_.mean(axis=0), np.cov(model.ability_, rowvar=False)
-    rng = np.random.default_rng(0)
+    rng = streams.rng(0)  # the data's definition: these draws never change
     draws = rng.multivariate_normal(np.zeros(IRT_DIMS), cov, 2000)
     # 2,000 items estimate the mean over items well and keep the bisection fast
     items = np.sort(rng.permutation(matrix.n_items)[:2000])
@@ -170,7 +171,7 @@ def synthetic_matrix(shape: str, real: RealData, *, n_models: int = 420,
                           parameters=("data_seed",))
     names, sizes, calibrated_on = subtask_shape(shape, real)
     fitted = calibration(calibrated_on, real)
-    rng = np.random.default_rng(np.random.SeedSequence(data_seed, spawn_key=(0x5E,)))
+    rng = streams.rng(data_seed, 0x5E)  # the data's definition: these draws never change
     n_items = int(sum(sizes))
     ability = rng.multivariate_normal(fitted.ability_mean, fitted.ability_cov, n_models)
     # the fitted items themselves when the shape has as many (GPQA), else a resample

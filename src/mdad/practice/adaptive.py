@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from mdad import streams
 from mdad._version import version
 from mdad.data.registry import Dataset
 from mdad.errors import ConfigError, DataError, check_whole
@@ -586,10 +587,11 @@ def _fit_and_cross_validate(scores: np.ndarray, dims: int, budget: int, batch: i
     from mdad.practice.calibration import MIN_MODELS, Calibration
     from mdad.practice.fit_pool import run_fits
 
-    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(9,)))
-    folds = np.array_split(rng.permutation(scores.shape[0]), CV_FOLDS)
-    tasks = [(_standardised_fit, (scores, dims, np.random.default_rng(seed)))]
-    tasks += [(_fold_test, (scores, dims, budget, batch, [seed, k], held))
+    folds = np.array_split(streams.rng(seed, "cross-validation", "folds").permutation(
+        scores.shape[0]), CV_FOLDS)
+    tasks = [(_standardised_fit, (scores, dims, streams.rng(seed, "fit")))]
+    tasks += [(_fold_test, (scores, dims, budget, batch,
+                            streams.rng(seed, "cross-validation", "fit", k), held))
               for k, held in enumerate(folds)]
     results = dict(run_fits(tasks, spawn_after=None, threads=_fit_threads(scores, len(tasks))))
     truth = scores.mean(axis=1)
@@ -611,11 +613,11 @@ def _standardised_fit(scores: np.ndarray, dims: int,
     return fit_irt(scores, dims, rng).standardised()
 
 
-def _fold_test(scores: np.ndarray, dims: int, budget: int, batch: int, seed: list[int],
-               held: np.ndarray) -> tuple[list[int], np.ndarray]:
+def _fold_test(scores: np.ndarray, dims: int, budget: int, batch: int,
+               rng: np.random.Generator, held: np.ndarray) -> tuple[list[int], np.ndarray]:
     """The `held` models' tests (`run_batches`) by a fit on the other models."""
     train = np.setdiff1d(np.arange(scores.shape[0]), held)
-    model = _standardised_fit(scores[train], dims, np.random.default_rng(seed))
+    model = _standardised_fit(scores[train], dims, rng)
     discrimination = model.discrimination_ if dims > 1 else model.discrimination_[:, 0]
     return run_batches(discrimination, model.difficulty_, scores[held], budget, batch)
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from mdad import streams
 from mdad._version import version
 from mdad.data.matrix import ResponseMatrix
 from mdad.data.registry import Dataset
@@ -538,11 +539,11 @@ def _pool_matrix(matrix: ResponseMatrix, pool: list[str] | None) -> ResponseMatr
     return matrix.take(items=np.array(sorted(index[item] for item in pool)))
 
 
-def _seen_pool(matrix: ResponseMatrix, seed: int, models: np.ndarray | None = None) -> SeenPool:
+def _seen_pool(matrix: ResponseMatrix, seed: np.random.SeedSequence,
+               models: np.ndarray | None = None) -> SeenPool:
     rows = slice(None) if models is None else models
     return SeenPool(matrix.scores(rows), matrix.gold_confidence(rows),
-                    np.unique(matrix.subtask_codes, return_inverse=True)[1],
-                    seed=np.random.SeedSequence(seed, spawn_key=(7,)))
+                    np.unique(matrix.subtask_codes, return_inverse=True)[1], seed=seed)
 
 
 def lm_eval_ids(ids: list[str], task: str | None) -> list[str] | None:
@@ -574,9 +575,10 @@ def _select_and_validate(matrix: ResponseMatrix, selector: MethodDefaults,
     the method's `libraries_after_fit` while they run, as they do `meanwhile`).
     `finished(steps done, step)` follows each fit.
     """
-    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(8,)))
-    folds = np.array_split(rng.permutation(matrix.n_models), CV_FOLDS)
-    tasks = [(_select, (selector, _seen_pool(matrix, seed), sizes, seed))]
+    folds = np.array_split(streams.rng(seed, "cross-validation", "folds").permutation(
+        matrix.n_models), CV_FOLDS)
+    tasks = [(_select, (selector, _seen_pool(matrix, streams.stream(seed, "pool")), sizes,
+                        streams.stream(seed, "select")))]
     if cross_validate:
         tasks += [(_fold_estimates, (matrix, selector, sizes, seed, k, folds[k]))
                   for k in range(CV_FOLDS)]
@@ -620,7 +622,8 @@ def _threads(selector: MethodDefaults, matrix: ResponseMatrix, tasks: int) -> in
 
 
 def _select(selector: MethodDefaults, pool: SeenPool, sizes: list[int],
-            seed: int) -> list[MicroBenchmark]:
+            seed: np.random.SeedSequence) -> list[MicroBenchmark]:
+    """Each size's selection, each drawing afresh from the stream `seed`."""
     return [selector.select(pool, size, rng=np.random.default_rng(seed)) for size in sizes]
 
 
@@ -635,9 +638,10 @@ def _fold_estimates(matrix: ResponseMatrix, selector: MethodDefaults, sizes: lis
     estimates a user gets. (A study estimates its targets from their confidences, as
     the paper does; on data without confidences the two are the same.)"""
     train = np.setdiff1d(np.arange(matrix.n_models), held)
-    pool = _seen_pool(matrix, seed + 1000 * (k + 1), train)
+    pool = _seen_pool(matrix, streams.stream(seed, "cross-validation", "pool", k), train)
     scores = matrix.scores(held)
-    return [selector.select(pool, size, rng=np.random.default_rng([seed, k])).estimate(scores)
+    draws = streams.stream(seed, "cross-validation", "select", k)
+    return [selector.select(pool, size, rng=np.random.default_rng(draws)).estimate(scores)
             for size in sizes]
 
 

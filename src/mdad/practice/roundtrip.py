@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from mdad import streams
 from mdad.data.registry import Dataset
 from mdad.errors import ConfigError
 
@@ -123,7 +124,7 @@ def round_trip(dataset: Dataset, method: str, sizes: Sequence[int], *,
         for fold, held in enumerate(_held_out(group, split, folds, seed)):
             train = np.setdiff1d(np.arange(matrix.n_models), held)
             # each fold its own draw: a seed's folds share items otherwise
-            selection_seed = seed * 1000 + fold
+            selection_seed = streams.derived_seed(seed, "round-trip", "select", fold)
             if method in ADAPTIVE_METHODS:
                 parts = _adaptive(dataset, method, sizes, selection_seed, train, held)
             else:
@@ -145,8 +146,7 @@ def _held_out(group: np.ndarray, split: str, folds: int, seed: int) -> list[np.n
         return [np.flatnonzero(group == 2)]
     if split == "bottom":
         return [np.flatnonzero(group == 0)]
-    order = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(11,))).permutation(
-        group.size)
+    order = streams.rng(seed, "round-trip", "folds").permutation(group.size)
     return [np.sort(part) for part in np.array_split(order, folds)]
 
 

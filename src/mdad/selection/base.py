@@ -9,13 +9,13 @@ micro-benchmark file.
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, TypeVar
 
 import numpy as np
 
+from mdad import streams
 from mdad.errors import ConfigError, DataError
 
 T = TypeVar("T")
@@ -41,7 +41,7 @@ class SeenPool:
     correctness: np.ndarray
     confidence: np.ndarray
     subtask_codes: np.ndarray
-    seed: np.random.SeedSequence = field(default_factory=lambda: np.random.SeedSequence(0))
+    seed: np.random.SeedSequence = field(default_factory=lambda: streams.stream(0))
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -57,10 +57,7 @@ class SeenPool:
         computed on first use. Its random draws come from a stream of the pool's seed
         named by `key`, so the result is the same whichever cell asks first."""
         if key not in self._cache:
-            stream = np.random.SeedSequence(
-                self.seed.entropy,
-                spawn_key=(*self.seed.spawn_key, zlib.crc32(key.encode("utf-8"))))
-            self._cache[key] = compute(np.random.default_rng(stream))
+            self._cache[key] = compute(streams.rng(self.seed, key))
         return self._cache[key]  # type: ignore[no-any-return]
 
     def subtask_sizes(self) -> np.ndarray:

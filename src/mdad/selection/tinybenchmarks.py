@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from mdad import streams
 from mdad.irt import MultidimensionalIrt, item_curve, map_ability
 from mdad.irt.variational import EPOCHS, fit_variational
 from mdad.selection.base import MethodDefaults, MicroBenchmark, SeenPool
@@ -252,7 +253,7 @@ class TinyBenchmarks(_TinyBenchmarksBase):
     @classmethod
     def warm_up(cls) -> None:
         """Load the variational fit's kernels for 0/1 responses (numba's disk cache)."""
-        fit_variational(np.eye(2), 1, rng=np.random.default_rng(0), epochs=1)
+        fit_variational(np.eye(2), 1, rng=streams.rng(0), epochs=1)
     fast_variant: ClassVar[str | None] = "tinybenchmarks-fast"
 
     def select(self, pool: SeenPool, size: int, *, rng: np.random.Generator) -> MicroBenchmark:
