@@ -15,7 +15,7 @@ from scipy import stats
 from mdad.data import load_dataset
 from mdad.errors import DataError
 from mdad.practice.calibration import MISS, REACH, Calibration, tail_rank
-from mdad.practice.estimate import hypergeometric_interval
+from mdad.practice.intervals import hypergeometric_interval
 
 
 def test_tail_rank_by_hand_and_against_the_binomial():

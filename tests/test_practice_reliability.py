@@ -98,7 +98,8 @@ def assert_consistent(bundle: MicroBenchmarkFile, new: ItemScores) -> dict[str, 
     lies outside the 99.9% interval, at least the MDAD from the estimate; a too-close
     model may have a compare winner (the lists are stricter). Returns how many of each
     were seen, with "separated" counting too-close models compare separates."""
-    from mdad.practice.estimate import LIST_CONFIDENCE, accuracy_interval
+    from mdad.practice.estimate import LIST_CONFIDENCE
+    from mdad.practice.intervals import accuracy_interval
 
     estimate = estimate_score(bundle, new, allow_partial=True)
     strict = accuracy_interval(bundle, estimate.accuracy, estimate.items_used,

@@ -75,12 +75,13 @@ class MicroBenchmarkFile:
     mdad_curve_crossing_pairs : for analytic curves, the pairs in the gap bin that
         sets each size's MDAD (0 where not reached); None when interpolated from a
         study (its rows' flags say when they rest on few pairs) or not recorded.
-    error_sd : for methods other than uniform random sampling, the root mean square
+    error_sd : unless each sample is a simple random one (`MethodDefaults.simple_random`:
+        uniform random sampling, a subtask method on one subtask), the root mean square
         error of the estimate over held-out dataset models (5-fold, by model).
     cv_truth, cv_estimate : for those methods, each source model's accuracy on the pool
         and its estimate by a micro-benchmark selected without its fold, in
         `reference_models`' order as saved: what calibrates the 95% interval
-        (`mdad.practice.calibration`); None for uniform random sampling and in files
+        (`mdad.practice.calibration`); None for simple random samples and in files
         older than format /4.
     source_models, source_models_sha256 : how many models it was selected from and the
         sha256 of their names (one per line, in order); dataset_models : how many the
@@ -126,7 +127,7 @@ class MicroBenchmarkFile:
 
     def calibration(self, confidence: float = 0.95) -> Calibration | None:
         """The held-out calibration of the 95% interval, or None when the file has none
-        (uniform random sampling, whose interval is exact; files older than /4) or too
+        (simple random samples, whose interval is exact; files older than /4) or too
         few models to fit one (fewer than `calibration.MIN_MODELS`)."""
         from mdad.practice.calibration import MIN_MODELS, Calibration
 
@@ -264,7 +265,7 @@ def select_microbenchmark(dataset: Dataset, method: str, size: int, *, seed: int
     theirs and other methods uniform random sampling's, marked as such. `metric` is
     the metric the data was read with (default the dataset's own). `progress` is
     called with (fits done, total fits, what) at the start and as each fit finishes:
-    the selection and, for methods other than uniform random sampling, the 5 folds
+    the selection and, unless its samples are simple random ones, the 5 folds
     of the cross-validated error, which may take seconds each. `spawn_worker` lets
     slow fits (the first still running after `SPAWN_AFTER_SECONDS`) use a second core
     through a spawned worker process (see `run_fits`; a script must then guard its
@@ -328,8 +329,12 @@ def select_microbenchmarks(dataset: Dataset, method: str, sizes: Sequence[int], 
                               parameters=("size",))
     if matrix.n_models < max(selector.min_sources, 1):
         raise ConfigError(f"method {method} needs at least {selector.min_sources} models")
-    # Uniform random sampling's interval is exact (estimate's Wilson interval): no CV.
-    cross_validate = cls.analytic_mdad != "uniform"
+    # A simple random sample's interval is exact (`intervals.hypergeometric_interval`):
+    # no cross-validation. A subtask method's on a pool of one subtask is one; a belt
+    # calibrated on its 5 folds would see 5 draws only (GPQA's top decile: 92% covered
+    # at 25 and 100 items by subtask-equal's belt, 12 seeds).
+    cross_validate = not cls.simple_random(np.unique(matrix.subtask_codes,
+                                                     return_counts=True)[1])
     total = 1 + (CV_FOLDS if cross_validate else 0)
     report = progress or (lambda done, total, step: None)
     curves: list[list[dict[str, Any]]] = []

@@ -204,6 +204,24 @@ class Calibration:
         largest = max(float(np.polyval(self.spread[::-1], _UNIT).max()), self.spread_floor)
         return within + (largest - within) * self._growth(x)
 
+    def density(self, estimate: float, truth: np.ndarray, scale: float = 1.0) -> np.ndarray:
+        """The belt's density of `estimate` at each of the accuracies `truth` (shape
+        kept), for a belt fitted at 95%: half a normal on each side of t + mu(t), each
+        side with half the mass and its sigma set so that the side's 2.5% point is the
+        band's tail point there (`tails_at`, `spread_at` times `scale`). A smooth
+        stand-in for the error's distribution, to weigh accuracies against each
+        other; the interval itself rests on the order statistics alone."""
+        from scipy.special import ndtri
+
+        t = np.asarray(truth, dtype=np.float64)
+        spread = scale * self.spread_at(t) / float(ndtri(1 - (1 - CONFIDENCE) / 2))
+        low_tail, high_tail = self.tails_at(t)
+        below = np.maximum(-low_tail * spread, 1e-9)
+        above = np.maximum(high_tail * spread, 1e-9)
+        residual = estimate - (t + self.mean_at(t))
+        sigma = np.where(residual < 0, below, above)
+        return np.exp(-0.5 * (residual / sigma) ** 2) / (np.sqrt(2 * np.pi) * sigma)
+
     def _growth(self, x: np.ndarray) -> np.ndarray:
         """How far the spread and tails have grown at unit accuracies `x`: `_past`,
         or 0 everywhere without `widen_past`."""

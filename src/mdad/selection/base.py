@@ -238,6 +238,14 @@ class MethodDefaults:
         raise NotImplementedError(f"{type(self).__name__} must define select")
 
     @classmethod
+    def simple_random(cls, subtask_sizes: np.ndarray) -> bool:
+        """Whether each of its samples from a pool of these subtask sizes (shape
+        (n_subtasks,)) is a simple random sample, uniform without replacement, read
+        by its plain mean: then `estimate`'s interval is exact and needs no
+        cross-validation. True for uniform random sampling (`analytic_mdad`)."""
+        return cls.analytic_mdad == "uniform"
+
+    @classmethod
     def fit_memory(cls, n_models: int, n_items: int) -> int:
         """Bytes one selection holds at its peak on a pool of that shape, where that is
         large enough to limit how many run at once (default 0: never)."""

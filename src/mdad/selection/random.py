@@ -42,6 +42,11 @@ class SubtaskEqual(MethodDefaults):
         sizes = np.asarray(subtask_sizes)
         return int(sizes.size * sizes.min()) if sizes.size else 0
 
+    @classmethod
+    def simple_random(cls, subtask_sizes: np.ndarray) -> bool:
+        """With one subtask, a uniform sample."""
+        return np.asarray(subtask_sizes).size == 1
+
     def select(self, pool: SeenPool, size: int, *, rng: np.random.Generator) -> MicroBenchmark:
         sizes = pool.subtask_sizes()
         n_subtasks = sizes.size
@@ -60,6 +65,11 @@ class SubtaskProportional(MethodDefaults):
     display_name: ClassVar[str] = "Random (subtask, proportional)"
     colour: ClassVar[str] = "#999999"
     line_style: ClassVar[str] = "--"
+
+    @classmethod
+    def simple_random(cls, subtask_sizes: np.ndarray) -> bool:
+        """With one subtask, a uniform sample."""
+        return np.asarray(subtask_sizes).size == 1
 
     def select(self, pool: SeenPool, size: int, *, rng: np.random.Generator) -> MicroBenchmark:
         weights = 1.0 / pool.subtask_sizes()[pool.subtask_codes]
