@@ -24,12 +24,14 @@ import time
 
 SCRIPT = """
 import sys
-from mdad.study import StudyConfig, StudyRequest, conduct_study
+from mdad.study import StudyConfig, StudyRequest, conduct_study, prepare_study
+from mdad.study.backends import choose_backend
 if __name__ == "__main__":
     methods, runs, sizes, backend, out = sys.argv[1:]
     config = StudyConfig(methods=tuple(methods.split(",")), n_runs=int(runs),
                          sizes=tuple(map(int, sizes.split(","))) if sizes else None)
-    conduct_study(StudyRequest("gpqa", config), out, backend=backend, n_workers=2)
+    conduct_study(prepare_study(StudyRequest("gpqa", config)), out,
+                  backend=choose_backend(backend, n_workers=2))
 """
 
 

@@ -18,8 +18,10 @@ from mdad.study import (
     conduct_study,
     prepare_study,
     read_study_folder,
+    resume_study,
     saved_request,
 )
+from mdad.study.backends import choose_backend
 from mdad.study.checkpoint import checkpoint_dir
 
 SMALL = StudyConfig(methods=("random", "anchor-points"), sizes=(10, 25), n_runs=6,
@@ -28,6 +30,10 @@ SMALL = StudyConfig(methods=("random", "anchor-points"), sizes=(10, 25), n_runs=
 
 def request(**changes) -> StudyRequest:
     return StudyRequest("gpqa", StudyConfig(**{**SMALL.__dict__, **changes}))
+
+
+def conduct(study: StudyRequest, out: Path, **options):
+    return conduct_study(prepare_study(study), out, **options)
 
 
 def test_a_request_round_trips_through_json(tmp_path: Path) -> None:
@@ -80,7 +86,7 @@ def test_conduct_writes_the_folder_reports_progress_and_never_prints(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     shared_data(GPQA_CSV)
     events = []
-    outcome = conduct_study(request(), tmp_path / "study", progress=events.append)
+    outcome = conduct(request(), tmp_path / "study", progress=events.append)
     assert capsys.readouterr() == ("", "")
     folder = read_study_folder(outcome.path)
     assert folder.methods == ["random", "anchor-points"] and folder.sizes == [10, 25]
@@ -100,7 +106,7 @@ def test_conduct_writes_the_folder_reports_progress_and_never_prints(
 
 def test_an_interrupted_study_resumes_to_the_same_numbers(tmp_path: Path) -> None:
     shared_data(GPQA_CSV)
-    whole = conduct_study(request(), tmp_path / "whole", backend="in-process")
+    whole = conduct(request(), tmp_path / "whole", backend=choose_backend("in-process"))
 
     def stop_after_some_cells(state) -> None:
         if state.stage == "cells" and state.cells_done == 11:
@@ -108,17 +114,18 @@ def test_an_interrupted_study_resumes_to_the_same_numbers(tmp_path: Path) -> Non
 
     out = tmp_path / "stopped"
     with pytest.raises(StudyInterrupted) as info:
-        conduct_study(request(), out, backend="in-process", progress=stop_after_some_cells)
+        conduct(request(), out, backend=choose_backend("in-process"),
+                progress=stop_after_some_cells)
     stop = info.value
     assert (stop.runs_saved, stop.cells_saved) == (2, 3)  # 4 cells per run
     assert isinstance(stop.cause, KeyboardInterrupt) and not out.exists()
     assert saved_request(out) == request()
     with pytest.raises(ConfigError, match=r"has an interrupted study .*continue it with resume"):
-        conduct_study(request(), out)
+        conduct(request(), out)
     with pytest.raises(ConfigError, match=r"^resume .* continues the saved request"):
-        conduct_study(request(n_runs=7), out, resume=True)
+        conduct(request(n_runs=7), out, resume=True)
     events = []
-    resumed = conduct_study(None, out, resume=True, progress=events.append)
+    resumed = resume_study(out, progress=events.append)
     assert events[0].cells_resumed == 11 and events[0].cells_done == 11
     for name in ("mdad.csv", "summary.csv", "agreement.csv"):
         assert (resumed.path / name).read_bytes() == (whole.path / name).read_bytes()
@@ -129,14 +136,21 @@ def test_an_interrupted_study_resumes_to_the_same_numbers(tmp_path: Path) -> Non
 def test_library_errors_name_python_parameters(tmp_path: Path) -> None:
     shared_data(GPQA_CSV)
     with pytest.raises(ConfigError, match=r"^n_runs must be an integer >= 1; got 0") as info:
-        conduct_study(request(n_runs=0), tmp_path / "x")
+        prepare_study(request(n_runs=0))
     assert info.value.parameters == ("n_runs",)
     with pytest.raises(ConfigError, match=r"^n_workers must be >= 1"):
-        conduct_study(request(), tmp_path / "y", backend="processes", n_workers=-1)
+        choose_backend("processes", n_workers=-1)
     with pytest.raises(ConfigError, match=r"^backend must be one of"):
-        conduct_study(request(), tmp_path / "z", backend="threads")
+        choose_backend("threads")
+    # one typed input each: a request must be prepared, a backend chosen
+    with pytest.raises(ConfigError, match=r"^prepared must be a PreparedStudy, not "
+                                          r"StudyRequest; pass prepare_study\(request\)"):
+        conduct_study(request(), tmp_path / "w")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=r"^backend must follow") as info:
+        conduct(request(), tmp_path / "v", backend="processes")
+    assert info.value.parameters == ("backend",)
     with pytest.raises(ConfigError, match=r"^resume: no interrupted study found"):
-        conduct_study(None, tmp_path / "none", resume=True)
+        resume_study(tmp_path / "none")
     assert not any(tmp_path.iterdir())
 
 

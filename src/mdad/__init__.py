@@ -3,7 +3,8 @@
 The public API, by task:
 
 - loading: `load_dataset`, `read_results`, `Dataset`, `ResponseMatrix`;
-- the study: `StudyConfig`, `StudyRequest`, `conduct_study`, `read_study_folder`;
+- the study: `StudyConfig`, `StudyRequest`, `prepare_study`, `conduct_study`,
+  `resume_study`, `read_study_folder`;
 - MDAD: `first_crossing_mdad`, `smooth_mdad`, `MdadResult`, `DEFAULT_THRESHOLD`;
 - plan a size: `plan`;
 - select a micro-benchmark: `select_microbenchmark`, `MicroBenchmarkFile`;
@@ -32,6 +33,8 @@ _EXPORTS = {
     "StudyConfig": "mdad.study",
     "StudyRequest": "mdad.study",
     "conduct_study": "mdad.study",
+    "prepare_study": "mdad.study",
+    "resume_study": "mdad.study",
     "read_study_folder": "mdad.study",
     "DEFAULT_THRESHOLD": "mdad.metrics",
     "MdadResult": "mdad.metrics",
@@ -72,9 +75,11 @@ __all__ = [
     "first_crossing_mdad",
     "load_dataset",
     "plan",
+    "prepare_study",
     "read_model_scores",
     "read_results",
     "read_study_folder",
+    "resume_study",
     "select_microbenchmark",
     "smooth_mdad",
     "start_adaptive_test",
@@ -96,7 +101,14 @@ if TYPE_CHECKING:
         select_microbenchmark,
         start_adaptive_test,
     )
-    from mdad.study import StudyConfig, StudyRequest, conduct_study, read_study_folder
+    from mdad.study import (
+        StudyConfig,
+        StudyRequest,
+        conduct_study,
+        prepare_study,
+        read_study_folder,
+        resume_study,
+    )
 
     __version__: str
 

@@ -132,6 +132,7 @@ def run(
     """Run the micro-benchmark reliability study and report MDAD per method and size."""
     from rich.console import Console
 
+    from mdad.study.backends import choose_backend
     from mdad.study.pipeline import load_study_data, prepare_study, saved_request
 
     if resume is not None:
@@ -165,9 +166,9 @@ def run(
     _print_notices(err, prepared.notices)
     out_dir = resume or out or Path("runs") / (
         f"{prepared.dataset.name}-{datetime.now():%Y%m%d-%H%M%S}")
-    outcome = _conduct(prepared, out_dir, err, resume=resume is not None,
-                       backend="dask" if backend is Backend.DASK else "auto",
-                       n_workers=workers or None, scheduler=scheduler)
+    chosen = choose_backend("dask" if backend is Backend.DASK else "auto",
+                            n_workers=workers or None, scheduler=scheduler)
+    outcome = _conduct(prepared, out_dir, err, resume=resume is not None, backend=chosen)
     _print_notices(err, outcome.notices[len(prepared.notices):])
     _render(outcome)
     if with_report:

@@ -20,7 +20,7 @@ _MODULES = {
     "mdad.study.folder": ("StudyFolder", "read_study_folder"),
     "mdad.study.pipeline": ("PreparedStudy", "StudyInterrupted", "StudyOutcome",
                             "StudyProgress", "conduct_study", "prepare_study",
-                            "saved_request"),
+                            "resume_study", "saved_request"),
     "mdad.study.records": ("StudyResult",),
     "mdad.study.request": ("StudyRequest",),
     "mdad.study.cells": ("run_cell", "select_cell"),
@@ -51,6 +51,7 @@ __all__ = [
     "plan_study",
     "prepare_study",
     "read_study_folder",
+    "resume_study",
     "run_cell",
     "run_studies",
     "run_study",
@@ -82,6 +83,7 @@ if TYPE_CHECKING:
         StudyProgress,
         conduct_study,
         prepare_study,
+        resume_study,
         saved_request,
     )
     from mdad.study.records import StudyResult

@@ -1,9 +1,9 @@
 """The whole study, from a request to a study folder: load, plan, checkpoint, compute,
 evaluate, write, and resume after an interruption.
 
-    >>> from mdad.study import StudyConfig, StudyRequest, conduct_study
+    >>> from mdad.study import StudyConfig, StudyRequest, conduct_study, prepare_study
     >>> request = StudyRequest("gpqa", StudyConfig(methods=("random",), n_runs=10))
-    >>> outcome = conduct_study(request, "runs/gpqa-random")  # doctest: +SKIP
+    >>> outcome = conduct_study(prepare_study(request), "runs/gpqa-random")  # doctest: +SKIP
 
 The library never prints: notices come back in the outcome, and progress goes to a
 callback.
@@ -97,7 +97,7 @@ class StudyInterrupted(BaseException):
     """The study stopped before its end (Ctrl-C, SIGTERM): what it had finished is saved
     in `checkpoint` unless nothing was (then the checkpoint is removed).
 
-    Continue with ``conduct_study(request, out_dir, resume=True)``; `cause` is the
+    Continue with ``resume_study(out_dir)``; `cause` is the
     exception that stopped it.
     """
 
@@ -147,6 +147,16 @@ def prepare_study(request: StudyRequest, *, dataset: Dataset | None = None) -> P
                          sum(study.plan.n_cells for study in subtasks), notices, fractions)
 
 
+def resume_study(out_dir: str | Path, *, backend: Backend | None = None,
+                 progress: ProgressReporter | None = None,
+                 command: list[str] | None = None) -> StudyOutcome:
+    """Continue the interrupted study that was writing to `out_dir`, with its saved
+    request (`conduct_study` with `resume`; the same parameters)."""
+    out_dir = Path(out_dir).expanduser()
+    return conduct_study(prepare_study(saved_request(out_dir)), out_dir, resume=True,
+                         backend=backend, progress=progress, command=command)
+
+
 def saved_request(out_dir: Path) -> StudyRequest:
     """The request of the interrupted study that was writing to `out_dir`.
 
@@ -159,24 +169,22 @@ def saved_request(out_dir: Path) -> StudyRequest:
     return StudyRequest.from_json(saved.get("request"))
 
 
-def conduct_study(study: StudyRequest | PreparedStudy | None, out_dir: str | Path, *,
-                  resume: bool = False, backend: str | Backend = "auto",
-                  n_workers: int | None = None, scheduler: str | None = None,
-                  progress: ProgressReporter | None = None,
+def conduct_study(prepared: PreparedStudy, out_dir: str | Path, *, resume: bool = False,
+                  backend: Backend | None = None, progress: ProgressReporter | None = None,
                   command: list[str] | None = None, version: str | None = None
                   ) -> StudyOutcome:
     """Run a study and write its folder `out_dir`.
 
     Parameters
     ----------
-    study : the request (or the request prepared by `prepare_study`); None with
-        `resume` continues the saved request.
+    prepared : the request with its data and plan, validated (`prepare_study`).
     out_dir : the study folder to write; it must not exist or be empty. Finished
         cells are saved beside it (see `checkpoint_dir`) as they complete.
     resume : continue the interrupted study that was writing to `out_dir`, reusing
-        what it finished; the request must be the saved one.
-    backend, n_workers, scheduler : where runs are computed (see `choose_backend`),
-        or a backend object. The numbers do not depend on it.
+        what it finished; the request must be the saved one (`resume_study` reads
+        it).
+    backend : where runs are computed (`mdad.study.backends.choose_backend`; None:
+        "auto", one process per core). The numbers do not depend on it.
     progress : called with a `StudyProgress` as cells finish, then once for the
         metrics.
     command, version : recorded in config.json.
@@ -192,22 +200,16 @@ def conduct_study(study: StudyRequest | PreparedStudy | None, out_dir: str | Pat
     from mdad._version import version as installed
     from mdad.study.backends import Backend, choose_backend
 
+    if not isinstance(prepared, PreparedStudy):
+        raise ConfigError(f"prepared must be a PreparedStudy, not {type(prepared).__name__}; "
+                          "pass prepare_study(request)", parameters=("prepared",))
+    if backend is not None and not isinstance(backend, Backend):
+        raise ConfigError("backend must follow mdad.study.backends.Backend (name, n_workers, "
+                          "used, check, execute; extend BackendDefaults for used and check), "
+                          "e.g. choose_backend('processes')", parameters=("backend",))
     out_dir = check_out_dir(Path(out_dir).expanduser())
     checkpoint = StudyCheckpoint(checkpoint_dir(out_dir))
-    if resume and study is None:
-        study = saved_request(out_dir)
-    if study is None:
-        raise ConfigError("give a study request, or set resume to continue the saved one",
-                          parameters=("resume",))
-    prepared = study if isinstance(study, PreparedStudy) else prepare_study(study)
-    if not isinstance(backend, str):
-        if not isinstance(backend, Backend):
-            raise ConfigError("backend must be a name or follow mdad.study.backends.Backend "
-                              "(name, n_workers, used, check, execute; extend "
-                              "BackendDefaults for used and check)", parameters=("backend",))
-        chosen = backend
-    else:
-        chosen = choose_backend(backend, n_workers=n_workers, scheduler=scheduler)
+    chosen = backend if backend is not None else choose_backend()
     chosen.check()
     sha256 = prepared.dataset.matrix.sha256
     _open_checkpoint(checkpoint, out_dir, prepared.request, sha256, resume=resume)
