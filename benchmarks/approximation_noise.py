@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import kendalltau
 
+from mdad import streams
 from mdad.data import load_dataset
 from mdad.selection import MethodDefaults, SeenPool, method_class
 from mdad.selection.threads import one_thread
@@ -113,9 +114,9 @@ def measure(benchmark: str, method: str, runs: int, sources: tuple[int, ...],
                 for name, (selector, seed) in chosen.items():
                     # a fresh pool per variant: nothing shared between them
                     pool = SeenPool(shared.correctness, shared.confidence,
-                                    shared.subtask_codes, np.random.SeedSequence([run, seed]))
+                                    shared.subtask_codes, streams.stream(seed, "pool", run))
                     for size in sizes:
-                        rng = np.random.default_rng([run, n_sources, size, seed])
+                        rng = streams.rng(seed, "cell", run, n_sources, size)
                         started = time.perf_counter()
                         with fit_of(baseline if name == "baseline" else None):
                             micro = selector.select(pool, size, rng=rng)

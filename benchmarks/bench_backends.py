@@ -4,8 +4,8 @@ Times whole processes (import, load, cells, metrics, write), best of --repeats:
 
 - the three random methods, default options (`mdad run gpqa --methods
   random,subtask-equal,subtask-proportional`): the "auto" backend, against
-  `backend="processes"` (every study in two workers, the old default) and
-  `backend="in-process"`, all through `mdad.study.conduct_study`;
+  `choose_backend("processes")` (every study in two workers, the old default) and
+  `choose_backend("in-process")`, all through `mdad.study.conduct_study`;
 - a heavier study (random and tinybenchmarks, 10 runs) the same three ways, to show
   that "auto" hands work to the workers when it pays;
 - the start-up cost of two workers (spawn, import, receive the data): a one-cell study

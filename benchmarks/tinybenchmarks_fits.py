@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import kendalltau
 
+from mdad import streams
 from mdad.data import load_dataset
 from mdad.irt.variational import fit_variational
 from mdad.selection.clustering import reference_kmeans
@@ -128,7 +129,7 @@ def measure(runs: int, sources: tuple[int, ...], with_pyro: bool) -> pd.DataFram
             for n_sources in sources:
                 pool = seen_pool(matrix, design, n_sources, seed=0)
                 y = np.asarray(pool.correctness, dtype=float)
-                rng = np.random.default_rng([run, n_sources])
+                rng = streams.rng(0, "fits", run, n_sources)
                 fits = {"map": fit_irt(y, 10, rng), "variational": fit_variational(y, 10, rng=rng)}
                 rules = {"map-distinct": (fits["map"], irt_anchors),
                          "map-argmin": (fits["map"], argmin_anchors),

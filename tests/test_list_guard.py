@@ -1,6 +1,6 @@
 """What `estimate`'s lists weigh besides the 99.9% interval: the chance, among models
 like the reference models, of the other side (`estimate.wrong_side_chance`, from
-`intervals.likelihood`)."""
+`intervals.log_likelihood`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from scipy.stats import hypergeom
 
 from mdad.practice.calibration import Calibration
 from mdad.practice.estimate import WRONG_SIDE, estimate_score, wrong_side_chance
-from mdad.practice.intervals import likelihood
+from mdad.practice.intervals import log_likelihood
 from mdad.practice.results import ItemScores
 
 accuracies = st.lists(st.integers(0, 20).map(lambda k: k / 20), min_size=1, max_size=30)
@@ -48,10 +48,10 @@ def test_random_sampling_weighs_by_the_hypergeometric_probability(gpqa_data):
 
     bundle = select_microbenchmark(gpqa_data, "random", 10, seed=0)
     truth = np.array(bundle.reference_accuracy)
-    got = likelihood(bundle, 0.8, 10, truth)
+    got = log_likelihood(bundle, 0.8, 10, truth)
     # scipy's: 8 right of 10 drawn from 448 items, K = accuracy x 448 of them right
-    expected = hypergeom.pmf(8, 448, np.rint(truth * 448).astype(int), 10)
-    np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-300)
+    expected = hypergeom.logpmf(8, 448, np.rint(truth * 448).astype(int), 10)
+    np.testing.assert_allclose(got, expected, rtol=1e-9)
 
 
 def test_the_belts_density_is_a_density_with_the_bands_tail_points():
@@ -61,7 +61,7 @@ def test_the_belts_density_is_a_density_with_the_bands_tail_points():
                                   widen_past=False)
     y = np.linspace(-0.5, 1.5, 10001)
     for t in (0.25, 0.4, 0.55):
-        density = np.array([calibration.density(v, np.array([t]))[0] for v in y])
+        density = np.exp([calibration.log_density(v, np.array([t]))[0] for v in y])
         cumulative = np.concatenate([[0.0], np.cumsum((density[1:] + density[:-1]) / 2
                                                       * np.diff(y))])
         assert cumulative[-1] == pytest.approx(1.0, abs=1e-3)
@@ -89,10 +89,28 @@ def test_a_fluke_lists_only_what_the_reference_models_back(gpqa_data):
     truth = np.array(bundle.reference_accuracy)
     listed = np.isin(bundle.reference_models, estimate.above)
     assert estimate.low < 0.5 and (truth < estimate.low).sum() > 100  # the interval's
-    not_above, _ = wrong_side_chance(likelihood(bundle, 0.8, 10, truth), truth)
-    assert (not_above[listed] <= WRONG_SIDE).all()
+    log_weight = log_likelihood(bundle, 0.8, 10, truth)
+    not_above, _ = wrong_side_chance(np.exp(log_weight - log_weight.max()), truth)
+    assert 0 < listed.sum() and (not_above[listed] <= WRONG_SIDE).all()
     assert listed.sum() < (truth < estimate.low).sum() / 4
     assert truth[listed].max(initial=0.0) < 0.237
+
+
+def test_a_count_no_reference_model_could_give_is_weighed_as_the_nearest(gpqa_data):
+    # 250 of 300 right: no GPQA model has that many right items (the best has 203 of
+    # 448), so the exact chance is 0 for all; the binomial's ranks them, and the model
+    # is listed above all but the strongest few (it was "too close" to every one)
+    from mdad.practice.bundle import select_microbenchmark
+
+    bundle = select_microbenchmark(gpqa_data, "random", 300, seed=0)
+    truth = np.array(bundle.reference_accuracy)
+    assert (np.rint(truth * 448) < 250).all()
+    assert np.isfinite(log_likelihood(bundle, 250 / 300, 300, truth)).all()  # the binomial
+    scores = np.zeros(300)
+    scores[:250] = 1.0
+    estimate = estimate_score(bundle, ItemScores("strong", scores, [], 0))
+    assert estimate.low > truth.max()
+    assert len(estimate.above) >= 400 and estimate.below == []
 
 
 def test_a_subtask_method_on_one_subtask_gets_the_exact_interval(gpqa_data):

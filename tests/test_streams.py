@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mdad import streams
+from mdad.errors import ConfigError
 from mdad.study import seeds
 
 SOURCE = Path(streams.__file__).parent
@@ -68,10 +69,21 @@ def test_a_derived_seed_is_a_whole_number_below_2_63(seed, path):
     assert value == streams.derived_seed(seed, *path)
 
 
-@pytest.mark.parametrize("label", [-1, 1.5, True, None])
-def test_a_label_must_be_a_name_or_a_whole_number(label):
-    with pytest.raises((ValueError, TypeError)):
+@pytest.mark.parametrize("label", [-1, 1.5, 2.0, True, None, 2**32])
+def test_a_label_must_be_a_name_or_a_whole_number_below_2_32(label):
+    # 2**32 would be split into two 32-bit words: the path (0, 1)
+    assert (np.random.SeedSequence(5, spawn_key=(2**32,)).generate_state(1)
+            == np.random.SeedSequence(5, spawn_key=(0, 1)).generate_state(1)).all()
+    with pytest.raises(ConfigError, match="a stream's label must be") as info:
         streams.stream(0, label)
+    assert info.value.parameters == ("labels",)
+
+
+@pytest.mark.parametrize("seed", [None, -1, 1.5, "0"])
+def test_a_seed_must_be_a_whole_number_or_a_stream(seed):
+    with pytest.raises(ConfigError, match=r"^seed must be a whole number") as info:
+        streams.rng(seed)
+    assert info.value.parameters == ("seed",)
 
 
 def test_the_studys_streams_keep_their_draws():
@@ -91,22 +103,29 @@ def test_the_studys_streams_keep_their_draws():
 
 
 def _random_calls(path: Path, root: Path = SOURCE) -> list[str]:
-    """``file:line`` of each seed sequence built, or generator seeded by a literal,
-    a list or arithmetic: randomness drawn outside `mdad.streams`."""
+    """``file:line`` of each seed sequence built, or generator seeded by a literal, a
+    list or arithmetic (positionally or as `seed`/`random_state`): randomness drawn
+    outside `mdad.streams`."""
+    ad_hoc = ast.Constant | ast.List | ast.Tuple | ast.BinOp
     found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if not isinstance(node, ast.Call):
             continue
         name = getattr(node.func, "attr", getattr(node.func, "id", ""))
-        ad_hoc = name == "default_rng" and any(
-            isinstance(arg, ast.Constant | ast.List | ast.Tuple | ast.BinOp) for arg in node.args)
-        if name == "SeedSequence" or ad_hoc:
+        given = [*node.args, *(k.value for k in node.keywords if k.arg in ("seed",))]
+        seeded = name in ("default_rng", "RandomState") and any(
+            isinstance(arg, ad_hoc) for arg in given)
+        by_keyword = any(k.arg == "random_state" and isinstance(k.value, ad_hoc)
+                         for k in node.keywords)
+        if name == "SeedSequence" or seeded or by_keyword:
             found.append(f"{path.relative_to(root)}:{node.lineno}")
     return found
 
 
 def test_the_library_draws_randomness_only_through_named_streams():
-    found = [hit for path in sorted(SOURCE.rglob("*.py")) if path.name != "streams.py"
+    # the library's; a benchmark may seed its made-up inputs as it likes
+    home = SOURCE / "streams.py"
+    found = [hit for path in sorted(SOURCE.rglob("*.py")) if path != home
              for hit in _random_calls(path)]
     assert found == []
 
@@ -117,5 +136,8 @@ def test_the_rule_sees_ad_hoc_seeds(tmp_path):
                      "a = np.random.default_rng([seed, k])\n"
                      "b = np.random.default_rng(seed + 1000 * k)\n"
                      "c = np.random.SeedSequence(seed, spawn_key=(7,))\n"
-                     "d = np.random.default_rng(stream)\n")
-    assert _random_calls(probe, tmp_path) == ["probe.py:2", "probe.py:3", "probe.py:4"]
+                     "d = np.random.default_rng(stream)\n"
+                     "e = Irt(3, random_state=0)\n"
+                     "f = np.random.RandomState(seed=[1, 2])\n")
+    assert _random_calls(probe, tmp_path) == ["probe.py:2", "probe.py:3", "probe.py:4",
+                                              "probe.py:6", "probe.py:7"]

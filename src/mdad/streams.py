@@ -15,28 +15,38 @@ import zlib
 
 import numpy as np
 
+from mdad.errors import ConfigError
+
 Label = str | int
 
 
 def label_id(label: Label) -> int:
-    """A label's place in a spawn key: a name's CRC-32, or a whole number >= 0 itself."""
+    """A label's place in a spawn key: a name's CRC-32, or a whole number in
+    [0, 2**32) itself (numpy splits larger ones into 32-bit words, which would make
+    ``(2**32,)`` the path ``(0, 1)``)."""
     if isinstance(label, str):
         return zlib.crc32(label.encode("utf-8"))
-    if isinstance(label, bool | np.bool_) or int(label) != label or label < 0:
-        raise ValueError(f"a stream's label must be a name or a whole number >= 0, not {label!r}")
+    if not isinstance(label, int | np.integer) or isinstance(label, bool) or not (
+            0 <= label < 2**32):
+        raise ConfigError(f"a stream's label must be a name or a whole number in [0, 2**32), "
+                          f"not {label!r}", parameters=("labels",))
     return int(label)
 
 
 def stream(seed: int | np.random.SeedSequence, *labels: Label) -> np.random.SeedSequence:
-    """The seed sequence of the stream `labels` of `seed`.
+    """The seed sequence of the stream `labels` of `seed` (a whole number >= 0).
 
     `seed` may itself be a stream: its labels then come first, so
     ``stream(stream(s, "a"), "b") == stream(s, "a", "b")``.
     """
+    keys = tuple(map(label_id, labels))
     if isinstance(seed, np.random.SeedSequence):
-        return np.random.SeedSequence(
-            seed.entropy, spawn_key=(*seed.spawn_key, *map(label_id, labels)))
-    return np.random.SeedSequence(seed, spawn_key=tuple(map(label_id, labels)))
+        return np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, *keys))
+    if not isinstance(seed, int | np.integer) or isinstance(seed, bool) or seed < 0:
+        raise ConfigError(f"seed must be a whole number >= 0 or a SeedSequence, not {seed!r} "
+                          "(None would draw from the operating system: not reproducible)",
+                          parameters=("seed",))
+    return np.random.SeedSequence(int(seed), spawn_key=keys)
 
 
 def rng(seed: int | np.random.SeedSequence, *labels: Label) -> np.random.Generator:

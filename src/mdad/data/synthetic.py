@@ -88,7 +88,7 @@ def calibrate(matrix: ResponseMatrix) -> Calibration:
 
     from mdad.irt import MultidimensionalIrt
 
-    model = MultidimensionalIrt(IRT_DIMS, random_state=0).fit(matrix.correctness)
+    model = MultidimensionalIrt(IRT_DIMS, random_state=streams.rng(0)).fit(matrix.correctness)
     accuracy = matrix.accuracy()
     # the spread of true accuracies: the observed one minus binomial noise
     noise = float(np.mean(accuracy * (1 - accuracy)) / matrix.n_items)

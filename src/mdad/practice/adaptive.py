@@ -42,14 +42,13 @@ from mdad.practice.adaptive_state import (
     checked_state,
 )
 from mdad.practice.bundle import lm_eval_ids, samples_by_task
+from mdad.practice.calibration import CV_FOLDS, MIN_MODELS, Calibration, cross_validation_folds
 from mdad.practice.compare import Z95
 
 if TYPE_CHECKING:
     from mdad.irt.model import MultidimensionalIrt
-    from mdad.practice.calibration import Calibration
     from mdad.practice.results import ItemScores
 
-CV_FOLDS = 5
 STATE_MAX_BYTES = 64 << 20  # 12,032 MMLU-Pro items in 3-D take 1 MB
 STATE_FIX = "pass the state file of `mdad adaptive start`, or start a test with it"
 
@@ -231,8 +230,6 @@ class AdaptiveTest:
     def calibration_at(self, answered: int) -> Calibration | None:
         """The belt of the held-out tests after the largest batch count at most
         `answered` answers; None in a state without one (format /1, too few models)."""
-        from mdad.practice.calibration import Calibration
-
         if self.cv_calibration is None:
             return None
         k = int(np.searchsorted(self.cv_answered, answered, side="right")) - 1
@@ -584,11 +581,9 @@ def _fit_and_cross_validate(scores: np.ndarray, dims: int, budget: int, batch: i
     The six fits are independent, each with its own seed, and run in a thread per core
     (their passes over the data release Python's lock): the same numbers on any
     machine. The caller holds a one-BLAS-thread limit."""
-    from mdad.practice.calibration import MIN_MODELS, Calibration
     from mdad.practice.fit_pool import run_fits
 
-    folds = np.array_split(streams.rng(seed, "cross-validation", "folds").permutation(
-        scores.shape[0]), CV_FOLDS)
+    folds = cross_validation_folds(seed, scores.shape[0])
     tasks = [(_standardised_fit, (scores, dims, streams.rng(seed, "fit")))]
     tasks += [(_fold_test, (scores, dims, budget, batch,
                             streams.rng(seed, "cross-validation", "fit", k), held))

@@ -26,6 +26,7 @@ from mdad.practice.bundle_format import (
     compact_ids,
     validate,
 )
+from mdad.practice.calibration import CV_FOLDS, cross_validation_folds
 from mdad.practice.fit_pool import SPAWN_AFTER_SECONDS, fit_threads, run_fits
 from mdad.practice.planner import mdad_curve, pair_structure
 from mdad.selection import MethodDefaults, MicroBenchmark, SeenPool, method_class
@@ -34,7 +35,6 @@ from mdad.selection.threads import load_libraries, one_thread
 if TYPE_CHECKING:
     from mdad.practice.calibration import Calibration
 
-CV_FOLDS = 5
 PASS_A_FILE = "pass a micro-benchmark file written by `mdad select`"  # the fix, in errors
 # progress(done, total, step): steps of `select_microbenchmark` as they start.
 SelectProgress = Callable[[int, int, str], None]
@@ -124,6 +124,9 @@ class MicroBenchmarkFile:
     source_models_sha256: str | None = None
     dataset_models: int | None = None
     dataset_item_ids: dict[str, list] | None = None
+    # the belts fitted so far, by confidence: an estimate reads each more than once
+    _belts: dict[float, Calibration | None] = field(default_factory=dict, init=False,
+                                                    repr=False, compare=False)
 
     def calibration(self, confidence: float = 0.95) -> Calibration | None:
         """The held-out calibration of the 95% interval, or None when the file has none
@@ -134,9 +137,12 @@ class MicroBenchmarkFile:
         if (self.cv_truth is None or self.cv_estimate is None
                 or len(self.cv_truth) < MIN_MODELS or np.ptp(self.cv_truth) < 1e-6):
             return None
-        # a static micro-benchmark's band does not grow past the range (see the module)
-        return Calibration.fit(np.asarray(self.cv_truth), np.asarray(self.cv_estimate),
-                               confidence, widen_past=False)
+        if confidence not in self._belts:
+            # a static micro-benchmark's band does not grow past the range (see the module)
+            self._belts[confidence] = Calibration.fit(
+                np.asarray(self.cv_truth), np.asarray(self.cv_estimate), confidence,
+                widen_past=False)
+        return self._belts[confidence]
 
     def calibration_caveat(self) -> str:
         """'' unless the file's interval was calibrated on the held-out models'
@@ -172,7 +178,7 @@ class MicroBenchmarkFile:
         written in it again, without the fields that format lacks."""
         from mdad.practice.bundle_format import CALIBRATED_FORMATS, NEW_IN_4
 
-        data = asdict(self)
+        data = {k: v for k, v in asdict(self).items() if not k.startswith("_")}
         if self.format not in CALIBRATED_FORMATS:
             data = {k: v for k, v in data.items() if k not in NEW_IN_4}
         return json.dumps(data, indent=1) + "\n"
@@ -580,8 +586,7 @@ def _select_and_validate(matrix: ResponseMatrix, selector: MethodDefaults,
     the method's `libraries_after_fit` while they run, as they do `meanwhile`).
     `finished(steps done, step)` follows each fit.
     """
-    folds = np.array_split(streams.rng(seed, "cross-validation", "folds").permutation(
-        matrix.n_models), CV_FOLDS)
+    folds = cross_validation_folds(seed, matrix.n_models)
     tasks = [(_select, (selector, _seen_pool(matrix, streams.stream(seed, "pool")), sizes,
                         streams.stream(seed, "select")))]
     if cross_validate:

@@ -142,7 +142,7 @@ def validate(data: dict[str, Any], path: object) -> None:
 
 
 def _check_provenance(data: dict[str, Any], need: Callable[[bool, str, str], None]) -> None:
-    """/4's calibration pairs (one per source model, null for uniform random sampling,
+    """/4's calibration pairs (one per source model, null for simple random samples,
     whose interval needs none) and what the file was selected from."""
     if data["format"] not in CALIBRATED_FORMATS:
         for name in NEW_IN_4:

@@ -44,9 +44,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mdad import streams
 from mdad.errors import DataError
 
 CONFIDENCE = 0.95
+CV_FOLDS = 5  # folds by model of the held-out estimates a belt is fitted on
 GRID = np.linspace(0.0, 1.0, 4001)  # accuracies the belt is inverted over
 _UNIT = np.linspace(0.0, 1.0, 201)  # the held-out range, for the spread's largest
 MIN_MODELS = 20  # fewer held-out models cannot place a 2.5% point
@@ -204,8 +206,9 @@ class Calibration:
         largest = max(float(np.polyval(self.spread[::-1], _UNIT).max()), self.spread_floor)
         return within + (largest - within) * self._growth(x)
 
-    def density(self, estimate: float, truth: np.ndarray, scale: float = 1.0) -> np.ndarray:
-        """The belt's density of `estimate` at each of the accuracies `truth` (shape
+    def log_density(self, estimate: float, truth: np.ndarray, scale: float = 1.0
+                    ) -> np.ndarray:
+        """The log of the belt's density of `estimate` at each of the accuracies `truth` (shape
         kept), for a belt fitted at 95%: half a normal on each side of t + mu(t), each
         side with half the mass and its sigma set so that the side's 2.5% point is the
         band's tail point there (`tails_at`, `spread_at` times `scale`). A smooth
@@ -220,7 +223,7 @@ class Calibration:
         above = np.maximum(high_tail * spread, 1e-9)
         residual = estimate - (t + self.mean_at(t))
         sigma = np.where(residual < 0, below, above)
-        return np.exp(-0.5 * (residual / sigma) ** 2) / (np.sqrt(2 * np.pi) * sigma)
+        return -0.5 * (residual / sigma) ** 2 - np.log(np.sqrt(2 * np.pi) * sigma)
 
     def _growth(self, x: np.ndarray) -> np.ndarray:
         """How far the spread and tails have grown at unit accuracies `x`: `_past`,
@@ -390,3 +393,11 @@ def _floats(values) -> tuple[float, float, float]:
 def _unit(truth: np.ndarray, lowest: float, highest: float) -> np.ndarray:
     """Accuracies mapped so that the held-out range is 0..1."""
     return (truth - lowest) / max(highest - lowest, 1e-9)
+
+
+def cross_validation_folds(seed: int, n_models: int) -> list[np.ndarray]:
+    """The `CV_FOLDS` folds of models 0..n_models-1 (int arrays, sizes differing by at
+    most 1), drawn from the stream (seed, "cross-validation", "folds")."""
+    order = streams.rng(seed, "cross-validation", "folds").permutation(n_models)
+    return np.array_split(order, CV_FOLDS)
+

@@ -17,7 +17,7 @@ items, an extreme estimate, the only kind that lists anyone, is as often a fluke
 average model as a model that extreme, and one fluke lists dozens of models at once
 (held-out round trips on GPQA: 43 of a 10-item list of 48 wrong, 15% of all verdicts
 listed at 10 items). So a model is also listed only when, weighing the reference
-models' own accuracies by how likely each makes the estimate (`intervals.likelihood`),
+models' own accuracies by how likely each makes the estimate (`intervals.log_likelihood`),
 at most `WRONG_SIDE` (0.5%) of that weight lies on the other side of it
 (`wrong_side_chance`): among models drawn as the reference models were and estimated
 as this one, fewer than 0.5% are on the wrong side of any model listed. A model
@@ -36,7 +36,7 @@ import numpy as np
 
 from mdad.practice.compare import TOLERANCE, Footing, verdicts_against
 from mdad.practice.estimators import estimates_of
-from mdad.practice.intervals import AccuracyInterval, accuracy_interval, likelihood
+from mdad.practice.intervals import AccuracyInterval, accuracy_interval, log_likelihood
 from mdad.practice.results import ItemScores, require_items
 
 if TYPE_CHECKING:
@@ -58,9 +58,9 @@ WRONG_SIDE = 0.005
 
 LIST_RULE = ("a model is listed when its full-benchmark accuracy lies outside the 99.9% "
              "interval, the estimate is at least the MDAD from it, `mdad compare` names "
-             "the same winner, and at most 0.5% of the reference models that would give "
-             "this estimate lie on the other side of it; a list is wrong only when the "
-             "interval misses on its side")
+             f"the same winner, and at most {WRONG_SIDE:.1%} of the reference models that "
+             "would give this estimate lie on the other side of it; a list is wrong only "
+             "when the interval misses on its side")
 
 
 @dataclass(frozen=True)
@@ -118,7 +118,7 @@ def estimate_score(bundle: MicroBenchmarkFile, results: ItemScores, *,
     """Estimate `results`' model's full accuracy from the micro-benchmark, and list the
     reference models it is reliably above or below (`LIST_RULE`).
 
-    The 95% interval (`accuracy_interval`): for uniform random sampling, the exact
+    The 95% interval (`accuracy_interval`): for a simple random sample, the exact
     interval of n of N items drawn without replacement (`hypergeometric_interval`;
     Wilson's for partial-credit scores); for every other
     method, the Neyman belt calibrated on the file's held-out models
@@ -170,7 +170,10 @@ def _listed(bundle: MicroBenchmarkFile, scores: np.ndarray, observed: np.ndarray
     if mdad is None or strict is None or strict.unexplained:
         return np.zeros(truth.size, dtype=bool), np.zeros(truth.size, dtype=bool)
     clears = np.abs(value - truth) >= mdad - TOLERANCE
-    not_above, not_below = wrong_side_chance(likelihood(bundle, value, used, truth), truth)
+    log_weight = log_likelihood(bundle, value, used, truth)
+    top = log_weight.max()
+    weights = np.exp(log_weight - top) if np.isfinite(top) else np.zeros(truth.size)
+    not_above, not_below = wrong_side_chance(weights, truth)
     ahead = clears & (truth < strict.low) & (not_above <= WRONG_SIDE)
     behind = clears & (truth > strict.high) & (not_below <= WRONG_SIDE)
     # compare's verdict on the two models' answers, for the candidates only

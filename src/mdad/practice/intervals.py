@@ -1,11 +1,11 @@
 """A new model's accuracy interval from a micro-benchmark's estimate, and how likely
 each accuracy makes that estimate.
 
-The interval (`accuracy_interval`) is exact for uniform random sampling
+The interval (`accuracy_interval`) is exact for simple random samples
 (`hypergeometric_interval`), Wilson's for partial-credit scores, and the Neyman belt
 calibrated on held-out models for every other method (`mdad.practice.calibration`).
-`likelihood` gives the same models' chance of the estimate at each true accuracy:
-what `estimate`'s lists weigh against the reference models' own spread.
+`log_likelihood` gives the chance of the estimate at each true accuracy: what
+`estimate`'s lists weigh the reference models' own accuracies by.
 """
 
 from __future__ import annotations
@@ -48,10 +48,9 @@ def accuracy_interval(bundle: MicroBenchmarkFile, value: float, used: int,
     z = float(ndtri(0.5 + confidence / 2))
     scaled = "" if used == bundle.size else f", its spread scaled by sqrt({bundle.size}/{used})"
     if bundle.error_sd is None:
-        correct = value * used
-        if abs(correct - round(correct)) < 1e-6 and bundle.pool_size < 10**6:
-            low, high = hypergeometric_interval(round(correct), used, bundle.pool_size,
-                                                confidence)
+        correct = _exact_count(bundle, value, used)
+        if correct is not None:
+            low, high = hypergeometric_interval(correct, used, bundle.pool_size, confidence)
             return AccuracyInterval(low, high, "exact, for items drawn without replacement")
         low, high = _wilson(value, used, bundle.pool_size, z)
         return AccuracyInterval(low, high, "Wilson score, finite-population corrected "
@@ -79,34 +78,49 @@ def accuracy_interval(bundle: MicroBenchmarkFile, value: float, used: int,
                             low_censored=bool(low_censored), high_censored=bool(high_censored))
 
 
-def likelihood(bundle: MicroBenchmarkFile, value: float, used: int,
-               truth: np.ndarray) -> np.ndarray:
-    """How likely a model of each accuracy in `truth` (fractions, shape (m,)) is to be
-    estimated at `value` from `used` of the micro-benchmark's items, up to a constant
-    factor, shape (m,): the hypergeometric probability of the correct count for uniform
-    random sampling (a normal with the binomial's variance for partial-credit scores),
-    the belt's density for a calibrated method (`Calibration.density`), and a normal
-    with the cross-validated error where the interval holds on average only. 0 where
-    the estimate is impossible (e.g. 8 of 10 right from a pool with 7 right items)."""
+def log_likelihood(bundle: MicroBenchmarkFile, value: float, used: int,
+                   truth: np.ndarray) -> np.ndarray:
+    """The log of how likely a model of each accuracy in `truth` (fractions, shape
+    (m,)) is to be estimated at `value` from `used` of the micro-benchmark's items, up
+    to a constant, shape (m,): for a simple random sample the hypergeometric
+    probability of the correct count (-inf where the pool cannot give it; where no
+    accuracy of `truth` can, the binomial's, drawn with replacement, which still ranks
+    them by how near they come) or, for partial-credit scores, a normal with the
+    binomial's variance; the belt's density for a calibrated method
+    (`Calibration.log_density`); a normal with the cross-validated error where the
+    interval holds on average only."""
     t = np.asarray(truth, dtype=np.float64)
     scale = float(np.sqrt(bundle.size / used))
     if bundle.error_sd is None:
-        correct = value * used
-        if abs(correct - round(correct)) < 1e-6 and bundle.pool_size < 10**6:
+        correct = _exact_count(bundle, value, used)
+        if correct is not None:
             right = np.rint(t * bundle.pool_size)
-            return _hypergeometric_pmf(np.array(float(round(correct))), right, used,
-                                       bundle.pool_size)
+            exact = _log_hypergeometric_pmf(np.array(float(correct)), right, used,
+                                            bundle.pool_size)
+            if np.isfinite(exact).any():
+                return exact
+            p = np.clip(t, 1e-12, 1 - 1e-12)
+            return correct * np.log(p) + (used - correct) * np.log1p(-p)
         fpc = max(bundle.pool_size - used, 0) / max(bundle.pool_size - 1, 1)
         spread = np.sqrt(np.maximum(t * (1 - t), 1e-6) * fpc / used)
-        return _normal(value, t, np.maximum(spread, 1e-9))
+        return _log_normal(value, t, np.maximum(spread, 1e-9))
     calibration = bundle.calibration()
     if calibration is None:
-        return _normal(value, t, np.full(t.shape, max(bundle.error_sd * scale, 1e-9)))
-    return calibration.density(value, t, scale)
+        return _log_normal(value, t, np.full(t.shape, max(bundle.error_sd * scale, 1e-9)))
+    return calibration.log_density(value, t, scale)
 
 
-def _normal(value: float, centre: np.ndarray, spread: np.ndarray) -> np.ndarray:
-    return np.exp(-0.5 * ((value - centre) / spread) ** 2) / spread
+def _exact_count(bundle: MicroBenchmarkFile, value: float, used: int) -> int | None:
+    """The correct count behind `value` when the exact interval applies (0/1 scores on
+    a pool small enough to enumerate), else None."""
+    correct = value * used
+    if abs(correct - round(correct)) < 1e-6 and bundle.pool_size < 10**6:
+        return round(correct)
+    return None
+
+
+def _log_normal(value: float, centre: np.ndarray, spread: np.ndarray) -> np.ndarray:
+    return -0.5 * ((value - centre) / spread) ** 2 - np.log(spread)
 
 
 def hypergeometric_interval(correct: int, n: int, pool: int,
@@ -147,17 +161,22 @@ def hypergeometric_interval(correct: int, n: int, pool: int,
 def _hypergeometric_pmf(x: np.ndarray, k: int | np.ndarray, n: int, pool: int) -> np.ndarray:
     """P(X = x) for the correct items X among n drawn from a pool of `pool` with k
     correct, for each of `x` and `k` broadcast together (0 where impossible)."""
+    return np.exp(_log_hypergeometric_pmf(x, k, n, pool))
+
+
+def _log_hypergeometric_pmf(x: np.ndarray, k: int | np.ndarray, n: int,
+                            pool: int) -> np.ndarray:
+    """log `_hypergeometric_pmf` (-inf where impossible)."""
     from scipy.special import gammaln
 
-    def log_choose(a: float, b: np.ndarray) -> np.ndarray:
+    def log_choose(a: float | np.ndarray, b: np.ndarray) -> np.ndarray:
         ok = (b >= 0) & (b <= a)
         safe = np.where(ok, b, 0.0)
         return np.where(ok, gammaln(a + 1) - gammaln(safe + 1) - gammaln(a - safe + 1),
                         -np.inf)
 
-    log_pmf = (log_choose(k, x) + log_choose(pool - k, n - x)
-               - log_choose(pool, np.array(float(n))))
-    return np.exp(log_pmf)
+    return (log_choose(k, x) + log_choose(pool - k, n - x)
+            - log_choose(pool, np.array(float(n))))
 
 
 def _wilson(value: float, n: int, pool: int, z: float = Z95) -> tuple[float, float]:

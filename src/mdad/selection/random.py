@@ -25,8 +25,17 @@ class UniformRandom(MethodDefaults):
         return MicroBenchmark.plain_mean(rng.choice(pool.n_items, size, replace=False))
 
 
+class _BySubtask(MethodDefaults):
+    """A method that samples at random within subtasks: on one subtask, a simple
+    random sample."""
+
+    @classmethod
+    def simple_random(cls, subtask_sizes: np.ndarray) -> bool:
+        return np.asarray(subtask_sizes).size == 1
+
+
 @register("subtask-equal")
-class SubtaskEqual(MethodDefaults):
+class SubtaskEqual(_BySubtask):
     """floor(size / k) items from each of the k subtasks; the remainder goes one item
     each to distinct subtasks chosen at random."""
 
@@ -42,11 +51,6 @@ class SubtaskEqual(MethodDefaults):
         sizes = np.asarray(subtask_sizes)
         return int(sizes.size * sizes.min()) if sizes.size else 0
 
-    @classmethod
-    def simple_random(cls, subtask_sizes: np.ndarray) -> bool:
-        """With one subtask, a uniform sample."""
-        return np.asarray(subtask_sizes).size == 1
-
     def select(self, pool: SeenPool, size: int, *, rng: np.random.Generator) -> MicroBenchmark:
         sizes = pool.subtask_sizes()
         n_subtasks = sizes.size
@@ -58,18 +62,13 @@ class SubtaskEqual(MethodDefaults):
 
 
 @register("subtask-proportional")
-class SubtaskProportional(MethodDefaults):
+class SubtaskProportional(_BySubtask):
     """Items drawn without replacement with probability proportional to 1 / (size of
     the item's subtask in the seen pool), so each subtask is equally likely per draw."""
 
     display_name: ClassVar[str] = "Random (subtask, proportional)"
     colour: ClassVar[str] = "#999999"
     line_style: ClassVar[str] = "--"
-
-    @classmethod
-    def simple_random(cls, subtask_sizes: np.ndarray) -> bool:
-        """With one subtask, a uniform sample."""
-        return np.asarray(subtask_sizes).size == 1
 
     def select(self, pool: SeenPool, size: int, *, rng: np.random.Generator) -> MicroBenchmark:
         weights = 1.0 / pool.subtask_sizes()[pool.subtask_codes]

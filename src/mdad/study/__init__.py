@@ -1,9 +1,9 @@
 """The study protocol: a request in, a study folder out.
 
-`conduct_study` is the whole pipeline (load, plan, checkpoint, compute, evaluate,
-write, resume); `plan_study`, `run_study` and `evaluate` are its steps, for studies
-kept in memory. Names load their module on first use (PEP 562), so the CLI can read
-the defaults without pandas.
+`prepare_study` loads and checks a request; `conduct_study` runs it (checkpoint,
+compute, evaluate, write) and `resume_study` continues one interrupted; `plan_study`,
+`run_study` and `evaluate` are the steps, for studies kept in memory. Names load
+their module on first use (PEP 562), so the CLI can read the defaults without pandas.
 """
 
 from __future__ import annotations

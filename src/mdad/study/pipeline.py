@@ -192,8 +192,9 @@ def conduct_study(prepared: PreparedStudy, out_dir: str | Path, *, resume: bool 
     Raises
     ------
     ConfigError, DataError
-        Before any work, for a request or folder that cannot be used; during it, for a
-        write that fails (naming what was saved).
+        Before any work, for a `prepared` that is not a PreparedStudy, a `backend` that
+        is not a Backend, or a folder that cannot be used; during it, for a write that
+        fails (naming what was saved).
     StudyInterrupted
         On KeyboardInterrupt or another interrupt, once the workers have stopped.
     """
