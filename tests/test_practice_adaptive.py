@@ -139,7 +139,11 @@ def test_bad_options_name_the_parameter(gpqa_data):
                              "target_se must be a finite number > 0; got 0.0"),
                             ({"budget": 5, "target_se": float("inf")},
                              "target_se must be a finite number > 0; got inf"),
-                            ({"budget": 5, "method": "random"}, "method must be one of")):
+                            ({"budget": 5, "method": "random"}, "method must be one of"),
+                            ({"budget": 2.5}, r"^budget must be a whole number; got 2.5"),
+                            ({"budget": "5"}, r"^budget must be a whole number; got '5'"),
+                            ({"budget": 5, "batch": True}, r"^batch must be a whole number"),
+                            ({"budget": 5, "target_se": "x"}, r"^target_se must be a finite")):
         with pytest.raises(ConfigError, match=message):
             start_adaptive_test(gpqa_data, **kwargs)
 

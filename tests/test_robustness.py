@@ -135,7 +135,7 @@ def test_out_may_be_a_symlink_to_an_empty_folder(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("args", "pattern"), [
     (("gpqa", "--sources", "5,10,5"), r"--sources lists a count twice: 5,10,5"),
-    (("synthetic:gpqa", "--data-seed", "-1"), r"--data-seed must be a non-negative"),
+    (("synthetic:gpqa", "--data-seed", "-1"), r"--data-seed must be an integer >= 0; got -1"),
     (("gpqa", "--backend", "dask", "--scheduler", "not a url"),
      r"--scheduler not a url: cannot connect .*tcp://host:8786"),
     (("gpqa", "--scheduler", "tcp://127.0.0.1:1"),

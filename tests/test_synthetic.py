@@ -52,7 +52,7 @@ def test_model_count_limits_seed_and_unknown_shape():
                        ) as info:
         load_dataset("synthetic:gpqa", n_models=5001)
     assert info.value.parameters == ("n_models",)
-    with pytest.raises(ConfigError, match=r"^data_seed must be a non-negative integer; got -1$"
+    with pytest.raises(ConfigError, match=r"^data_seed must be an integer >= 0; got -1$"
                        ) as info:
         load_dataset("synthetic:gpqa", data_seed=-1)
     assert info.value.parameters == ("data_seed",)

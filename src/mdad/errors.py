@@ -28,6 +28,20 @@ class ConfigError(MdadError):
     """An option or parameter has an invalid value."""
 
 
+def check_integer(value: object, parameter: str) -> None:
+    """Refuse `value` unless it is an integer (bool is not one); its range is checked
+    where it is known.
+
+    Raises
+    ------
+    ConfigError
+        ``{parameter} must be a whole number; got {value!r}``.
+    """
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool):
+        raise ConfigError(f"{parameter} must be a whole number; got {value!r}",
+                          parameters=(parameter,))
+
+
 def check_whole(value: object, parameter: str, minimum: int = 1,
                 maximum: int | None = None) -> None:
     """Refuse `value` unless it is an integer in `minimum`..`maximum` (bool is not one;
@@ -45,6 +59,21 @@ def check_whole(value: object, parameter: str, minimum: int = 1,
     if maximum is not None and value > maximum:
         raise ConfigError(f"{parameter} must be an integer in {minimum}..{maximum:,} (the "
                           f"memory a study needs grows with it); got {value!r}",
+                          parameters=(parameter,))
+
+
+def check_type(value: object, kind: type | tuple[type, ...], parameter: str,
+               what: str) -> None:
+    """Refuse `value` unless it is an instance of `kind`; `what` says what to pass, e.g.
+    "a Dataset (mdad.load_dataset(name))".
+
+    Raises
+    ------
+    ConfigError
+        ``{parameter} must be {what}; got {type name}``.
+    """
+    if not isinstance(value, kind):
+        raise ConfigError(f"{parameter} must be {what}; got {type(value).__name__}",
                           parameters=(parameter,))
 
 

@@ -23,6 +23,7 @@ neither the registry nor the loaders.
 from __future__ import annotations
 
 import json
+import numbers
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +33,7 @@ import numpy as np
 
 from mdad import streams
 from mdad.data.matrix import ResponseMatrix
-from mdad.errors import ConfigError
+from mdad.errors import ConfigError, check_whole
 
 PREFIX = "synthetic:"
 # a synthetic matrix's `sha256` field: what it is drawn from, since it has no file to hash
@@ -148,7 +149,7 @@ def subtask_shape(shape: str, real: RealData) -> tuple[list[str], list[int], str
         sizes[: 14042 % 57] += 1
         return [f"mmlu_subject_{k:02d}" for k in range(57)], sizes.tolist(), "gpqa"
     raise ConfigError(f"unknown synthetic dataset {PREFIX}{shape}; choose from: "
-                      + ", ".join(PREFIX + s for s in SHAPES))
+                      + ", ".join(PREFIX + s for s in SHAPES), parameters=("name_or_path",))
 
 
 def synthetic_matrix(shape: str, real: RealData, *, n_models: int = 420,
@@ -163,12 +164,11 @@ def synthetic_matrix(shape: str, real: RealData, *, n_models: int = 420,
     ConfigError
         For an unknown shape, a model count outside 2..5000 or a negative seed.
     """
-    if not 2 <= n_models <= MAX_MODELS:
-        raise ConfigError(f"n_models must be between 2 and {MAX_MODELS}; got {n_models}",
+    if (not isinstance(n_models, numbers.Integral) or isinstance(n_models, bool)
+            or not 2 <= n_models <= MAX_MODELS):
+        raise ConfigError(f"n_models must be between 2 and {MAX_MODELS}; got {n_models!r}",
                           parameters=("n_models",))
-    if data_seed < 0:
-        raise ConfigError(f"data_seed must be a non-negative integer; got {data_seed}",
-                          parameters=("data_seed",))
+    check_whole(data_seed, "data_seed", minimum=0)
     names, sizes, calibrated_on = subtask_shape(shape, real)
     fitted = calibration(calibrated_on, real)
     rng = streams.rng(data_seed, 0x5E)  # the data's definition: these draws never change

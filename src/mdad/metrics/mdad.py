@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -9,7 +10,7 @@ import numpy as np
 
 from mdad.defaults import DEFAULT_THRESHOLD
 from mdad.errors import ConfigError, DataError, check_open_unit, check_whole
-from mdad.metrics.pairs import bin_edges, gap_bins
+from mdad.metrics.pairs import N_BINS, bin_edges, gap_bins
 
 CONFIDENCE = 0.95
 # Quantile levels written as the reference code writes them (0.025000000000000022).
@@ -74,11 +75,15 @@ def _first_at_least(curves: np.ndarray, valid: np.ndarray, threshold: float) -> 
 
 
 def _checked(pairs: object, agreeing: object, ndim: int, threshold: object,
-             n_resamples: object, rng: object, tied_pairs: object
+             n_resamples: object, rng: object, tied_pairs: object, max_gap: object = None
              ) -> tuple[np.ndarray, np.ndarray]:
     """The counts as int64 arrays, after refusing what no MDAD can be computed from
     (see `first_crossing_mdad`'s Raises)."""
     check_open_unit(threshold, "threshold")
+    if max_gap is not None and (not isinstance(max_gap, numbers.Real)
+                                or isinstance(max_gap, bool) or not 0 <= max_gap <= 1):
+        raise ConfigError(f"max_gap must be a gap in [0, 1] or None; got {max_gap!r}",
+                          parameters=("max_gap",))
     check_whole(n_resamples, "n_resamples", minimum=1)
     check_whole(tied_pairs, "tied_pairs", minimum=0)
     if not isinstance(rng, np.random.Generator):
@@ -96,6 +101,9 @@ def _checked(pairs: object, agreeing: object, ndim: int, threshold: object,
     if arrays[0].shape != arrays[1].shape:
         raise DataError(f"pairs and agreeing must have one shape; got {arrays[0].shape} and "
                         f"{arrays[1].shape}", parameters=("pairs", "agreeing"))
+    if arrays[0].size == 0 or arrays[0].shape[-1] > N_BINS:
+        raise DataError(f"pairs must have 1 to {N_BINS} gap bins (`gap_bins`); got "
+                        f"{arrays[0].shape[-1] if arrays[0].ndim else 0}", parameters=("pairs",))
     if (arrays[1] > arrays[0]).any():
         raise DataError("agreeing must not exceed pairs in any bin", parameters=("agreeing",))
     return arrays[0], arrays[1]
@@ -149,7 +157,8 @@ def first_crossing_mdad(
         For counts that are not whole, negative, of two shapes, or with more agreeing
         pairs than pairs.
     """
-    pairs, agreeing = _checked(pairs, agreeing, 1, threshold, n_resamples, rng, tied_pairs)
+    pairs, agreeing = _checked(pairs, agreeing, 1, threshold, n_resamples, rng, tied_pairs,
+                               max_gap)
     valid = pairs > 0
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.where(valid, agreeing / np.maximum(pairs, 1), 0.0)
@@ -267,7 +276,7 @@ def smooth_mdad(
         As `first_crossing_mdad` does.
     """
     run_pairs, run_agreeing = _checked(run_pairs, run_agreeing, 2, threshold, n_resamples,
-                                       rng, tied_pairs)
+                                       rng, tied_pairs, max_gap)
     n_runs = run_pairs.shape[0]
     total_pairs = run_pairs.sum(axis=0)
     used = np.flatnonzero(total_pairs)

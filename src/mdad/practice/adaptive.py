@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +34,7 @@ import numpy as np
 from mdad import streams
 from mdad._version import version
 from mdad.data.registry import Dataset
-from mdad.errors import ConfigError, DataError, check_whole
+from mdad.errors import ConfigError, DataError, check_integer, check_type, check_whole
 from mdad.irt.cat import AdaptiveSession, best_items, posterior_ability, predicted_accuracy, sigmoid
 from mdad.practice.adaptive_state import (
     ADAPTIVE_METHODS,
@@ -502,7 +503,14 @@ def start_adaptive_test(dataset: Dataset, *, budget: int, batch: int = 1,
     """
     from mdad.selection.threads import one_thread
 
+    check_type(dataset, Dataset, "dataset", "a Dataset (mdad.load_dataset(name))")
     check_whole(seed, "seed", minimum=0)
+    check_integer(budget, "budget")
+    check_integer(batch, "batch")
+    if target_se is not None and (not isinstance(target_se, numbers.Real)
+                                  or isinstance(target_se, bool)):
+        raise ConfigError(f"target_se must be a finite number > 0; got {target_se!r}",
+                          parameters=("target_se",))
     if method not in ADAPTIVE_METHODS:
         raise ConfigError(f"method must be one of {', '.join(ADAPTIVE_METHODS)}; got "
                           f"{method!r}", parameters=("method",))

@@ -17,7 +17,7 @@ from mdad import streams
 from mdad._version import version
 from mdad.data.matrix import ResponseMatrix
 from mdad.data.registry import Dataset
-from mdad.errors import ConfigError, DataError, check_whole
+from mdad.errors import ConfigError, DataError, check_open_unit, check_type, check_whole
 from mdad.metrics.mdad import DEFAULT_THRESHOLD
 from mdad.practice.bundle_format import (
     FORMAT,
@@ -303,8 +303,13 @@ def select_microbenchmarks(dataset: Dataset, method: str, sizes: Sequence[int], 
     fit), so that several sizes cost little more than one. `progress` counts the same
     fits (the selection and its cross-validation folds), each now for every size.
     Raises as `select_microbenchmark` does, and for `sizes` that are not whole numbers."""
+    check_type(dataset, Dataset, "dataset", "a Dataset (mdad.load_dataset(name))")
     check_whole(seed, "seed", minimum=0)
-    if isinstance(sizes, int | str):
+    check_open_unit(threshold, "threshold")
+    if progress is not None and not callable(progress):
+        raise ConfigError("progress must be a function of (done, total, step) or None",
+                          parameters=("progress",))
+    if isinstance(sizes, int | str) or not isinstance(sizes, Sequence | np.ndarray):
         raise ConfigError(f"sizes must be a list of sizes; got {sizes!r}",
                           parameters=("sizes",))
     for size in sizes:  # the range is checked against the method below
@@ -400,6 +405,10 @@ def model_subset(matrix: ResponseMatrix,
     """`matrix` with only `models` (names, or indices into its models), in its order."""
     if models is None:
         return matrix
+    if isinstance(models, str) or np.asarray(models).dtype == bool:
+        raise ConfigError("models must be a list of model names or indices, not "
+                          f"{type(models).__name__} of {np.asarray(models).dtype}",
+                          parameters=("models",))
     values = list(np.asarray(models).tolist())
     if values and all(isinstance(v, int) for v in values):
         if len(set(values)) != len(values) or not all(0 <= v < matrix.n_models
@@ -539,6 +548,9 @@ def with_reference(bundle: MicroBenchmarkFile, dataset: Dataset, *,
 def _pool_matrix(matrix: ResponseMatrix, pool: list[str] | None) -> ResponseMatrix:
     if pool is None:
         return matrix
+    if isinstance(pool, str) or not isinstance(pool, Sequence | np.ndarray) or not len(pool):
+        raise ConfigError(f"pool must be a non-empty list of item ids; got {pool!r:.60}",
+                          parameters=("pool",))
     index = {str(item): k for k, item in enumerate(matrix.item_ids)}
     unknown = [item for item in pool if item not in index]
     if unknown:

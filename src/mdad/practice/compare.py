@@ -41,7 +41,7 @@ from mdad.practice.estimators import (
     predictor_shares,
     refuse_subset,
 )
-from mdad.practice.results import ItemScores, require_items
+from mdad.practice.results import ItemScores, check_results, require_items
 
 if TYPE_CHECKING:
     from mdad.practice.bundle import MicroBenchmarkFile
@@ -304,10 +304,15 @@ def compare_models(bundle: MicroBenchmarkFile, first: ItemScores, second: ItemSc
 
     Raises
     ------
+    ConfigError
+        For a `bundle` or results of the wrong type.
     DataError
-        When the two share fewer items than the micro-benchmark holds and
-        `allow_partial` is False, or share none.
+        For scores that are not the file's items' (`check_results`); when the two share
+        fewer items than the micro-benchmark holds and `allow_partial` is False, or
+        share none.
     """
+    check_results(bundle, first, "first")
+    check_results(bundle, second, "second")
     both = ~np.isnan(first.scores) & ~np.isnan(second.scores)
     require_items(bundle, both, allow_partial=allow_partial,
                   who=f"{first.model} and {second.model}")

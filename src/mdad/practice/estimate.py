@@ -37,7 +37,7 @@ import numpy as np
 from mdad.practice.compare import TOLERANCE, Footing, verdicts_against
 from mdad.practice.estimators import estimates_of
 from mdad.practice.intervals import AccuracyInterval, accuracy_interval, log_likelihood
-from mdad.practice.results import ItemScores, require_items
+from mdad.practice.results import ItemScores, check_results, require_items
 
 if TYPE_CHECKING:
     from mdad.practice.bundle import MicroBenchmarkFile
@@ -133,6 +133,7 @@ def estimate_score(bundle: MicroBenchmarkFile, results: ItemScores, *,
         For missing items without `allow_partial`, or an estimator that cannot work
         on the answered subset.
     """
+    check_results(bundle, results, "results")
     observed = ~np.isnan(results.scores)
     require_items(bundle, observed, allow_partial=allow_partial, who=results.model)
     used = int(observed.sum())

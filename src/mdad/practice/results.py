@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mdad.errors import ConfigError, DataError
+from mdad.errors import ConfigError, DataError, check_type
 from mdad.practice.answers import read_answers_csv
 
 if TYPE_CHECKING:
@@ -182,6 +182,32 @@ def read_item_scores(path: Path, items: list[str], lm_eval_items: list[str] | No
     missing = [item for item, s in zip(items, scores, strict=True) if np.isnan(s)]
     return ItemScores(model, scores, missing, len(set(values) - set(wanted)), sha256,
                       list(values), notes)
+
+
+def check_results(bundle: MicroBenchmarkFile, results: ItemScores, parameter: str) -> None:
+    """Refuse a `bundle` that is not a loaded micro-benchmark, and `results` (the
+    parameter named `parameter`) that are not `ItemScores` of its items: one score in
+    [0, 1], or NaN for an item not answered, per item of the file, in its order.
+
+    Raises
+    ------
+    ConfigError
+        For the wrong types; DataError for scores of another length or range.
+    """
+    from mdad.practice.bundle import MicroBenchmarkFile
+
+    check_type(bundle, MicroBenchmarkFile, "bundle",
+               "a MicroBenchmarkFile (MicroBenchmarkFile.load(path))")
+    check_type(results, ItemScores, parameter, "ItemScores (read_model_scores(bundle, path))")
+    scores = np.asarray(results.scores)
+    numeric = np.issubdtype(scores.dtype, np.floating) or np.issubdtype(scores.dtype, np.integer)
+    if scores.shape != (bundle.size,) or not numeric:
+        raise DataError(f"{parameter}: scores must be {bundle.size} floats, one per item of "
+                        f"the micro-benchmark; got shape {scores.shape} of {scores.dtype}")
+    answered = scores[~np.isnan(scores)]
+    if ((answered < 0) | (answered > 1)).any():
+        raise DataError(f"{parameter}: scores must lie in [0, 1] (NaN: not answered); got "
+                        f"{answered[(answered < 0) | (answered > 1)][0]}")
 
 
 def require_items(bundle: MicroBenchmarkFile, observed: np.ndarray, *, allow_partial: bool,

@@ -21,7 +21,7 @@ import numpy as np
 
 from mdad import streams
 from mdad.data.registry import Dataset
-from mdad.errors import ConfigError
+from mdad.errors import ConfigError, check_whole
 
 if TYPE_CHECKING:
     from mdad.practice.bundle import MicroBenchmarkFile
@@ -112,8 +112,12 @@ def round_trip(dataset: Dataset, method: str, sizes: Sequence[int], *,
     if split not in SPLITS:
         raise ConfigError(f"split must be one of {', '.join(SPLITS)}; got {split!r}",
                           parameters=("split",))
-    if folds < 2:
-        raise ConfigError("folds must be at least 2", parameters=("folds",))
+    check_whole(folds, "folds", minimum=2)
+    if isinstance(seeds, int | str) or not len(seeds):
+        raise ConfigError(f"seeds must be a non-empty list of seeds; got {seeds!r}",
+                          parameters=("seeds",))
+    for seed in seeds:
+        check_whole(seed, "seeds", minimum=0)
     matrix = dataset.matrix
     truth = matrix.accuracy()
     group = deciles(truth)

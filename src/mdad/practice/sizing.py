@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
 from mdad.data.registry import Dataset
-from mdad.errors import ConfigError, DataError, check_open_unit
+from mdad.errors import ConfigError, DataError, check_integer, check_open_unit, check_type
 from mdad.metrics.mdad import DEFAULT_THRESHOLD
 from mdad.practice.planner import (
     AGAINST,
@@ -79,9 +80,13 @@ def plan(dataset: Dataset, *, gap: float | None = None, size: int | str | None =
         a method with no study, or a study of another benchmark or (unless allowed)
         of other data.
     """
+    check_type(dataset, Dataset, "dataset", "a Dataset (mdad.load_dataset(name))")
     if (gap is None) == (size is None):
         raise ConfigError("give exactly one of gap and size", parameters=("gap", "size"))
-    if gap is not None and not 0.0 < gap < 1.0:
+    if size is not None and not isinstance(size, str):
+        check_integer(size, "size")
+    if gap is not None and (not isinstance(gap, numbers.Real) or isinstance(gap, bool)
+                            or not 0.0 < gap < 1.0):
         raise ConfigError(f"gap must be in (0, 1) (a fraction: 0.02 is 2 points); got {gap}",
                           parameters=("gap",))
     check_open_unit(threshold, "threshold")

@@ -156,7 +156,8 @@ def method_class(name: str) -> type[MethodDefaults]:
         return METHODS[name]
     except KeyError:
         known = ", ".join(METHODS)
-        raise ConfigError(f"unknown method {name!r}; choose from: {known}") from None
+        raise ConfigError(f"unknown method {name!r}; choose from: {known}",
+                          parameters=("method",)) from None
 
 
 def get_method(name: str) -> MethodDefaults:

@@ -179,6 +179,9 @@ MAX_RESAMPLES = 1_000_000
 
 
 def _methods(config: StudyConfig) -> None:
+    if isinstance(config.methods, str) or not isinstance(config.methods, tuple | list):
+        raise ConfigError(f"methods must be a tuple of method names, e.g. ('random',); got "
+                          f"{config.methods!r}", parameters=("methods",))
     if not config.methods:
         raise ConfigError("methods must name at least one method", parameters=("methods",))
     for name in config.methods:
@@ -195,6 +198,9 @@ def _counts(name: str, values: tuple[int, ...] | None, what: str, each: str) -> 
     """A list of whole numbers >= 1 (`what`), no `each` twice (None: the default)."""
     if values is None:
         return
+    if isinstance(values, str) or not isinstance(values, tuple | list):
+        raise ConfigError(f"{name} must be a tuple of {what}s, e.g. (10, 25); got {values!r}",
+                          parameters=(name,))
     if not values:
         raise ConfigError(f"{name} must give at least one {what}", parameters=(name,))
     if len(set(values)) != len(values):

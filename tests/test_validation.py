@@ -1,0 +1,128 @@
+"""Public functions refuse bad input in the library's terms: an MdadError that names
+the parameter, never a raw TypeError, IndexError or NaN (issue 37's audit)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mdad.errors import ConfigError, DataError, MdadError
+
+
+@pytest.fixture(scope="module")
+def random_10(gpqa_data):
+    from mdad.practice.bundle import select_microbenchmark
+
+    return select_microbenchmark(gpqa_data, "random", 10, seed=0)
+
+
+def _scores(values) -> object:
+    from mdad.practice.results import ItemScores
+
+    return ItemScores("m", np.asarray(values, dtype=float), [], 0)
+
+
+def _refused(call, error: type[MdadError], message: str, parameter: str | None) -> None:
+    with pytest.raises(error, match=message) as info:
+        call()
+    if parameter is not None:
+        assert parameter in info.value.parameters, info.value.parameters
+
+
+def test_selecting(gpqa_data):
+    from mdad.practice.bundle import select_microbenchmark
+    from mdad.selection import method_class
+
+    select = select_microbenchmark
+    for threshold in (1.5, 0.0, float("nan")):
+        _refused(lambda t=threshold: select(gpqa_data, "random", 5, threshold=t), ConfigError,
+                 r"^threshold must be in \(0, 1\)", "threshold")
+    _refused(lambda: method_class("nope"), ConfigError, "^unknown method 'nope'", "method")
+    _refused(lambda: select(gpqa_data, "random", 5, pool=[]), ConfigError,
+             "^pool must be a non-empty list", "pool")
+    _refused(lambda: select(gpqa_data, "random", 5, pool="333"), ConfigError,
+             "^pool must be a non-empty list", "pool")
+    _refused(lambda: select(gpqa_data, "random", 5, models=[True, False]), ConfigError,
+             "^models must be a list of model names or indices", "models")
+    _refused(lambda: select("gpqa", "random", 5), ConfigError,  # type: ignore[arg-type]
+             r"^dataset must be a Dataset \(mdad.load_dataset\(name\)\); got str", "dataset")
+    _refused(lambda: select(gpqa_data, "random", 5, progress=5), ConfigError,  # type: ignore
+             "^progress must be a function", "progress")
+
+
+def test_planning(gpqa_data):
+    from mdad.practice.sizing import plan
+
+    _refused(lambda: plan(gpqa_data, size=10.7), ConfigError,
+             "^size must be a whole number; got 10.7", "size")
+    _refused(lambda: plan(gpqa_data, gap="0.05"), ConfigError, r"^gap must be in \(0, 1\)",
+             "gap")
+    _refused(lambda: plan(None, size=10), ConfigError, "^dataset must be a Dataset", "dataset")
+
+
+def test_estimating_and_comparing(random_10):
+    from mdad.practice.compare import compare_models
+    from mdad.practice.estimate import estimate_score
+
+    good = _scores(np.ones(10))
+    _refused(lambda: estimate_score("mb.json", good), ConfigError,  # type: ignore[arg-type]
+             r"^bundle must be a MicroBenchmarkFile \(MicroBenchmarkFile.load\(path\)\)",
+             "bundle")
+    _refused(lambda: estimate_score(random_10, _scores([2.0] * 10)), DataError,
+             r"^results: scores must lie in \[0, 1\]", None)
+    _refused(lambda: estimate_score(random_10, _scores([np.inf] * 10)), DataError,
+             r"^results: scores must lie in \[0, 1\]", None)
+    _refused(lambda: estimate_score(random_10, _scores(np.ones(30))), DataError,
+             "^results: scores must be 10 floats", None)
+    _refused(lambda: compare_models(random_10, good, _scores(np.ones(5))), DataError,
+             "^second: scores must be 10 floats", None)
+    _refused(lambda: compare_models(random_10, good, "b.csv"), ConfigError,  # type: ignore
+             "^second must be ItemScores", "second")
+
+
+def test_studies_and_data():
+    from mdad.data import load_dataset
+    from mdad.study import StudyConfig
+    from mdad.study.config import check_config
+
+    _refused(lambda: check_config(StudyConfig(sizes=5)), ConfigError,  # type: ignore[arg-type]
+             r"^sizes must be a tuple of sizes, e\.g\. \(10, 25\); got 5", "sizes")
+    _refused(lambda: check_config(StudyConfig(sources=300)), ConfigError,  # type: ignore
+             "^sources must be a tuple", "sources")
+    _refused(lambda: check_config(StudyConfig(methods="random")), ConfigError,  # type: ignore
+             "^methods must be a tuple of method names", "methods")
+    _refused(lambda: load_dataset("synthetic:gpqa", n_models=2.5), ConfigError,
+             "^n_models must be between 2 and 5000; got 2.5", "n_models")
+    _refused(lambda: load_dataset("synthetic:gpqa", data_seed=1.5), ConfigError,
+             "^data_seed must be an integer >= 0; got 1.5", "data_seed")
+    _refused(lambda: load_dataset("synthetic:zzz"), ConfigError,
+             "^unknown synthetic dataset synthetic:zzz", "name_or_path")
+
+
+def test_mdad_functions():
+    from mdad.metrics import first_crossing_mdad, smooth_mdad
+
+    rng = np.random.default_rng(0)
+    empty = np.zeros(0, dtype=int)
+    _refused(lambda: first_crossing_mdad(empty, empty, rng=rng), DataError,
+             "^pairs must have 1 to 201 gap bins", "pairs")
+    many = np.ones(300, dtype=int)
+    _refused(lambda: first_crossing_mdad(many, many, rng=rng), DataError,
+             r"^pairs must have 1 to 201 gap bins \(`gap_bins`\); got 300", "pairs")
+    pairs = np.array([5, 5, 5])
+    for gap in (-1, float("nan"), "x"):
+        _refused(lambda g=gap: first_crossing_mdad(pairs, pairs, rng=rng, max_gap=g),
+                 ConfigError, r"^max_gap must be a gap in \[0, 1\] or None", "max_gap")
+    _refused(lambda: smooth_mdad(np.zeros((0, 3), int), np.zeros((0, 3), int), rng=rng),
+             DataError, "^pairs must have 1 to 201 gap bins", "pairs")
+
+
+def test_round_trips(gpqa_data):
+    from mdad.practice.roundtrip import round_trip
+
+    _refused(lambda: round_trip(gpqa_data, "random", [10], folds=2.5), ConfigError,
+             "^folds must be an integer >= 2", "folds")
+    _refused(lambda: round_trip(gpqa_data, "random", [10], seeds=[]), ConfigError,
+             "^seeds must be a non-empty list", "seeds")
+    _refused(lambda: round_trip(gpqa_data, "random", [10], seeds=[-1]), ConfigError,
+             "^seeds must be an integer >= 0", "seeds")
