@@ -441,11 +441,19 @@ def test_fit_rejects_one_dimensional_responses():
         MultidimensionalIrt(2).fit(np.zeros(5))
 
 
-@pytest.mark.parametrize("dims", [0, -1])
-def test_non_positive_dims_is_a_config_error(dims):
-    model = MultidimensionalIrt(dims)  # sklearn style: parameters are checked by fit
-    with pytest.raises(ConfigError, match=rf"dims must be >= 1; got {dims}"):
+@pytest.mark.parametrize(("options", "message"), [
+    ({"dims": 0}, r"^dims must be an integer >= 1; got 0"),
+    ({"dims": -1}, r"^dims must be an integer >= 1; got -1"),
+    ({"dims": 2.5}, r"^dims must be an integer >= 1; got 2.5"),
+    ({"max_iter": -5}, r"^max_iter must be an integer >= 1; got -5"),
+    ({"tol": -1.0}, r"^tol must be a finite number > 0; got -1.0"),
+    ({"tol": float("nan")}, r"^tol must be a finite number > 0; got nan"),
+])
+def test_bad_parameters_are_config_errors_naming_them(options, message):
+    model = MultidimensionalIrt(**options)  # sklearn style: parameters are checked by fit
+    with pytest.raises(ConfigError, match=message) as info:
         model.fit(np.zeros((3, 4)))
+    assert info.value.parameters == (next(iter(options)),)
 
 
 def test_map_ability_rejects_wrong_number_of_items():

@@ -126,3 +126,34 @@ def test_round_trips(gpqa_data):
              "^seeds must be a non-empty list", "seeds")
     _refused(lambda: round_trip(gpqa_data, "random", [10], seeds=[-1]), ConfigError,
              "^seeds must be an integer >= 0", "seeds")
+
+
+def test_registering_and_pools():
+    from mdad.selection.base import SeenPool
+    from mdad.selection.registry import METHODS, register
+
+    for name in (5, "", "a b", "Upper"):
+        _refused(lambda n=name: register(n), ConfigError,  # type: ignore[arg-type]
+                 "^a method's name must be lowercase letters", "name")
+        assert name not in METHODS
+    _refused(lambda: METHODS.add("random", METHODS["random"]), ConfigError,
+             "^selection method 'random' is registered twice", "name")
+    ones = np.ones((3, 4))
+    _refused(lambda: SeenPool(ones, np.ones((12, 4)), np.zeros(4, int)), DataError,
+             "^SeenPool: correctness and confidence must be one", "confidence")
+    _refused(lambda: SeenPool(ones, ones, np.zeros(5, int)), DataError,
+             "^SeenPool: subtask_codes must be 4 integers", "subtask_codes")
+
+
+def test_paths(random_10):
+    from mdad.data import read_results
+    from mdad.practice.adaptive import AdaptiveTest
+    from mdad.practice.bundle import MicroBenchmarkFile
+    from mdad.practice.results import read_model_scores
+    from mdad.study import read_study_folder
+
+    for call in (lambda: read_results(None), lambda: read_study_folder(None),
+                 lambda: MicroBenchmarkFile.load(None), lambda: AdaptiveTest.load(None),
+                 lambda: read_model_scores(None, random_10)):
+        _refused(call, ConfigError, r"^path must be a path \(str or pathlib.Path\); got "
+                                    "NoneType", "path")

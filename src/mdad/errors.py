@@ -7,6 +7,7 @@ them in `parameters`; the CLI rewrites those names as its own options (``--runs`
 from __future__ import annotations
 
 import numbers
+import os
 
 
 class MdadError(Exception):
@@ -75,6 +76,17 @@ def check_type(value: object, kind: type | tuple[type, ...], parameter: str,
     if not isinstance(value, kind):
         raise ConfigError(f"{parameter} must be {what}; got {type(value).__name__}",
                           parameters=(parameter,))
+
+
+def check_path(value: object, parameter: str) -> None:
+    """Refuse `value` unless it is a path (str or os.PathLike).
+
+    Raises
+    ------
+    ConfigError
+        ``{parameter} must be a path (str or pathlib.Path); got {type name}``.
+    """
+    check_type(value, (str, os.PathLike), parameter, "a path (str or pathlib.Path)")
 
 
 def check_open_unit(value: object, parameter: str) -> None:

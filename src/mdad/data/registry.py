@@ -24,7 +24,7 @@ from mdad.data.loader import Loader
 from mdad.data.matrix import ResponseMatrix
 from mdad.data.missing import MissingPolicy, MissingReport, resolve_missing
 from mdad.data.synthetic_loader import SyntheticLoader
-from mdad.errors import ConfigError, DataError
+from mdad.errors import ConfigError, DataError, check_path
 
 
 def _read_named(name: str) -> ResponseMatrix:
@@ -52,6 +52,7 @@ def find_loader(source: str | Path) -> Loader:
     DataError
         When `source` does not exist, or no loader reads what it is.
     """
+    check_path(source, "source")
     for loader in LOADERS:
         if loader.recognises(source):
             return loader
@@ -105,6 +106,7 @@ def read_results(path: str | Path, **options: Any) -> ResponseMatrix:
     ConfigError
         For an option the loader does not accept.
     """
+    check_path(path, "path")
     path = Path(path)
     loader = find_loader(path)
     return loader.load(path, **accepted_options(loader, path, options))

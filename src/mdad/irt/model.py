@@ -18,11 +18,13 @@ without bound), which a test guards against.
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
 
-from mdad.errors import ConfigError, DataError
+from mdad.errors import ConfigError, DataError, check_whole
 
 
 @dataclass(frozen=True, eq=False)
@@ -110,8 +112,12 @@ class MultidimensionalIrt:
 
         from mdad.irt._map_pass import loglik_and_gradient
 
-        if self.dims < 1:
-            raise ConfigError(f"IRT dims must be >= 1; got {self.dims}")
+        # checked here, not in the constructor (scikit-learn's way: it only stores them)
+        check_whole(self.dims, "dims")
+        check_whole(self.max_iter, "max_iter")
+        if not isinstance(self.tol, numbers.Real) or not 0 < self.tol < math.inf:
+            raise ConfigError(f"tol must be a finite number > 0; got {self.tol!r}",
+                              parameters=("tol",))
         y, observed = _observed(responses, "IRT fit")
         n_models, n_items = y.shape
         if n_models < 2 or n_items < 2:

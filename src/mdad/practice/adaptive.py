@@ -34,7 +34,7 @@ import numpy as np
 from mdad import streams
 from mdad._version import version
 from mdad.data.registry import Dataset
-from mdad.errors import ConfigError, DataError, check_integer, check_type, check_whole
+from mdad.errors import ConfigError, DataError, check_integer, check_path, check_type, check_whole
 from mdad.irt.cat import AdaptiveSession, best_items, posterior_ability, predicted_accuracy, sigmoid
 from mdad.practice.adaptive_state import (
     ADAPTIVE_METHODS,
@@ -396,6 +396,7 @@ class AdaptiveTest:
             For no regular file, a symbolic link, a file over `STATE_MAX_BYTES`, no
             JSON, or a field `STATE_SCHEMA` refuses.
         """
+        check_path(path, "path")
         path = Path(path)
         data = _json_state(path, _read_state(path))
         return cls.from_json(data, str(path))

@@ -17,7 +17,7 @@ from mdad import streams
 from mdad._version import version
 from mdad.data.matrix import ResponseMatrix
 from mdad.data.registry import Dataset
-from mdad.errors import ConfigError, DataError, check_open_unit, check_type, check_whole
+from mdad.errors import ConfigError, DataError, check_open_unit, check_path, check_type, check_whole
 from mdad.metrics.mdad import DEFAULT_THRESHOLD
 from mdad.practice.bundle_format import (
     FORMAT,
@@ -188,6 +188,7 @@ class MicroBenchmarkFile:
 
     @classmethod
     def load(cls, path: Path) -> MicroBenchmarkFile:
+        check_path(path, "path")
         from mdad.data.files import check_regular_file
 
         check_regular_file(path, fix=PASS_A_FILE)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mdad.errors import ConfigError, DataError, check_type
+from mdad.errors import ConfigError, DataError, check_path, check_type
 from mdad.practice.answers import read_answers_csv
 
 if TYPE_CHECKING:
@@ -82,6 +82,7 @@ def read_model_scores(path: Path, bundle: MicroBenchmarkFile, *, metric: str | N
         micro-benchmark at all, or items that are not the dataset's (results for another
         task or dataset); lm-eval runs of mixed n-shot unless `allow_mixed_settings`.
     """
+    check_path(path, "path")
     check_metric(bundle, metric, allow_other_metric=allow_other_metric)
     scores = read_item_scores(path, bundle.items, bundle.lm_eval_items,
                               metric=metric or bundle.lm_eval_metric, dataset=bundle.dataset,

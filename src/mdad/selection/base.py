@@ -44,6 +44,19 @@ class SeenPool:
     seed: np.random.SeedSequence = field(default_factory=lambda: streams.stream(0))
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
 
+    def __post_init__(self) -> None:
+        # shapes only: a study builds many pools, and their values come checked
+        correctness, confidence = np.shape(self.correctness), np.shape(self.confidence)
+        codes = np.asarray(self.subtask_codes)
+        if len(correctness) != 2 or confidence != correctness:
+            raise DataError(f"SeenPool: correctness and confidence must be one (n_sources, "
+                            f"n_items) shape; got {correctness} and {confidence}",
+                            parameters=("correctness", "confidence"))
+        if codes.shape != (correctness[1],) or not np.issubdtype(codes.dtype, np.integer):
+            raise DataError(f"SeenPool: subtask_codes must be {correctness[1]} integers, one "
+                            f"per item; got shape {codes.shape} of {codes.dtype}",
+                            parameters=("subtask_codes",))
+
     @property
     def n_items(self) -> int:
         return int(self.subtask_codes.shape[0])

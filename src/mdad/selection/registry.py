@@ -9,6 +9,7 @@ so importing mdad costs no scan of the installed packages.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Mapping
 from types import ModuleType
 from typing import Any, TypeVar
@@ -17,6 +18,8 @@ import numpy as np
 
 from mdad.errors import ConfigError
 from mdad.selection.base import ANALYTIC_MDAD_KINDS, MethodDefaults, MicroBenchmark
+
+NAME = re.compile(r"[a-z0-9][a-z0-9-]*")  # a method's CLI name
 
 ENTRY_POINT_GROUP = "mdad.methods"
 T = TypeVar("T", bound=type)
@@ -35,12 +38,14 @@ class MethodRegistry(Mapping[str, type[MethodDefaults]]):
 
     def add(self, name: str, cls: type) -> None:
         """Register `cls` as `name`; a plugin may not reuse a registered name."""
+        _check_name(name)
         _check_method_class(name, cls)
         if name in self._classes:
             if self._loading is not None:
                 raise ConfigError(f"method plugin {self._loading} registers {name!r}, a name "
                                   "already taken by a built-in or another plugin; rename it")
-            raise ValueError(f"selection method {name!r} is registered twice")
+            raise ConfigError(f"selection method {name!r} is registered twice",
+                              parameters=("name",))
         if self._loading is not None and getattr(cls, "in_paper", False):
             raise ConfigError(f"method plugin {self._loading} sets in_paper for {name!r}; "
                               "only the paper's own methods are in the paper")
@@ -111,6 +116,13 @@ class MethodRegistry(Mapping[str, type[MethodDefaults]]):
         return name in self._classes
 
 
+def _check_name(name: object) -> None:
+    if not isinstance(name, str) or not NAME.fullmatch(name):
+        raise ConfigError(f"a method's name must be lowercase letters, digits and hyphens, "
+                          f"as the CLI takes it (e.g. 'my-method'); got {name!r}",
+                          parameters=("name",))
+
+
 def _check_method_class(name: str, cls: type) -> None:
     """A method class must carry what the project reads from it (see MethodDefaults)."""
     if not (isinstance(cls, type) and issubclass(cls, MethodDefaults)):
@@ -136,6 +148,7 @@ METHODS = MethodRegistry()
 
 def register(name: str) -> Callable[[T], T]:
     """Class decorator adding a selection method under its CLI name."""
+    _check_name(name)
 
     def add(cls: T) -> T:
         METHODS.add(name, cls)

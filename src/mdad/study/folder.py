@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from mdad.data.files import check_regular_file
-from mdad.errors import ConfigError, DataError, running_out
+from mdad.errors import ConfigError, DataError, check_path, running_out
 from mdad.safe_io import STAGING, csv_text, csv_text_read, make_staging
 from mdad.study.design import seen_pool_size
 from mdad.study.folder_checks import (
@@ -273,6 +273,7 @@ def read_study_folder(path: Path) -> StudyFolder:
         When a file is missing, unreadable or does not hold a study (see
         `mdad.study.folder_checks`), naming it.
     """
+    check_path(path, "path")
     import pandas as pd
 
     path = Path(path)
