@@ -157,3 +157,32 @@ def test_paths(random_10):
                  lambda: read_model_scores(None, random_10)):
         _refused(call, ConfigError, r"^path must be a path \(str or pathlib.Path\); got "
                                     "NoneType", "path")
+
+
+def test_a_plan_runs_only_on_a_matrix_it_fits(gpqa_data):
+    from mdad.study import StudyConfig, plan_study, run_study
+
+    matrix = gpqa_data.matrix
+    plan = plan_study(matrix, StudyConfig(methods=("random",), n_runs=1, sizes=(10,),
+                                          sources=(30,), n_targets=20))
+    small = matrix.take(models=np.arange(40))
+    _refused(lambda: run_study(small, plan), DataError,
+             r"^the plan needs 50 models \(20 targets and 30 sources\); the matrix has 40",
+             "plan")
+
+
+def test_study_requests():
+    from mdad.study import StudyConfig, StudyRequest, expand_methods
+
+    _refused(lambda: StudyRequest(5), ConfigError,  # type: ignore[arg-type]
+             "^dataset must be a dataset name or a results path; got int", "dataset")
+    _refused(lambda: StudyRequest("gpqa", {"n_runs": 2}), ConfigError,  # type: ignore
+             "^config must be a StudyConfig; got dict", "config")
+    _refused(lambda: StudyRequest("gpqa", StudyConfig(), [1]), ConfigError,  # type: ignore
+             "^load_options must be a dict", "load_options")
+    for fractions in ((2.0,), (float("nan"),), (), "0.5"):
+        _refused(lambda f=fractions: StudyRequest("gpqa", per_subtask=True, fractions=f),
+                 ConfigError, r"^fractions must be a non-empty tuple of fractions in \(0, 1\]",
+                 "fractions")
+    _refused(lambda: expand_methods("all"), ConfigError,  # type: ignore[arg-type]
+             r"^methods must be a tuple of method names, e\.g\. \('all',\)", "methods")

@@ -28,6 +28,9 @@ DEFAULT_METHODS = PAPER_METHODS
 
 def expand_methods(names: tuple[str, ...]) -> tuple[str, ...]:
     """`names` with ``all`` replaced by every registered method, in registry order."""
+    if isinstance(names, str):
+        raise ConfigError(f"methods must be a tuple of method names, e.g. ({names!r},); got "
+                          f"the string {names!r}", parameters=("methods",))
     if "all" not in names:
         return names
     expanded: list[str] = []

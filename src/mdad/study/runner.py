@@ -10,6 +10,7 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from mdad.data.matrix import ResponseMatrix
+from mdad.errors import DataError
 from mdad.study.backends import Backend, InProcessBackend
 from mdad.study.cells import compute_run
 from mdad.study.config import StudyPlan
@@ -44,7 +45,19 @@ def run_studies(studies: list[Study], *, backend: Backend | None = None,
     checkpoint : where each finished cell is saved as it completes; cells and runs
         already saved there are loaded, not recomputed.
     The numbers depend on neither backend nor checkpoint.
+
+    Raises
+    ------
+    DataError
+        For a plan made for more models than its matrix has (plan it on this one).
     """
+    for matrix, plan in studies:
+        needed = plan.n_targets + max(plan.config.sources or (0,))
+        if needed > matrix.n_models:
+            raise DataError(f"the plan needs {needed} models ({plan.n_targets} targets and "
+                            f"{max(plan.config.sources or (0,))} sources); the matrix has "
+                            f"{matrix.n_models}: make the plan on it (plan_study)",
+                            parameters=("plan",))
     collectors = [StudyCollector(matrix, plan) for matrix, plan in studies]
     per_run = [plan.n_cells // plan.config.n_runs for _, plan in studies]
     total = sum(plan.n_cells for _, plan in studies)
