@@ -186,3 +186,24 @@ def test_study_requests():
                  "fractions")
     _refused(lambda: expand_methods("all"), ConfigError,  # type: ignore[arg-type]
              r"^methods must be a tuple of method names, e\.g\. \('all',\)", "methods")
+
+
+def test_a_methods_select_refuses_what_it_cannot_build():
+    # every method's, through MethodDefaults: a plugin's too
+    from mdad.selection import get_method
+    from mdad.selection.base import SeenPool
+
+    ones = np.ones((6, 8))
+    pool = SeenPool(ones, ones, np.repeat([0, 1], 4))
+    rng = np.random.default_rng(0)
+    for name in ("random", "subtask-equal", "anchor-points", "adaptive"):
+        method = get_method(name)
+        limit = method.max_size(pool)
+        for size in (0, -2, limit + 1, 3.5, True):
+            _refused(lambda m=method, s=size: m.select(pool, s, rng=rng), ConfigError,
+                     rf"^size must be a whole number in 1\.\.{limit}, what {name} can build",
+                     "size")
+        _refused(lambda m=method: m.select(pool, 2, rng=0), ConfigError,  # type: ignore
+                 "^rng must be a numpy.random.Generator; got int", "rng")
+        _refused(lambda m=method: m.select(ones, 2, rng=rng), ConfigError,  # type: ignore
+                 "^pool must be a SeenPool; got ndarray", "pool")

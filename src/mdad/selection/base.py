@@ -9,6 +9,7 @@ micro-benchmark file.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, TypeVar
@@ -250,6 +251,12 @@ class MethodDefaults:
         """Choose `size` distinct items of `pool`; draw every random number from `rng`."""
         raise NotImplementedError(f"{type(self).__name__} must define select")
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # every method's select, a plugin's too, refuses what it cannot build from
+        super().__init_subclass__(**kwargs)
+        if "select" in vars(cls):
+            cls.select = _checked_select(vars(cls)["select"])  # type: ignore[method-assign]
+
     @classmethod
     def simple_random(cls, subtask_sizes: np.ndarray) -> bool:
         """Whether each of its samples from a pool of these subtask sizes (shape
@@ -325,3 +332,29 @@ class MethodDefaults:
         except (KeyError, TypeError, ValueError, IndexError) as exc:
             raise DataError(f"{where}: the {kind} estimator cannot be read ({exc!r}); select "
                             "again with `mdad select`") from None
+
+
+def _checked_select(select: Callable[..., MicroBenchmark]) -> Callable[..., MicroBenchmark]:
+    """`select`, refusing a pool that is not a SeenPool, a size outside
+    1..`max_size`, and an rng that is not a Generator, each naming the parameter."""
+    import functools
+
+    @functools.wraps(select)
+    def checked(self: MethodDefaults, pool: SeenPool, size: int, *,
+                rng: np.random.Generator) -> MicroBenchmark:
+        if not isinstance(pool, SeenPool):
+            raise ConfigError(f"pool must be a SeenPool; got {type(pool).__name__}",
+                              parameters=("pool",))
+        limit = self.max_size(pool)
+        if not isinstance(size, numbers.Integral) or isinstance(size, bool) or not (
+                1 <= size <= limit):
+            raise ConfigError(f"size must be a whole number in 1..{limit}, what "
+                              f"{getattr(self, 'name', type(self).__name__)} "
+                              f"can build from this pool; got {size!r}", parameters=("size",))
+        if not isinstance(rng, np.random.Generator):
+            raise ConfigError(f"rng must be a numpy.random.Generator; got {type(rng).__name__}",
+                              parameters=("rng",))
+        return select(self, pool, size, rng=rng)
+
+    return checked
+
