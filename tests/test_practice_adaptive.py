@@ -316,3 +316,16 @@ def test_next_that_cannot_write_leaves_a_state_the_same_next_goes_on_from(
     proc = mdad_cli("adaptive", "next", state, answers, cwd=tmp_path)
     assert_ok(proc)
     assert json.loads(state.read_text())["round"] == 1
+
+
+def test_recording_and_asking_refuse_what_is_not_a_score_or_a_count(started_on_gpqa):
+    test = AdaptiveTest.from_json(started_on_gpqa.to_json(), "state.json")  # a copy
+    item = test.pending[0]
+    for correct in ("x", None, True):
+        with pytest.raises(DataError, match=r"score must be a number in \[0, 1\]") as info:
+            test.record(item, correct)  # type: ignore[arg-type]
+        assert info.value.parameters == ("correct",)
+    for k in (2.7, 0, "3"):
+        with pytest.raises(ConfigError, match=r"^k must be an integer >= 1") as info:
+            test.next_items(k)  # type: ignore[arg-type]
+        assert info.value.parameters == ("k",)

@@ -207,3 +207,18 @@ def test_a_methods_select_refuses_what_it_cannot_build():
                  "^rng must be a numpy.random.Generator; got int", "rng")
         _refused(lambda m=method: m.select(ones, 2, rng=rng), ConfigError,  # type: ignore
                  "^pool must be a SeenPool; got ndarray", "pool")
+
+
+def test_smaller_pieces():
+    from mdad.practice.calibration import Calibration
+    from mdad.selection import largest_size
+
+    truth = np.linspace(0.2, 0.6, 40)
+    for confidence in (1.5, 0.0, -1):
+        _refused(lambda c=confidence: Calibration.fit(truth, truth, c, widen_past=False),
+                 ConfigError, r"^confidence must be in \(0, 1\)", "confidence")
+    _refused(lambda: Calibration.fit(truth, truth[:30], widen_past=False), DataError,
+             "^truth and estimate must be two 1-D arrays of one length", "estimate")
+    for sizes in ([-5, 2], [2.7], "abc"):
+        _refused(lambda s=sizes: largest_size("random", s), ConfigError,
+                 "^subtask_sizes must be a 1-D array of item counts", "subtask_sizes")

@@ -137,12 +137,12 @@ class AdaptiveTest:
         those that add the most to the posterior information at the current ability,
         neither answered nor already pending. They become the pending batch; none when
         the test is finished or the pending items take the rest of the budget."""
+        if k is not None:
+            check_whole(k, "k")
         left = self.budget - len(self.answers) - len(self.pending)
         if self.finished or left < 1:
             return []
-        k = min(self.batch if k is None else int(k), left)
-        if k < 1:
-            raise ConfigError(f"k must be >= 1; got {k}", parameters=("k",))
+        k = min(self.batch if k is None else k, left)
         ability, covariance, _, _ = self._posterior()
         index = self._index()
         available = np.ones((1, len(self.item_ids)), dtype=bool)
@@ -159,6 +159,9 @@ class AdaptiveTest:
             raise DataError(f"item {item!r} is not one of the test's items")
         if item in self.answers:
             raise DataError(f"item {item!r} was answered already; an answer is recorded once")
+        if not isinstance(correct, numbers.Real) or isinstance(correct, bool):
+            raise DataError(f"item {item!r}: score must be a number in [0, 1]; got {correct!r}",
+                            parameters=("correct",))
         value = float(correct)
         if not 0.0 <= value <= 1.0:
             raise DataError(f"item {item!r}: score {value} is not in [0, 1]")

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mdad import streams
-from mdad.errors import DataError
+from mdad.errors import DataError, check_open_unit
 
 CONFIDENCE = 0.95
 CV_FOLDS = 5  # folds by model of the held-out estimates a belt is fitted on
@@ -116,8 +116,13 @@ class Calibration:
         DataError
             With fewer than `MIN_MODELS` pairs.
         """
+        check_open_unit(confidence, "confidence")
         truth, estimate = np.asarray(truth, dtype=np.float64), np.asarray(estimate,
                                                                          dtype=np.float64)
+        if truth.shape != estimate.shape or truth.ndim != 1:
+            raise DataError(f"truth and estimate must be two 1-D arrays of one length; got "
+                            f"{truth.shape} and {estimate.shape}",
+                            parameters=("truth", "estimate"))
         kept = ~(np.isnan(truth) | np.isnan(estimate))
         truth, estimate = truth[kept], estimate[kept]
         m = truth.size

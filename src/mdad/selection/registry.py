@@ -196,4 +196,8 @@ def fast_methods(names: tuple[str, ...]) -> tuple[str, ...]:
 def largest_size(name: str, subtask_sizes: np.ndarray) -> int:
     """The largest micro-benchmark method `name` can build from a pool whose subtasks
     hold `subtask_sizes` items (int array of shape (n_subtasks,), counts >= 0)."""
-    return int(method_class(name).max_size_for(np.asarray(subtask_sizes, dtype=np.int64)))
+    sizes = np.asarray(subtask_sizes)
+    if (sizes.ndim != 1 or not np.issubdtype(sizes.dtype, np.integer) or (sizes < 0).any()):
+        raise ConfigError(f"subtask_sizes must be a 1-D array of item counts >= 0; got "
+                          f"{subtask_sizes!r:.60}", parameters=("subtask_sizes",))
+    return int(method_class(name).max_size_for(sizes.astype(np.int64)))

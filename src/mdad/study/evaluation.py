@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from mdad.errors import check_whole
 from mdad.metrics.mdad import MdadResult, first_crossing_mdad, smooth_mdad
 from mdad.metrics.pairs import bin_edges, pair_counts
 from mdad.study.records import StudyResult
@@ -77,6 +78,7 @@ def evaluate(result: StudyResult, *, stream: str = "", threads: int = 2) -> Stud
     identically, in any order; the smooth estimate draws after the first crossing's,
     from the same generator. Groups are computed in `threads` threads (numpy releases
     the GIL); the tables do not depend on it."""
+    check_whole(threads, "threads")
     import pandas as pd
 
     config = result.plan.config
