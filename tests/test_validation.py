@@ -222,3 +222,33 @@ def test_smaller_pieces():
     for sizes in ([-5, 2], [2.7], "abc"):
         _refused(lambda s=sizes: largest_size("random", s), ConfigError,
                  "^subtask_sizes must be a 1-D array of item counts", "subtask_sizes")
+
+
+def test_matrices_designs_and_bins(gpqa_data):
+    from mdad.metrics.pairs import bin_edges, gap_bins, pair_counts
+    from mdad.study.design import draw_run, seen_pool_size, split_seen_unseen
+
+    matrix = gpqa_data.matrix
+    _refused(lambda: matrix.take(models=[5000]), DataError,
+             r"^models must be indices in 0\.\.419", "models")
+    _refused(lambda: matrix.scores([0], [448]), DataError, r"^items must be indices in 0\.\.447",
+             "items")
+    _refused(lambda: matrix.take(items=np.ones(3, bool)), DataError,
+             "^items: a mask must have 448 entries", "items")
+    for codes in ([-1, 0], [0.5, 1.0], [[0, 1]]):
+        _refused(lambda c=codes: seen_pool_size(c), DataError,
+                 "^subtask_codes must be a 1-D array", "subtask_codes")
+        _refused(lambda c=codes: split_seen_unseen(c, rng=np.random.default_rng(0)),
+                 DataError, "^subtask_codes must be a 1-D array", "subtask_codes")
+    codes = np.zeros(10, int)
+    _refused(lambda: draw_run(5, codes, seed=0, run=0, n_targets=6), ConfigError,
+             r"^n_targets must be an integer in 0\.\.5; got 6", "n_targets")
+    _refused(lambda: draw_run(5, codes, seed=0, run=0, n_targets=2, fixed_targets=[1, 1]),
+             ConfigError, "^fixed_targets must be distinct model indices", "fixed_targets")
+    _refused(lambda: gap_bins(np.array([np.nan])), DataError, "^gap must be a difference",
+             "gap")
+    _refused(lambda: bin_edges(-1), DataError, r"^bins must be whole bin indices", "bins")
+    _refused(lambda: pair_counts(np.zeros((2, 3)), np.zeros((2, 4))), DataError,
+             "^estimates and reference must be one", "reference")
+    _refused(lambda: pair_counts(np.zeros((1, 3)), np.array([[0.1, np.nan, 0.2]])), DataError,
+             "^reference accuracies must be finite", "reference")

@@ -44,7 +44,7 @@ def check_integer(value: object, parameter: str) -> None:
 
 
 def check_whole(value: object, parameter: str, minimum: int = 1,
-                maximum: int | None = None) -> None:
+                maximum: int | None = None, why: str = "") -> None:
     """Refuse `value` unless it is an integer in `minimum`..`maximum` (bool is not one;
     no `maximum`: no upper bound).
 
@@ -52,15 +52,14 @@ def check_whole(value: object, parameter: str, minimum: int = 1,
     ------
     ConfigError
         ``{parameter} must be an integer >= {minimum}; got {value!r}`` (or "in
-        {minimum}..{maximum}").
+        {minimum}..{maximum} ({why})", `why` saying what the bound protects).
     """
     if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < minimum:
         raise ConfigError(f"{parameter} must be an integer >= {minimum}; got {value!r}",
                           parameters=(parameter,))
     if maximum is not None and value > maximum:
-        raise ConfigError(f"{parameter} must be an integer in {minimum}..{maximum:,} (the "
-                          f"memory a study needs grows with it); got {value!r}",
-                          parameters=(parameter,))
+        raise ConfigError(f"{parameter} must be an integer in {minimum}..{maximum:,}"
+                          f"{f' ({why})' if why else ''}; got {value!r}", parameters=(parameter,))
 
 
 def check_type(value: object, kind: type | tuple[type, ...], parameter: str,

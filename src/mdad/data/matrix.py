@@ -32,9 +32,10 @@ def _is_binary(values: np.ndarray) -> bool:
 
 def _block(values: np.ndarray, models: np.ndarray | slice | None,
            items: np.ndarray | slice | None) -> np.ndarray:
-    """values[models][:, items], with None for all."""
-    rows = values[slice(None) if models is None else models]
-    return rows[:, slice(None) if items is None else items]
+    """values[models][:, items], with None for all; a DataError naming `models` or
+    `items` for an index outside `values`."""
+    rows = values[slice(None) if models is None else _index(models, values.shape[0], "models")]
+    return rows[:, slice(None) if items is None else _index(items, values.shape[1], "items")]
 
 
 def _readonly(array: np.ndarray) -> np.ndarray:
@@ -242,9 +243,15 @@ class ResponseMatrix:
     def take(
         self, models: np.ndarray | slice | None = None, items: np.ndarray | slice | None = None
     ) -> ResponseMatrix:
-        """A new matrix with only the given model and item indices (or boolean masks)."""
-        rows = slice(None) if models is None else models
-        cols = slice(None) if items is None else items
+        """A new matrix with only the given model and item indices (or boolean masks).
+
+        Raises
+        ------
+        DataError
+            For an index outside the matrix, naming `models` or `items`.
+        """
+        rows = slice(None) if models is None else _index(models, self.n_models, "models")
+        cols = slice(None) if items is None else _index(items, self.n_items, "items")
         conf = None if self.confidence is None else self.confidence[rows][:, cols]
         return ResponseMatrix(
             correctness=self.correctness[rows][:, cols],
@@ -280,3 +287,22 @@ class ResponseMatrix:
             raise DataError(f"{what} {str(dup)!r} is listed more than once",
                             parameters=parameters)
         return np.array([lookup[n] for n in names], dtype=np.int64)
+
+
+def _index(index: np.ndarray | slice, size: int, parameter: str) -> np.ndarray | slice:
+    """`index` (a slice, a boolean mask or indices) into `size` rows or columns, or a
+    DataError naming `parameter`."""
+    if isinstance(index, slice):
+        return index
+    values = np.asarray(index)
+    if values.dtype == bool:
+        if values.shape != (size,):
+            raise DataError(f"{parameter}: a mask must have {size} entries; got "
+                            f"{values.shape}", parameters=(parameter,))
+        return values
+    if (values.ndim != 1 or not np.issubdtype(values.dtype, np.integer)
+            or ((values < -size) | (values >= size)).any()):
+        raise DataError(f"{parameter} must be indices in 0..{size - 1} (or a mask)",
+                        parameters=(parameter,))
+    return values
+

@@ -7,19 +7,41 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mdad.errors import DataError, check_whole
+
 BINS_PER_UNIT = 200  # bins 0.005 wide: half an accuracy point, as in the paper
 N_BINS = BINS_PER_UNIT + 1  # |gap| in [0, 1] -> bins 0..200
 
 
 def gap_bins(gap: np.ndarray) -> np.ndarray:
     """Bin index of each |gap|: floor(|gap| * 200), the reference code's arithmetic,
-    so that a gap on a bin edge lands in the same bin."""
-    return np.floor(np.abs(gap) * float(BINS_PER_UNIT)).astype(np.int64)
+    so that a gap on a bin edge lands in the same bin.
+
+    Raises
+    ------
+    DataError
+        For a gap that is NaN or beyond [-1, 1] (accuracies differ by at most 1).
+    """
+    size = np.abs(np.asarray(gap, dtype=np.float64))
+    if not (size <= 1.0 + 1e-9).all():  # NaN fails it too
+        raise DataError("gap must be a difference of accuracies in [-1, 1], not NaN",
+                        parameters=("gap",))
+    return np.floor(size * float(BINS_PER_UNIT)).astype(np.int64)
 
 
 def bin_edges(bins: np.ndarray | int) -> np.ndarray:
-    """Lower |gap| edge of each bin index, as the reference computes it (b / 200)."""
-    return np.asarray(bins) / float(BINS_PER_UNIT)
+    """Lower |gap| edge of each bin index, as the reference computes it (b / 200).
+
+    Raises
+    ------
+    DataError
+        For an index outside 0..200.
+    """
+    bins = np.asarray(bins)
+    if not np.issubdtype(bins.dtype, np.integer) or ((bins < 0) | (bins >= N_BINS)).any():
+        raise DataError(f"bins must be whole bin indices in 0..{N_BINS - 1}",
+                        parameters=("bins",))
+    return bins / float(BINS_PER_UNIT)
 
 
 def agreement(estimated_gap: np.ndarray, reference_gap: np.ndarray) -> np.ndarray:
@@ -126,6 +148,15 @@ def pair_counts(estimates: np.ndarray, reference: np.ndarray, *, block: int = 1 
     """
     estimates = np.asarray(estimates, dtype=np.float64)
     reference = np.asarray(reference, dtype=np.float64)
+    if estimates.ndim != 2 or estimates.shape != reference.shape:
+        raise DataError(f"estimates and reference must be one (n_runs, n_targets) shape; got "
+                        f"{estimates.shape} and {reference.shape}",
+                        parameters=("estimates", "reference"))
+    if not np.isfinite(reference).all():
+        raise DataError("reference accuracies must be finite (a NaN estimate is allowed: it "
+                        "never agrees)", parameters=("reference",))
+    check_whole(block, "block")
+    check_whole(threads, "threads")
     n_runs, n_targets = estimates.shape
 
     # Runs with few targets are tallied together (one bincount for many runs); runs

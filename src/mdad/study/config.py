@@ -179,6 +179,7 @@ class StudyPlan:
 # arrays outgrow a machine's memory and the kernel kills the process without a word.
 MAX_RUNS = 100_000
 MAX_RESAMPLES = 1_000_000
+GROWS = "the memory a study needs grows with it"
 
 
 def _methods(config: StudyConfig) -> None:
@@ -227,8 +228,9 @@ def _n_targets(config: StudyConfig) -> None:
 # what depends on the data is `_resolve`'s.
 PARAMETER_CONSTRAINTS: dict[str, Callable[[StudyConfig], None]] = {
     "methods": _methods,
-    "n_runs": lambda c: check_whole(c.n_runs, "n_runs", maximum=MAX_RUNS),
-    "n_resamples": lambda c: check_whole(c.n_resamples, "n_resamples", maximum=MAX_RESAMPLES),
+    "n_runs": lambda c: check_whole(c.n_runs, "n_runs", maximum=MAX_RUNS, why=GROWS),
+    "n_resamples": lambda c: check_whole(c.n_resamples, "n_resamples", maximum=MAX_RESAMPLES,
+                                         why=GROWS),
     "seed": lambda c: check_whole(c.seed, "seed", minimum=0),
     "threshold": lambda c: check_open_unit(c.threshold, "threshold"),
     "sources": lambda c: _counts("sources", c.sources, "number of source models", "count"),

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mdad.errors import ConfigError, DataError, check_whole
 from mdad.grouping import shuffled_ranks
 from mdad.study.seeds import run_rng
 
@@ -49,6 +50,7 @@ def split_seen_unseen(
     -------
     seen, unseen : int arrays of item indices, grouped by subtask code.
     """
+    subtask_codes = _codes(subtask_codes)
     order, rank = shuffled_ranks(subtask_codes, rng=rng)
     sizes = np.bincount(subtask_codes)
     in_seen = rank < np.repeat(sizes // 2, sizes)
@@ -57,7 +59,16 @@ def split_seen_unseen(
 
 def seen_pool_size(subtask_codes: np.ndarray) -> int:
     """How many items the seen pool holds: the sum over subtasks of floor(size / 2)."""
-    return int((np.bincount(subtask_codes) // 2).sum())
+    return int((np.bincount(_codes(subtask_codes)) // 2).sum())
+
+
+def _codes(subtask_codes: object) -> np.ndarray:
+    """`subtask_codes` as a 1-D int array of codes >= 0, or a DataError naming it."""
+    codes = np.asarray(subtask_codes)
+    if codes.ndim != 1 or not np.issubdtype(codes.dtype, np.integer) or (codes < 0).any():
+        raise DataError("subtask_codes must be a 1-D array of subtask codes >= 0, one per "
+                        "item", parameters=("subtask_codes",))
+    return codes
 
 
 def draw_run(
@@ -74,11 +85,17 @@ def draw_run(
     Targets are `n_targets` models drawn uniformly, or `fixed_targets` when given;
     the remaining models are shuffled into `source_order`.
     """
+    check_whole(n_models, "n_models")
     rng = run_rng(seed, run)
     if fixed_targets is None:
+        check_whole(n_targets, "n_targets", minimum=0, maximum=n_models)
         targets = rng.choice(n_models, n_targets, replace=False)
     else:
         targets = np.asarray(fixed_targets, dtype=np.int64)
+        if (np.unique(targets).size != targets.size or (targets < 0).any()
+                or (targets >= n_models).any()):
+            raise ConfigError(f"fixed_targets must be distinct model indices in "
+                              f"0..{n_models - 1}", parameters=("fixed_targets",))
     rest = np.setdiff1d(np.arange(n_models), targets)
     source_order = rng.permutation(rest)
     seen, unseen = split_seen_unseen(subtask_codes, rng=rng)
