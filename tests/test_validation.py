@@ -252,3 +252,29 @@ def test_matrices_designs_and_bins(gpqa_data):
              "^estimates and reference must be one", "reference")
     _refused(lambda: pair_counts(np.zeros((1, 3)), np.array([[0.1, np.nan, 0.2]])), DataError,
              "^reference accuracies must be finite", "reference")
+
+
+def test_irt_curves_crossings_and_tasks():
+    from mdad.irt import item_curve, map_ability
+    from mdad.metrics.mdad import monotone_crossings
+    from mdad.practice.bundle import lm_eval_tasks
+
+    a, b = np.ones((4, 2)), np.zeros(4)
+    _refused(lambda: item_curve(np.zeros((3, 2)), a, np.zeros(5)), DataError,
+             r"^difficulty must be finite, of shape \(4,\)", "difficulty")
+    _refused(lambda: item_curve(np.zeros((3, 3)), a, b), DataError,
+             r"^ability must be finite, of shape \(n_models, 2\)", "ability")
+    _refused(lambda: map_ability(np.ones((2, 4)), np.ones(4), b), DataError,
+             r"^discrimination must be finite, of shape \(n_items, D\)", "discrimination")
+    _refused(lambda: map_ability(np.ones((2, 4)), np.full((4, 2), np.nan), b), DataError,
+             "^discrimination must be finite", "discrimination")
+    pairs = np.array([[4, 4]])
+    _refused(lambda: monotone_crossings(pairs, pairs, 2.0), ConfigError,
+             r"^threshold must be in \(0, 1\)", "threshold")
+    _refused(lambda: monotone_crossings(pairs, pairs + 1, 0.8), DataError,
+             r"^agreeing must lie in 0\.\.pairs", "agreeing")
+    _refused(lambda: monotone_crossings(pairs[0], pairs[0], 0.8), DataError,
+             r"^pairs and agreeing must be one \(n_curves, n_bins\) shape", "pairs")
+    for items in ("abc", [1, 2], ["no-slash"]):
+        _refused(lambda i=items: lm_eval_tasks(i), ConfigError,
+                 "^lm_eval_items must be a list of 'task/doc_id' names", "lm_eval_items")

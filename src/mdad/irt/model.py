@@ -249,10 +249,35 @@ class MultidimensionalIrt:
 def item_curve(ability: np.ndarray, discrimination: np.ndarray,
                difficulty: np.ndarray) -> np.ndarray:
     """P(correct), shape (n_models, n_items), for abilities (n_models, D),
-    discriminations (n_items, D) and difficulties (n_items,)."""
+    discriminations (n_items, D) and difficulties (n_items,).
+
+    Raises
+    ------
+    DataError
+        For shapes that do not fit together or values that are not finite.
+    """
     from scipy.special import expit
 
-    return expit(ability @ discrimination.T - discrimination.shape[1] * difficulty)
+    a, b = _items(discrimination, difficulty)
+    theta = np.asarray(ability, dtype=np.float64)
+    if theta.ndim != 2 or theta.shape[1] != a.shape[1] or not np.isfinite(theta).all():
+        raise DataError(f"ability must be finite, of shape (n_models, {a.shape[1]}); got "
+                        f"{theta.shape}", parameters=("ability",))
+    return expit(theta @ a.T - a.shape[1] * b)
+
+
+def _items(discrimination: np.ndarray, difficulty: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The item parameters as float arrays (n_items, D) and (n_items,), or a DataError
+    naming the one that does not fit."""
+    a = np.asarray(discrimination, dtype=np.float64)
+    b = np.asarray(difficulty, dtype=np.float64)
+    if a.ndim != 2 or not np.isfinite(a).all():
+        raise DataError(f"discrimination must be finite, of shape (n_items, D); got {a.shape}",
+                        parameters=("discrimination",))
+    if b.shape != (a.shape[0],) or not np.isfinite(b).all():
+        raise DataError(f"difficulty must be finite, of shape ({a.shape[0]},), one per item; "
+                        f"got {b.shape}", parameters=("difficulty",))
+    return a, b
 
 
 def map_ability(responses: np.ndarray, discrimination: np.ndarray, difficulty: np.ndarray,
@@ -272,9 +297,9 @@ def map_ability(responses: np.ndarray, discrimination: np.ndarray, difficulty: n
     """
     from scipy.special import expit
 
-    a = np.asarray(discrimination, dtype=np.float64)
+    a, b = _items(discrimination, difficulty)
     dims = a.shape[1]
-    offset = dims * np.asarray(difficulty, dtype=np.float64)
+    offset = dims * b
     y, observed = _observed(responses, "IRT ability")
     if y.shape[1] != a.shape[0]:
         raise DataError(f"IRT ability: responses have {y.shape[1]} items, expected {a.shape[0]}")

@@ -203,9 +203,21 @@ def monotone_crossings(pairs: np.ndarray, agreeing: np.ndarray,
     -------
     crossing : float array of shape (n_curves,), NaN where the fit never reaches it.
     crossing_pairs : int array of shape (n_curves,), pairs in bin k (0 if none).
+
+    Raises
+    ------
+    ConfigError, DataError
+        For a threshold outside (0, 1), arrays of two shapes or not 2-D, or more
+        agreeing pairs than pairs.
     """
+    check_open_unit(threshold, "threshold")
     pairs = np.asarray(pairs, dtype=np.float64)
     agreeing = np.asarray(agreeing, dtype=np.float64)
+    if pairs.ndim != 2 or pairs.shape != agreeing.shape:
+        raise DataError(f"pairs and agreeing must be one (n_curves, n_bins) shape; got "
+                        f"{pairs.shape} and {agreeing.shape}", parameters=("pairs", "agreeing"))
+    if not ((0 <= agreeing) & (agreeing <= pairs)).all():
+        raise DataError("agreeing must lie in 0..pairs in every bin", parameters=("agreeing",))
     n_curves, n_bins = pairs.shape
     rows = np.arange(n_curves)
     valid = pairs > 0

@@ -478,6 +478,10 @@ def lm_eval_tasks(lm_eval_items: list[str] | None) -> list[str] | None:
     exactly the selected items (a task left out of --samples would run in full)."""
     if lm_eval_items is None:
         return None
+    if isinstance(lm_eval_items, str) or not all(
+            isinstance(item, str) and "/" in item for item in lm_eval_items):
+        raise ConfigError("lm_eval_items must be a list of 'task/doc_id' names",
+                          parameters=("lm_eval_items",))
     return sorted({item.rsplit("/", 1)[0] for item in lm_eval_items})
 
 
