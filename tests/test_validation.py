@@ -278,3 +278,29 @@ def test_irt_curves_crossings_and_tasks():
     for items in ("abc", [1, 2], ["no-slash"]):
         _refused(lambda i=items: lm_eval_tasks(i), ConfigError,
                  "^lm_eval_items must be a list of 'task/doc_id' names", "lm_eval_items")
+
+
+def test_pair_structure_and_matrices():
+    from mdad.data.matrix import ResponseMatrix
+    from mdad.practice.planner import pair_structure
+
+    ones = np.ones((3, 4))
+    codes = np.zeros(4, int)
+    _refused(lambda: pair_structure(np.full((3, 4), np.nan), codes), DataError,
+             r"^correctness must be a 2-D \(models, items\) array of scores", "correctness")
+    _refused(lambda: pair_structure(ones * 5, codes), DataError,
+             "^correctness must be a 2-D", "correctness")
+    _refused(lambda: pair_structure(ones, [0, 0]), DataError,
+             "^subtask_codes must be 4 codes >= 0", "subtask_codes")
+    _refused(lambda: pair_structure(ones, codes, (np.array([0]), np.array([7]))), DataError,
+             r"^pairs must be two arrays of one shape of model indices in 0\.\.2", "pairs")
+    _refused(lambda: ResponseMatrix(np.full((2, 2), "x"), ["a", "b"], ["i", "j"]),
+             DataError, "correctness must hold numbers, not <U1", "correctness")
+
+
+def test_an_irt_fit_of_nothing_is_refused():
+    from mdad.irt import MultidimensionalIrt
+
+    _refused(lambda: MultidimensionalIrt(2).fit(np.full((3, 4), np.nan)), DataError,
+             r"^IRT fit: every response is missing \(NaN\)", "responses")
+

@@ -103,6 +103,9 @@ class ResponseMatrix:
     def __post_init__(self) -> None:
         src = self.source
         correctness = np.asarray(self.correctness)
+        if correctness.dtype.kind not in "buif":  # text, complex, objects: no scores
+            raise DataError(f"{src}: correctness must hold numbers, not {correctness.dtype}",
+                            parameters=("correctness",))
         if correctness.dtype.kind not in "bu":  # bool and unsigned: complete already
             correctness = np.asarray(correctness, dtype=np.float32)
         if correctness.ndim != 2:

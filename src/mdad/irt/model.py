@@ -57,10 +57,11 @@ def _observed(responses: np.ndarray, where: str) -> tuple[np.ndarray, np.ndarray
     """Responses with NaN replaced by 0, and the 0/1 mask of observed cells."""
     values = np.asarray(responses, dtype=np.float64)
     if values.ndim != 2:
-        raise DataError(f"{where}: responses must be 2-D (models x items), got {values.ndim}-D")
+        raise DataError(f"{where}: responses must be 2-D (models x items), got {values.ndim}-D",
+                        parameters=("responses",))
     observed = ~np.isnan(values)
     if np.any((values[observed] < 0) | (values[observed] > 1)):
-        raise DataError(f"{where}: responses must be scores in [0, 1]")
+        raise DataError(f"{where}: responses must be scores in [0, 1]", parameters=("responses",))
     return np.where(observed, values, 0.0), observed.astype(np.float64)
 
 
@@ -119,6 +120,9 @@ class MultidimensionalIrt:
             raise ConfigError(f"tol must be a finite number > 0; got {self.tol!r}",
                               parameters=("tol",))
         y, observed = _observed(responses, "IRT fit")
+        if not observed.any():
+            raise DataError("IRT fit: every response is missing (NaN); nothing to fit",
+                            parameters=("responses",))
         n_models, n_items = y.shape
         if n_models < 2 or n_items < 2:
             raise DataError(f"IRT fit needs at least 2 models and 2 items; got {n_models} "

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mdad.errors import ConfigError
+from mdad.errors import ConfigError, DataError
 from mdad.metrics.mdad import DEFAULT_THRESHOLD
 from mdad.metrics.pairs import bin_edges, gap_bins
 
@@ -69,11 +69,32 @@ def pair_structure(correctness: np.ndarray, subtask_codes: np.ndarray,
     correctness : 0/1 array of shape (n_models, n_items)
     subtask_codes : int array of shape (n_items,)
     pairs : (first, second) model index arrays; all pairs i < j when None.
+
+    Raises
+    ------
+    DataError
+        For correctness that is not a 2-D array of scores in [0, 1], codes that are
+        not one code >= 0 per item, or pairs outside the models.
     """
-    values = (np.asarray(correctness) > 0.5).astype(np.float32)
+    scores = np.asarray(correctness)
+    codes = np.asarray(subtask_codes)
+    if (scores.ndim != 2 or scores.dtype.kind not in "buif"
+            or not ((scores >= 0) & (scores <= 1)).all()):  # NaN fails too
+        raise DataError("correctness must be a 2-D (models, items) array of scores in [0, 1]",
+                        parameters=("correctness",))
+    if (codes.shape != (scores.shape[1],) or not np.issubdtype(codes.dtype, np.integer)
+            or (codes < 0).any()):
+        raise DataError(f"subtask_codes must be {scores.shape[1]} codes >= 0, one per item",
+                        parameters=("subtask_codes",))
+    subtask_codes = codes
+    values = (scores > 0.5).astype(np.float32)
     if pairs is None:
         pairs = np.triu_indices(values.shape[0], k=1)
     first, second = (np.asarray(p) for p in pairs)
+    if first.shape != second.shape or ((first < 0) | (first >= values.shape[0])
+                                       | (second < 0) | (second >= values.shape[0])).any():
+        raise DataError(f"pairs must be two arrays of one shape of model indices in "
+                        f"0..{values.shape[0] - 1}", parameters=("pairs",))
     n_subtasks = int(subtask_codes.max()) + 1
     # right counts per subtask, and both-right counts per pair and subtask from each
     # subtask's models x models product: float32 counts are exact below 2^24, and no
