@@ -304,3 +304,28 @@ def test_an_irt_fit_of_nothing_is_refused():
     _refused(lambda: MultidimensionalIrt(2).fit(np.full((3, 4), np.nan)), DataError,
              r"^IRT fit: every response is missing \(NaN\)", "responses")
 
+
+
+def test_a_cell_is_one_of_the_plans(gpqa_data):
+    from mdad.study import StudyConfig, plan_study, run_cell
+
+    plan = plan_study(gpqa_data.matrix, StudyConfig(methods=("random",), n_runs=2,
+                                                    sizes=(10,), sources=(30,), n_targets=20))
+    cell = {"run": 0, "method": "random", "size": 10, "n_sources": 30}
+    for name, bad, message in (("run", 2, r"^run must be an integer in 0\.\.1; got 2"),
+                               ("method", "diversity", "^method must be one of the plan's"),
+                               ("size", 0, "^size must be one of the plan's: 10; got 0"),
+                               ("n_sources", 1000, "^n_sources must be one of the plan's")):
+        _refused(lambda n=name, b=bad: run_cell(gpqa_data.matrix, plan, **{**cell, n: b}),
+                 ConfigError, message, name)
+    assert run_cell(gpqa_data.matrix, plan, **cell).shape == (20,)
+
+
+def test_meta_columns_name_columns_of_the_file(tmp_path):
+    from mdad.data import read_results
+
+    csv = tmp_path / "wide.csv"
+    csv.write_text("item_id,m1,m2\nq1,1,0\nq2,0,1\n")
+    for meta in (("zz",), "m1"):
+        _refused(lambda m=meta: read_results(csv, meta_columns=m), DataError,
+                 "meta_columns must name columns of the file, as a list", "meta_columns")

@@ -11,6 +11,7 @@ from dataclasses import replace
 import numpy as np
 
 from mdad.data.matrix import ResponseMatrix
+from mdad.errors import ConfigError, check_whole
 from mdad.selection import MicroBenchmark, SeenPool, get_method
 from mdad.selection.threads import one_thread
 from mdad.study.config import StudyPlan
@@ -68,7 +69,21 @@ def _cell_rng(plan: StudyPlan, run: int, method: str, size: int,
 
 def select_cell(matrix: ResponseMatrix, plan: StudyPlan, *, run: int, method: str, size: int,
                 n_sources: int) -> tuple[RunDesign, MicroBenchmark]:
-    """The design and micro-benchmark of one cell, recomputed alone from its seeds."""
+    """The design and micro-benchmark of one cell, recomputed alone from its seeds.
+
+    Raises
+    ------
+    ConfigError
+        For a run, method, size or source count that is not one of the plan's.
+    """
+    check_whole(run, "run", minimum=0, maximum=plan.config.n_runs - 1)
+    for value, among, name in ((method, plan.config.methods, "method"),
+                               (size, plan.sizes, "size"),
+                               (n_sources, plan.config.sources, "n_sources")):
+        if value not in (among or ()):
+            raise ConfigError(f"{name} must be one of the plan's: "
+                              f"{', '.join(map(str, among or ()))}; got {value!r}",
+                              parameters=(name,))
     design = draw_design(matrix, plan, run)
     pool = seen_pool(matrix, design, n_sources, seed=plan.config.seed, stream=plan.stream)
     rng = _cell_rng(plan, run, method, size, n_sources)
