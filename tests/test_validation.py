@@ -329,3 +329,26 @@ def test_meta_columns_name_columns_of_the_file(tmp_path):
     for meta in (("zz",), "m1"):
         _refused(lambda m=meta: read_results(csv, meta_columns=m), DataError,
                  "meta_columns must name columns of the file, as a list", "meta_columns")
+
+
+def test_an_unfitted_or_misfed_irt_model_says_so():
+    from mdad.irt import MultidimensionalIrt
+
+    model = MultidimensionalIrt(1)
+    _refused(lambda: model.probability(np.zeros((1, 1))), ConfigError,
+             "^this MultidimensionalIrt is not fitted; call fit", None)
+    rng = np.random.default_rng(0)
+    model.fit((rng.random((8, 6)) < 0.5).astype(float))
+    _refused(lambda: model.estimate_ability(np.ones((1, 2)), np.array([0, 9])), DataError,
+             r"^items must be indices of the fitted items, 0\.\.5", "items")
+    _refused(lambda: model.log_likelihood(np.ones((3, 6))), DataError,
+             r"^IRT log-likelihood: responses must be the training shape \(8, 6\)", "responses")
+
+
+def test_tied_pairs_are_among_the_pairs():
+    from mdad.metrics import first_crossing_mdad
+
+    pairs = np.array([5, 5, 5])
+    _refused(lambda: first_crossing_mdad(pairs, pairs, rng=np.random.default_rng(0),
+                                         tied_pairs=16), DataError,
+             r"^tied_pairs \(16\) must not exceed the pairs counted \(15\)", "tied_pairs")

@@ -197,6 +197,11 @@ class MultidimensionalIrt:
         hyper = [0.0, float(offset.mean()) / self.dims]
         return np.concatenate([theta.ravel(), a.ravel(), offset, hyper])
 
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "discrimination_"):
+            raise ConfigError("this MultidimensionalIrt is not fitted; call fit(responses) "
+                              "first")
+
     def standardised(self) -> MultidimensionalIrt:
         """The same fit with its training abilities re-expressed to mean 0 and identity
         covariance, so that the N(0, I) prior of a new model's ability is the training
@@ -213,6 +218,7 @@ class MultidimensionalIrt:
         discrimination 0: nothing is known about a new model's ability along it.
         Returns a new object; this one is unchanged.
         """
+        self._check_fitted()
         theta = self.ability_
         mean = theta.mean(axis=0)
         variance, axes = np.linalg.eigh(np.atleast_2d(np.cov(theta, rowvar=False, bias=True)))
@@ -232,11 +238,17 @@ class MultidimensionalIrt:
     def probability(self, ability: np.ndarray) -> np.ndarray:
         """P(correct) of models with `ability` (n_models, dims) on every item:
         shape (n_models, n_items)."""
+        self._check_fitted()
         return item_curve(np.asarray(ability), self.discrimination_, self.difficulty_)
 
     def log_likelihood(self, responses: np.ndarray) -> float:
         """Log-likelihood (nats) of the training `responses` at the fitted parameters."""
+        self._check_fitted()
         y, observed = _observed(responses, "IRT log-likelihood")
+        if y.shape != (self.ability_.shape[0], self.difficulty_.size):
+            raise DataError(f"IRT log-likelihood: responses must be the training shape "
+                            f"{(self.ability_.shape[0], self.difficulty_.size)}; got {y.shape}",
+                            parameters=("responses",))
         z = self.ability_ @ self.discrimination_.T - self.dims * self.difficulty_
         return float(np.sum(observed * (y * z - _softplus_and_sigmoid(z)[0])))
 
@@ -245,6 +257,14 @@ class MultidimensionalIrt:
         """MAP abilities, shape (n_models, dims), of new models from `responses` of
         shape (n_models, len(items)) on the fitted `items` (all when None); see
         `map_ability`."""
+        self._check_fitted()
+        if items is not None:
+            items = np.asarray(items)
+            n = self.difficulty_.size
+            if (items.ndim != 1 or not np.issubdtype(items.dtype, np.integer)
+                    or ((items < -n) | (items >= n)).any()):
+                raise DataError(f"items must be indices of the fitted items, 0..{n - 1}",
+                                parameters=("items",))
         a = self.discrimination_ if items is None else self.discrimination_[items]
         b = self.difficulty_ if items is None else self.difficulty_[items]
         return map_ability(responses, a, b, max_iter=max_iter)

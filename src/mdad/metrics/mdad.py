@@ -106,6 +106,9 @@ def _checked(pairs: object, agreeing: object, ndim: int, threshold: object,
                         f"{arrays[0].shape[-1] if arrays[0].ndim else 0}", parameters=("pairs",))
     if (arrays[1] > arrays[0]).any():
         raise DataError("agreeing must not exceed pairs in any bin", parameters=("agreeing",))
+    if tied_pairs > arrays[0].sum():
+        raise DataError(f"tied_pairs ({tied_pairs}) must not exceed the pairs counted "
+                        f"({arrays[0].sum()}): they are among them", parameters=("tied_pairs",))
     return arrays[0], arrays[1]
 
 
