@@ -352,3 +352,14 @@ def test_tied_pairs_are_among_the_pairs():
     _refused(lambda: first_crossing_mdad(pairs, pairs, rng=np.random.default_rng(0),
                                          tied_pairs=16), DataError,
              r"^tied_pairs \(16\) must not exceed the pairs counted \(15\)", "tied_pairs")
+
+
+def test_what_takes_a_matrix_or_a_file_refuses_anything_else(random_10):
+    from mdad.data.info import describe
+    from mdad.data.missing import resolve_missing
+    from mdad.practice.bundle import with_reference
+
+    for call in (lambda: describe(np.ones((2, 2))), lambda: resolve_missing(np.ones((2, 2)))):
+        _refused(call, ConfigError, "^matrix must be a ResponseMatrix", "matrix")
+    _refused(lambda: with_reference(random_10, None), ConfigError,  # type: ignore[arg-type]
+             "^dataset must be a Dataset", "dataset")

@@ -9,6 +9,7 @@ import numpy as np
 from mdad.data.files import listed
 from mdad.data.lm_eval import LmEvalSettings, by_n_shot
 from mdad.data.matrix import ResponseMatrix
+from mdad.errors import check_type
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,7 @@ class DataInfo:
 
 def describe(matrix: ResponseMatrix) -> DataInfo:
     """Summarise `matrix` (before any missing-data policy is applied)."""
+    check_type(matrix, ResponseMatrix, "matrix", "a ResponseMatrix (read_results(path))")
     accuracy = matrix.accuracy()
     missing = matrix.missing
     sizes = np.bincount(matrix.subtask_codes, minlength=len(matrix.subtask_names))

@@ -9,7 +9,7 @@ import numpy as np
 
 from mdad.data.choices import MissingPolicy
 from mdad.data.matrix import ResponseMatrix
-from mdad.errors import ConfigError, DataError
+from mdad.errors import ConfigError, DataError, check_type
 
 
 @dataclass(frozen=True)
@@ -78,6 +78,7 @@ def resolve_missing(
     ConfigError
         For an unknown policy.
     """
+    check_type(matrix, ResponseMatrix, "matrix", "a ResponseMatrix (read_results(path))")
     try:
         policy = MissingPolicy(missing)
     except ValueError:

@@ -523,6 +523,9 @@ def with_reference(bundle: MicroBenchmarkFile, dataset: Dataset, *,
     DataError
         When `dataset` lacks some of the micro-benchmark's items.
     """
+    check_type(bundle, MicroBenchmarkFile, "bundle",
+               "a MicroBenchmarkFile (MicroBenchmarkFile.load(path))")
+    check_type(dataset, Dataset, "dataset", "a Dataset (mdad.load_dataset(name))")
     check_same_benchmark(bundle, dataset.name)
     if bundle.dataset_items is not None:
         raise ConfigError(f"the micro-benchmark stands for {bundle.scope()}, whose item ids "
