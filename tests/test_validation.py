@@ -363,3 +363,10 @@ def test_what_takes_a_matrix_or_a_file_refuses_anything_else(random_10):
         _refused(call, ConfigError, "^matrix must be a ResponseMatrix", "matrix")
     _refused(lambda: with_reference(random_10, None), ConfigError,  # type: ignore[arg-type]
              "^dataset must be a Dataset", "dataset")
+
+
+def test_a_folder_given_as_a_csv_is_called_a_folder(tmp_path):
+    from mdad.data.wide_csv import load_wide_csv
+
+    _refused(lambda: load_wide_csv(tmp_path), DataError, "a folder, not a file; pass a CSV file",
+             None)

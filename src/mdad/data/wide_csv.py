@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from mdad.data.choices import Orientation
-from mdad.data.files import file_sha256, listed, missing_reason
+from mdad.data.files import file_sha256, listed, not_a_file
 from mdad.data.loader import FileLoader
 from mdad.data.matrix import ResponseMatrix
 from mdad.errors import ConfigError, DataError
@@ -25,7 +25,7 @@ def _read_cells(path: Path) -> tuple[list[str], np.ndarray, np.ndarray]:
     Every row must have as many fields as the header; blank lines are skipped.
     """
     if not path.is_file():  # a pipe would block the read
-        raise DataError(f"{path}: {missing_reason(path)}; pass a CSV file")
+        raise DataError(f"{path}: {not_a_file(path)}; pass a CSV file")
     try:
         with open(path, newline="", encoding="utf-8-sig") as handle:
             reader = csv.reader(handle)
