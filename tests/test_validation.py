@@ -370,3 +370,16 @@ def test_a_folder_given_as_a_csv_is_called_a_folder(tmp_path):
 
     _refused(lambda: load_wide_csv(tmp_path), DataError, "a folder, not a file; pass a CSV file",
              None)
+
+
+def test_a_metric_other_than_the_datas_is_refused(gpqa_data):
+    from mdad.practice.adaptive import start_adaptive_test
+    from mdad.practice.bundle import select_microbenchmark
+
+    assert gpqa_data.metric is not None
+    for call in (lambda: select_microbenchmark(gpqa_data, "random", 5, metric="bogus"),
+                 lambda: start_adaptive_test(gpqa_data, budget=5, metric="bogus")):
+        _refused(call, ConfigError, f"^metric: gpqa was read with {gpqa_data.metric}, not "
+                                    "'bogus'", "metric")
+    same = select_microbenchmark(gpqa_data, "random", 5, metric=gpqa_data.metric)
+    assert same.lm_eval_metric == gpqa_data.metric

@@ -196,13 +196,15 @@ def _check_metric(spec: DatasetSpec, metric: str | None) -> None:
 
 @dataclass(frozen=True)
 class Dataset:
-    """A loaded, complete matrix, where it came from, and what loading removed."""
+    """A loaded, complete matrix, where it came from, what loading removed, and the
+    lm-eval metric it was read with (None where the data names none, e.g. a CSV)."""
 
     name: str
     matrix: ResponseMatrix
     path: Path
     missing: MissingReport
     spec: DatasetSpec | None = None
+    metric: str | None = None
 
 
 def load_dataset(
@@ -228,8 +230,9 @@ def load_dataset(
     """
     raw = read_dataset(name_or_path, **options)
     complete, report = resolve_missing(raw.matrix, missing)
+    metric = options.get("metric") or (raw.spec.lm_eval_metric if raw.spec else None)
     return Dataset(name=raw.name, matrix=complete, path=raw.path, missing=report,
-                   spec=raw.spec)
+                   spec=raw.spec, metric=metric)
 
 
 __all__ = [

@@ -42,7 +42,7 @@ from mdad.practice.adaptive_state import (
     STATE_FORMAT,
     checked_state,
 )
-from mdad.practice.bundle import lm_eval_ids, samples_by_task
+from mdad.practice.bundle import check_read_with, lm_eval_ids, samples_by_task
 from mdad.practice.calibration import CV_FOLDS, MIN_MODELS, Calibration, cross_validation_folds
 from mdad.practice.compare import Z95
 
@@ -508,6 +508,7 @@ def start_adaptive_test(dataset: Dataset, *, budget: int, batch: int = 1,
     from mdad.selection.threads import one_thread
 
     check_type(dataset, Dataset, "dataset", "a Dataset (mdad.load_dataset(name))")
+    check_read_with(dataset, metric)
     check_whole(seed, "seed", minimum=0)
     check_integer(budget, "budget")
     check_integer(batch, "batch")
@@ -550,7 +551,8 @@ def start_adaptive_test(dataset: Dataset, *, budget: int, batch: int = 1,
         lm_eval = None  # no task/doc-number names for lm-eval's --samples: a CSV of answers
     test = AdaptiveTest(
         dataset=dataset.name, sha256=matrix.sha256 or "", method=method,
-        metric=metric or (spec.lm_eval_metric if spec else "acc"), item_ids=ids,
+        metric=metric or dataset.metric or (spec.lm_eval_metric if spec else "acc"),
+        item_ids=ids,
         lm_eval_items=lm_eval, discrimination=model.discrimination_,
         difficulty=model.difficulty_, budget=budget, batch=batch, target_se=target_se,
         cv_answered=answered, cv_error=error, cv_calibration=calibration)

@@ -305,6 +305,7 @@ def select_microbenchmarks(dataset: Dataset, method: str, sizes: Sequence[int], 
     fits (the selection and its cross-validation folds), each now for every size.
     Raises as `select_microbenchmark` does, and for `sizes` that are not whole numbers."""
     check_type(dataset, Dataset, "dataset", "a Dataset (mdad.load_dataset(name))")
+    check_read_with(dataset, metric)
     check_whole(seed, "seed", minimum=0)
     check_open_unit(threshold, "threshold")
     if progress is not None and not callable(progress):
@@ -370,7 +371,7 @@ def select_microbenchmarks(dataset: Dataset, method: str, sizes: Sequence[int], 
     shared = {  # the same for every size
         "dataset": dataset.name, "sha256": matrix.sha256 or "", "mdad_version": version(),
         "method": method, "seed": seed,
-        "lm_eval_metric": metric or (spec.lm_eval_metric if spec else "acc"),
+        "lm_eval_metric": metric or dataset.metric or (spec.lm_eval_metric if spec else "acc"),
         "pool_size": matrix.n_items, "reference_models": names,
         "reference_accuracy": [float(a) for a in truth], "threshold": threshold,
         "dataset_items": (dataset.matrix.n_items
@@ -394,6 +395,15 @@ def select_microbenchmarks(dataset: Dataset, method: str, sizes: Sequence[int], 
             notes=list(micro.notes),
             cv_estimate=None if held_out is None else [float(e) for e in held_out]))
     return files
+
+
+def check_read_with(dataset: Dataset, metric: str | None) -> None:
+    """Refuse a `metric` other than the one `dataset` was read with (`Dataset.metric`):
+    a file would record a metric its reference answers are not of."""
+    if metric is not None and dataset.metric is not None and metric != dataset.metric:
+        raise ConfigError(f"metric: {dataset.name} was read with {dataset.metric}, not "
+                          f"{metric!r}; load it with metric={metric!r} to use that one",
+                          parameters=("metric",))
 
 
 def names_sha256(names: list[str]) -> str:
