@@ -383,3 +383,28 @@ def test_a_metric_other_than_the_datas_is_refused(gpqa_data):
                                     "'bogus'", "metric")
     same = select_microbenchmark(gpqa_data, "random", 5, metric=gpqa_data.metric)
     assert same.lm_eval_metric == gpqa_data.metric
+
+
+def test_a_near_miss_name_gets_a_suggestion():
+    from mdad.data import load_dataset
+    from mdad.selection import method_class
+
+    _refused(lambda: method_class("randon"), ConfigError,
+             r"^unknown method 'randon' \(did you mean 'random'\?\); choose from: random",
+             "method")
+    _refused(lambda: load_dataset("gpq"), DataError,
+             r"^'gpq' is neither a known dataset \(gpqa, .*\) nor an existing file or folder "
+             r"\(did you mean 'gpqa'\?\)$", None)
+    with pytest.raises(ConfigError) as info:  # nothing close: no guess
+        method_class("bogus")
+    assert "did you mean" not in str(info.value)
+
+
+def test_the_cli_suggests_too(tmp_path):
+    from helpers import mdad_cli
+
+    for args, message in ((("run", "gpqa", "--methods", "randon"),
+                           "unknown method 'randon' (did you mean 'random'?)"),
+                          (("run", "gpq"), "(did you mean 'gpqa'?)")):
+        proc = mdad_cli(*args, cwd=tmp_path)
+        assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr

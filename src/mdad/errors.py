@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numbers
 import os
+from collections.abc import Iterable
 
 
 class MdadError(Exception):
@@ -60,6 +61,15 @@ def check_whole(value: object, parameter: str, minimum: int = 1,
     if maximum is not None and value > maximum:
         raise ConfigError(f"{parameter} must be an integer in {minimum}..{maximum:,}"
                           f"{f' ({why})' if why else ''}; got {value!r}", parameters=(parameter,))
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """" (did you mean 'random'?)" when a known name is close to `name` (difflib's
+    ratio at least 0.6), else ''."""
+    import difflib
+
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def check_type(value: object, kind: type | tuple[type, ...], parameter: str,

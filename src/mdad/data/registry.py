@@ -24,7 +24,7 @@ from mdad.data.loader import Loader
 from mdad.data.matrix import ResponseMatrix
 from mdad.data.missing import MissingPolicy, MissingReport, resolve_missing
 from mdad.data.synthetic_loader import SyntheticLoader
-from mdad.errors import ConfigError, DataError, check_path
+from mdad.errors import ConfigError, DataError, check_path, did_you_mean
 
 
 def _read_named(name: str) -> ResponseMatrix:
@@ -179,7 +179,7 @@ def _source(name_or_path: str | Path) -> tuple[Path, Loader, DatasetSpec | None,
             raise DataError(f"{key}: {missing_reason(path)}; it is not a known dataset "
                             f"({known}) either")
         raise DataError(f"{key!r} is neither a known dataset ({known}) nor an existing "
-                        "file or folder")
+                        f"file or folder{did_you_mean(key, DATASETS)}")
     if path.exists() and not (path.is_file() or path.is_dir()):
         raise DataError(f"{key}: {missing_reason(path)}; pass a results file or folder")
     loader = find_loader(path)

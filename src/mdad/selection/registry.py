@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from mdad.errors import ConfigError
+from mdad.errors import ConfigError, did_you_mean
 from mdad.selection.base import ANALYTIC_MDAD_KINDS, MethodDefaults, MicroBenchmark
 
 NAME = re.compile(r"[a-z0-9][a-z0-9-]*")  # a method's CLI name
@@ -169,8 +169,8 @@ def method_class(name: str) -> type[MethodDefaults]:
         return METHODS[name]
     except KeyError:
         known = ", ".join(METHODS)
-        raise ConfigError(f"unknown method {name!r}; choose from: {known}",
-                          parameters=("method",)) from None
+        raise ConfigError(f"unknown method {name!r}{did_you_mean(str(name), METHODS)}; "
+                          f"choose from: {known}", parameters=("method",)) from None
 
 
 def get_method(name: str) -> MethodDefaults:
