@@ -86,9 +86,10 @@ def _say_how_to_run_the_batch(test: AdaptiveTest, state: Path) -> None:
                       f"adaptive next {state} RESULTS.csv`")
         return
     console.print(f"next batch: {len(test.pending)} items in {batch}")
+    # commands to copy: never wrapped, at any width or through a pipe
     console.print(f"run it: lm-eval run --model ... --tasks {','.join(test.tasks())} "
-                  f"--samples {batch} --log_samples --output_path RESULTS")
-    console.print(f"then: mdad adaptive next {state} RESULTS")
+                  f"--samples {batch} --log_samples --output_path RESULTS", soft_wrap=True)
+    console.print(f"then: mdad adaptive next {state} RESULTS", soft_wrap=True)
 
 
 def _print_estimate(test: AdaptiveTest, as_json: bool) -> None:

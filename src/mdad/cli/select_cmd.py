@@ -125,9 +125,11 @@ def select(
         note("with the MDAD not reached, estimate and compare will call no model reliably "
              "above or below another")
     if bundle.lm_eval_tasks:
-        console.print(f"lm-eval tasks: --tasks {','.join(bundle.lm_eval_tasks)}")
+        # a command to copy: never wrapped, at any width or through a pipe
+        console.print(f"lm-eval tasks: --tasks {','.join(bundle.lm_eval_tasks)}",
+                      soft_wrap=True)
     if samples is not None:
         write_text(samples_path, json.dumps(samples) + "\n")
         console.print(f"wrote {samples_path}: lm-eval run ... --tasks "
                       f"{','.join(bundle.lm_eval_tasks or [])} --samples {samples_path} "
-                      "--log_samples --output_path RESULTS")
+                      "--log_samples --output_path RESULTS", soft_wrap=True)
