@@ -115,7 +115,7 @@ def test_an_interrupted_study_resumes_to_the_same_numbers(tmp_path: Path) -> Non
     out = tmp_path / "stopped"
     with pytest.raises(StudyInterrupted) as info:
         conduct(request(), out, backend=choose_backend("in-process"),
-                progress=stop_after_some_cells)
+                progress=stop_after_some_cells, command=["mdad", "run", "gpqa"])
     stop = info.value
     assert (stop.runs_saved, stop.cells_saved) == (2, 3)  # 4 cells per run
     assert isinstance(stop.cause, KeyboardInterrupt) and not out.exists()
@@ -125,7 +125,10 @@ def test_an_interrupted_study_resumes_to_the_same_numbers(tmp_path: Path) -> Non
     with pytest.raises(ConfigError, match=r"^resume .* continues the saved request"):
         conduct(request(n_runs=7), out, resume=True)
     events = []
-    resumed = resume_study(out, progress=events.append)
+    resumed = resume_study(out, progress=events.append,
+                           command=["mdad", "run", "--resume", str(out)])
+    # what repeats the study, not what resumed it (issue 38, defect 7)
+    assert resumed.config["command"] == ["mdad", "run", "gpqa"]
     assert events[0].cells_resumed == 11 and events[0].cells_done == 11
     for name in ("mdad.csv", "summary.csv", "agreement.csv"):
         assert (resumed.path / name).read_bytes() == (whole.path / name).read_bytes()

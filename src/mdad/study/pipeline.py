@@ -187,7 +187,8 @@ def conduct_study(prepared: PreparedStudy, out_dir: str | Path, *, resume: bool 
         "auto", one process per core). The numbers do not depend on it.
     progress : called with a `StudyProgress` as cells finish, then once for the
         metrics.
-    command, version : recorded in config.json.
+    command, version : recorded in config.json; a resumed study records the command it
+        started with (kept in its checkpoint), not the one that resumed it.
 
     Raises
     ------
@@ -213,7 +214,8 @@ def conduct_study(prepared: PreparedStudy, out_dir: str | Path, *, resume: bool 
     chosen = backend if backend is not None else choose_backend()
     chosen.check()
     sha256 = prepared.dataset.matrix.sha256
-    _open_checkpoint(checkpoint, out_dir, prepared.request, sha256, resume=resume)
+    command = _open_checkpoint(checkpoint, out_dir, prepared.request, sha256, resume=resume,
+                               command=command)
     started = time.perf_counter()
     try:
         computed = _compute(prepared, chosen, checkpoint, progress, started)
@@ -252,8 +254,11 @@ def conduct_study(prepared: PreparedStudy, out_dir: str | Path, *, resume: bool 
 
 
 def _open_checkpoint(checkpoint: StudyCheckpoint, out_dir: Path, request: StudyRequest,
-                     sha256: str | None, *, resume: bool) -> None:
-    """Lock the checkpoint and record the request, or check it against the saved one."""
+                     sha256: str | None, *, resume: bool,
+                     command: list[str] | None = None) -> list[str] | None:
+    """Lock the checkpoint and record the request and the `command` that started it, or
+    check the request against the saved one; the command the study started with (a
+    resumed study's own, ``mdad run --resume DIR``, cannot repeat it)."""
     exists = checkpoint.folder.exists()
     if exists and not resume:
         raise ConfigError(f"out_dir {out_dir} has an interrupted study ({checkpoint.folder}); "
@@ -264,7 +269,7 @@ def _open_checkpoint(checkpoint: StudyCheckpoint, out_dir: Path, request: StudyR
     checkpoint.lock()
     try:
         remove_stale_staging(out_dir)
-        checkpoint.start({"request": request.to_json(), "sha256": sha256})
+        checkpoint.start({"request": request.to_json(), "sha256": sha256, "command": command})
         saved = checkpoint.request()
         if saved.get("request") != json.loads(json.dumps(request.to_json())):
             raise ConfigError(f"resume {out_dir} continues the saved request as it was; "
@@ -275,6 +280,9 @@ def _open_checkpoint(checkpoint: StudyCheckpoint, out_dir: Path, request: StudyR
     except BaseException:
         checkpoint.unlock()
         raise
+    first = saved.get("command")  # None in checkpoints written before it was kept
+    return first if isinstance(first, list) and all(isinstance(a, str) for a in first) else (
+        None if resume else command)
 
 
 def _compute(prepared: PreparedStudy, backend: Backend, checkpoint: StudyCheckpoint,
