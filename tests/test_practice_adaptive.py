@@ -321,7 +321,7 @@ def test_next_that_cannot_write_leaves_a_state_the_same_next_goes_on_from(
 def test_recording_and_asking_refuse_what_is_not_a_score_or_a_count(started_on_gpqa):
     test = AdaptiveTest.from_json(started_on_gpqa.to_json(), "state.json")  # a copy
     item = test.pending[0]
-    for correct in ("x", None, True):
+    for correct in ("x", None, 1j):
         with pytest.raises(DataError, match=r"score must be a number in \[0, 1\]") as info:
             test.record(item, correct)  # type: ignore[arg-type]
         assert info.value.parameters == ("correct",)
@@ -329,3 +329,5 @@ def test_recording_and_asking_refuse_what_is_not_a_score_or_a_count(started_on_g
         with pytest.raises(ConfigError, match=r"^k must be an integer >= 1") as info:
             test.next_items(k)  # type: ignore[arg-type]
         assert info.value.parameters == ("k",)
+    test.record(item, True)  # a bool is 1
+    assert test.answers[item] == 1.0

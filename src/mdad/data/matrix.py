@@ -103,6 +103,11 @@ class ResponseMatrix:
     def __post_init__(self) -> None:
         src = self.source
         correctness = np.asarray(self.correctness)
+        if correctness.dtype.kind == "O":  # e.g. None for a missing cell
+            try:
+                correctness = np.asarray(correctness, dtype=np.float32)
+            except (TypeError, ValueError):
+                pass
         if correctness.dtype.kind not in "buif":  # text, complex, objects: no scores
             raise DataError(f"{src}: correctness must hold numbers, not {correctness.dtype}",
                             parameters=("correctness",))
@@ -298,6 +303,8 @@ def _index(index: np.ndarray | slice, size: int, parameter: str) -> np.ndarray |
     if isinstance(index, slice):
         return index
     values = np.asarray(index)
+    if values.size == 0:
+        return values.astype(np.int64).reshape(0)
     if values.dtype == bool:
         if values.shape != (size,):
             raise DataError(f"{parameter}: a mask must have {size} entries; got "
@@ -305,7 +312,8 @@ def _index(index: np.ndarray | slice, size: int, parameter: str) -> np.ndarray |
         return values
     if (values.ndim != 1 or not np.issubdtype(values.dtype, np.integer)
             or ((values < -size) | (values >= size)).any()):
-        raise DataError(f"{parameter} must be indices in 0..{size - 1} (or a mask)",
+        raise DataError(f"{parameter} must be indices in -{size}..{size - 1} (or a mask of "
+                        f"{size}); got {values.dtype} of shape {values.shape}",
                         parameters=(parameter,))
     return values
 

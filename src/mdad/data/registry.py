@@ -121,6 +121,7 @@ class RawDataset:
     matrix: ResponseMatrix
     path: Path
     spec: DatasetSpec | None = None
+    metric: str | None = None  # the lm-eval metric it was read with; None: none named
 
 
 def read_dataset(name_or_path: str | Path, **options: Any) -> RawDataset:
@@ -147,7 +148,11 @@ def read_dataset(name_or_path: str | Path, **options: Any) -> RawDataset:
         given = {**spec.read_options, **given}
     matrix = loader.load(path, **accepted_options(loader, path, given))
     name = spec.name if spec else (path.stem if path.is_file() else path.name)
-    return RawDataset(name, matrix, path, spec)
+    # a loader that takes a metric reads with it (lm-eval: acc unless told); a named
+    # dataset's file holds its spec's
+    metric = given.get("metric") or (spec.lm_eval_metric if spec else None) or (
+        "acc" if "metric" in loader.options else None)
+    return RawDataset(name, matrix, path, spec, metric)
 
 
 def dataset_options(name_or_path: str | Path) -> tuple[str, ...]:
@@ -230,9 +235,8 @@ def load_dataset(
     """
     raw = read_dataset(name_or_path, **options)
     complete, report = resolve_missing(raw.matrix, missing)
-    metric = options.get("metric") or (raw.spec.lm_eval_metric if raw.spec else None)
     return Dataset(name=raw.name, matrix=complete, path=raw.path, missing=report,
-                   spec=raw.spec, metric=metric)
+                   spec=raw.spec, metric=raw.metric)
 
 
 __all__ = [

@@ -178,10 +178,13 @@ def load_wide_csv(
 
     id_col = _pick(header, item_column, ITEM_ID_COLUMNS, path, "item_column")
     sub_col = _pick(header, subtask_column, SUBTASK_COLUMNS, path, "subtask_column")
-    if isinstance(meta_columns, str) or any(c not in header for c in meta_columns):
-        unknown = ([meta_columns] if isinstance(meta_columns, str)
-                   else [c for c in meta_columns if c not in header])
-        raise DataError(f"{path}: meta_columns must name columns of the file, as a list; "
+    if isinstance(meta_columns, str):
+        raise ConfigError(f"meta_columns must be a list of column names, e.g. "
+                          f"[{meta_columns!r}]; got the string {meta_columns!r}",
+                          parameters=("meta_columns",))
+    unknown = [c for c in meta_columns if c not in header]
+    if unknown:
+        raise DataError(f"{path}: meta_columns must name columns of the file; "
                         f"{unknown[0]!r} is not one of {', '.join(header[:8])}",
                         parameters=("meta_columns",))
     named = {c for c in (id_col, sub_col, *meta_columns) if c is not None}

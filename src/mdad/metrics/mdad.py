@@ -80,10 +80,11 @@ def _checked(pairs: object, agreeing: object, ndim: int, threshold: object,
     """The counts as int64 arrays, after refusing what no MDAD can be computed from
     (see `first_crossing_mdad`'s Raises)."""
     check_open_unit(threshold, "threshold")
-    if max_gap is not None and (not isinstance(max_gap, numbers.Real)
-                                or isinstance(max_gap, bool) or not 0 <= max_gap <= 1):
-        raise ConfigError(f"max_gap must be a gap in [0, 1] or None; got {max_gap!r}",
-                          parameters=("max_gap",))
+    if max_gap is not None and (
+            not isinstance(max_gap, numbers.Real | np.floating) or isinstance(max_gap, bool)
+            or not (0 <= max_gap <= 1 or np.isnan(max_gap))):
+        raise ConfigError(f"max_gap must be a gap in [0, 1], NaN (no pair) or None; got "
+                          f"{max_gap!r}", parameters=("max_gap",))
     check_whole(n_resamples, "n_resamples", minimum=1)
     check_whole(tied_pairs, "tied_pairs", minimum=0)
     if not isinstance(rng, np.random.Generator):
@@ -221,6 +222,14 @@ def monotone_crossings(pairs: np.ndarray, agreeing: np.ndarray,
                         f"{pairs.shape} and {agreeing.shape}", parameters=("pairs", "agreeing"))
     if not ((0 <= agreeing) & (agreeing <= pairs)).all():
         raise DataError("agreeing must lie in 0..pairs in every bin", parameters=("agreeing",))
+    return _monotone_crossings(pairs, agreeing, threshold)
+
+
+def _monotone_crossings(pairs: np.ndarray, agreeing: np.ndarray,
+                        threshold: float) -> tuple[np.ndarray, np.ndarray]:
+    """`monotone_crossings` of counts already checked (the bootstrap's)."""
+    pairs = np.asarray(pairs, dtype=np.float64)
+    agreeing = np.asarray(agreeing, dtype=np.float64)
     n_curves, n_bins = pairs.shape
     rows = np.arange(n_curves)
     valid = pairs > 0
@@ -299,13 +308,13 @@ def smooth_mdad(
     if used.size:
         span = slice(0, used[-1] + 1)  # bins past the last pair are empty in every resample
         run_pairs, run_agreeing = run_pairs[:, span], run_agreeing[:, span]
-        points, crossings_pairs = monotone_crossings(
+        points, crossings_pairs = _monotone_crossings(
             total_pairs[None, span], run_agreeing.sum(axis=0)[None, :], threshold)
         point, crossing = float(points[0]), int(crossings_pairs[0])
         counts = rng.multinomial(n_runs, np.full(n_runs, 1.0 / n_runs), size=n_resamples)
         # float products are exact for these integer counts, and BLAS is 20x faster
         counts = counts.astype(np.float64)
-        crossings, _ = monotone_crossings(counts @ run_pairs.astype(np.float64),
+        crossings, _ = _monotone_crossings(counts @ run_pairs.astype(np.float64),
                                           counts @ run_agreeing.astype(np.float64), threshold)
         # an unreached resample is far above any gap (a finite stand-in: numpy's
         # interpolation with inf gives NaN even at weight 0); ends past 1 are unbounded

@@ -159,7 +159,7 @@ class AdaptiveTest:
             raise DataError(f"item {item!r} is not one of the test's items")
         if item in self.answers:
             raise DataError(f"item {item!r} was answered already; an answer is recorded once")
-        if not isinstance(correct, numbers.Real) or isinstance(correct, bool):
+        if not isinstance(correct, numbers.Real | np.bool_):  # bool: 1 or 0
             raise DataError(f"item {item!r}: score must be a number in [0, 1]; got {correct!r}",
                             parameters=("correct",))
         value = float(correct)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import numbers
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -566,9 +566,10 @@ def with_reference(bundle: MicroBenchmarkFile, dataset: Dataset, *,
 def _pool_matrix(matrix: ResponseMatrix, pool: list[str] | None) -> ResponseMatrix:
     if pool is None:
         return matrix
-    if isinstance(pool, str) or not isinstance(pool, Sequence | np.ndarray) or not len(pool):
+    if isinstance(pool, str) or not isinstance(pool, Collection) or not len(pool):
         raise ConfigError(f"pool must be a non-empty list of item ids; got {pool!r:.60}",
                           parameters=("pool",))
+    pool = list(pool)
     index = {str(item): k for k, item in enumerate(matrix.item_ids)}
     unknown = [item for item in pool if item not in index]
     if unknown:

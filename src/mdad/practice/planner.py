@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mdad.errors import ConfigError, DataError
+from mdad.grouping import checked_codes
 from mdad.metrics.mdad import DEFAULT_THRESHOLD
 from mdad.metrics.pairs import bin_edges, gap_bins
 
@@ -82,11 +83,7 @@ def pair_structure(correctness: np.ndarray, subtask_codes: np.ndarray,
             or not ((scores >= 0) & (scores <= 1)).all()):  # NaN fails too
         raise DataError("correctness must be a 2-D (models, items) array of scores in [0, 1]",
                         parameters=("correctness",))
-    if (codes.shape != (scores.shape[1],) or not np.issubdtype(codes.dtype, np.integer)
-            or (codes < 0).any()):
-        raise DataError(f"subtask_codes must be {scores.shape[1]} codes >= 0, one per item",
-                        parameters=("subtask_codes",))
-    subtask_codes = codes
+    subtask_codes = checked_codes(codes, scores.shape[1])
     values = (scores > 0.5).astype(np.float32)
     if pairs is None:
         pairs = np.triu_indices(values.shape[0], k=1)

@@ -199,16 +199,17 @@ def check_results(bundle: MicroBenchmarkFile, results: ItemScores, parameter: st
 
     check_type(bundle, MicroBenchmarkFile, "bundle",
                "a MicroBenchmarkFile (MicroBenchmarkFile.load(path))")
-    check_type(results, ItemScores, parameter, "ItemScores (read_model_scores(bundle, path))")
+    check_type(results, ItemScores, parameter, "ItemScores (read_model_scores(path, bundle))")
     scores = np.asarray(results.scores)
-    numeric = np.issubdtype(scores.dtype, np.floating) or np.issubdtype(scores.dtype, np.integer)
-    if scores.shape != (bundle.size,) or not numeric:
+    if scores.shape != (bundle.size,) or scores.dtype.kind not in "buif":
         raise DataError(f"{parameter}: scores must be {bundle.size} floats, one per item of "
-                        f"the micro-benchmark; got shape {scores.shape} of {scores.dtype}")
+                        f"the micro-benchmark; got shape {scores.shape} of {scores.dtype}",
+                        parameters=(parameter,))
     answered = scores[~np.isnan(scores)]
     if ((answered < 0) | (answered > 1)).any():
         raise DataError(f"{parameter}: scores must lie in [0, 1] (NaN: not answered); got "
-                        f"{answered[(answered < 0) | (answered > 1)][0]}")
+                        f"{answered[(answered < 0) | (answered > 1)][0]}",
+                        parameters=(parameter,))
 
 
 def require_items(bundle: MicroBenchmarkFile, observed: np.ndarray, *, allow_partial: bool,

@@ -18,6 +18,7 @@ import numpy as np
 
 from mdad import streams
 from mdad.errors import ConfigError, DataError
+from mdad.grouping import checked_codes
 
 T = TypeVar("T")
 # How a method's MDAD is analytic (see MethodDefaults.analytic_mdad).
@@ -48,15 +49,15 @@ class SeenPool:
     def __post_init__(self) -> None:
         # shapes only: a study builds many pools, and their values come checked
         correctness, confidence = np.shape(self.correctness), np.shape(self.confidence)
-        codes = np.asarray(self.subtask_codes)
         if len(correctness) != 2 or confidence != correctness:
             raise DataError(f"SeenPool: correctness and confidence must be one (n_sources, "
                             f"n_items) shape; got {correctness} and {confidence}",
                             parameters=("correctness", "confidence"))
-        if codes.shape != (correctness[1],) or not np.issubdtype(codes.dtype, np.integer):
-            raise DataError(f"SeenPool: subtask_codes must be {correctness[1]} integers, one "
-                            f"per item; got shape {codes.shape} of {codes.dtype}",
-                            parameters=("subtask_codes",))
+        # stored as arrays: a list given here would fail later, far from its cause
+        object.__setattr__(self, "correctness", np.asarray(self.correctness))
+        object.__setattr__(self, "confidence", np.asarray(self.confidence))
+        object.__setattr__(self, "subtask_codes", checked_codes(self.subtask_codes,
+                                                                correctness[1]))
 
     @property
     def n_items(self) -> int:
@@ -345,7 +346,7 @@ def _checked_select(select: Callable[..., MicroBenchmark]) -> Callable[..., Micr
         if not isinstance(pool, SeenPool):
             raise ConfigError(f"pool must be a SeenPool; got {type(pool).__name__}",
                               parameters=("pool",))
-        limit = self.max_size(pool)
+        limit = type(self).max_size_for(pool.subtask_sizes())  # as the plans compute it
         if not isinstance(size, numbers.Integral) or isinstance(size, bool) or not (
                 1 <= size <= limit):
             raise ConfigError(f"size must be a whole number in 1..{limit}, what "

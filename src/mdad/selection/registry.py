@@ -19,7 +19,7 @@ import numpy as np
 from mdad.errors import ConfigError, did_you_mean
 from mdad.selection.base import ANALYTIC_MDAD_KINDS, MethodDefaults, MicroBenchmark
 
-NAME = re.compile(r"[a-z0-9][a-z0-9-]*")  # a method's CLI name
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # a method's name, as --methods takes it
 
 ENTRY_POINT_GROUP = "mdad.methods"
 T = TypeVar("T", bound=type)
@@ -38,7 +38,7 @@ class MethodRegistry(Mapping[str, type[MethodDefaults]]):
 
     def add(self, name: str, cls: type) -> None:
         """Register `cls` as `name`; a plugin may not reuse a registered name."""
-        _check_name(name)
+        _check_name(name, self._loading)
         _check_method_class(name, cls)
         if name in self._classes:
             if self._loading is not None:
@@ -116,10 +116,11 @@ class MethodRegistry(Mapping[str, type[MethodDefaults]]):
         return name in self._classes
 
 
-def _check_name(name: object) -> None:
-    if not isinstance(name, str) or not NAME.fullmatch(name):
-        raise ConfigError(f"a method's name must be lowercase letters, digits and hyphens, "
-                          f"as the CLI takes it (e.g. 'my-method'); got {name!r}",
+def _check_name(name: object, plugin: str | None = None) -> None:
+    if not isinstance(name, str) or not NAME.fullmatch(name) or name == "all":
+        raise ConfigError(f"{f'method plugin {plugin}: ' if plugin else ''}a method's name "
+                          f"must be letters, digits, '_', '.' and '-', not 'all' (which "
+                          f"--methods reads as every method), e.g. 'my-method'; got {name!r}",
                           parameters=("name",))
 
 

@@ -184,8 +184,8 @@ GROWS = "the memory a study needs grows with it"
 
 def _methods(config: StudyConfig) -> None:
     if isinstance(config.methods, str) or not isinstance(config.methods, tuple | list):
-        raise ConfigError(f"methods must be a tuple of method names, e.g. ('random',); got "
-                          f"{config.methods!r}", parameters=("methods",))
+        raise ConfigError(f"methods must be a tuple or list of method names, e.g. "
+                          f"('random',); got {config.methods!r}", parameters=("methods",))
     if not config.methods:
         raise ConfigError("methods must name at least one method", parameters=("methods",))
     for name in config.methods:
@@ -203,9 +203,9 @@ def _counts(name: str, values: tuple[int, ...] | None, what: str, each: str) -> 
     if values is None:
         return
     if isinstance(values, str) or not isinstance(values, tuple | list):
-        raise ConfigError(f"{name} must be a tuple of {what}s, e.g. (10, 25); got {values!r}",
-                          parameters=(name,))
-    if not values:
+        raise ConfigError(f"{name} must be a tuple or list of {what}s, e.g. (10, 25); got "
+                          f"{values!r}", parameters=(name,))
+    if len(values) == 0:
         raise ConfigError(f"{name} must give at least one {what}", parameters=(name,))
     if len(set(values)) != len(values):
         raise ConfigError(f"{name} lists a {each} twice: "
@@ -233,7 +233,7 @@ PARAMETER_CONSTRAINTS: dict[str, Callable[[StudyConfig], None]] = {
                                          why=GROWS),
     "seed": lambda c: check_whole(c.seed, "seed", minimum=0),
     "threshold": lambda c: check_open_unit(c.threshold, "threshold"),
-    "sources": lambda c: _counts("sources", c.sources, "number of source models", "count"),
+    "sources": lambda c: _counts("sources", c.sources, "source-model count", "count"),
     "sizes": lambda c: _counts("sizes", c.sizes, "size", "size"),
     "n_targets": _n_targets,
 }

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mdad.errors import ConfigError, DataError, check_whole
-from mdad.grouping import shuffled_ranks
+from mdad.errors import ConfigError, check_whole
+from mdad.grouping import checked_codes, shuffled_ranks
 from mdad.study.seeds import run_rng
 
 
@@ -50,7 +50,7 @@ def split_seen_unseen(
     -------
     seen, unseen : int arrays of item indices, grouped by subtask code.
     """
-    subtask_codes = _codes(subtask_codes)
+    subtask_codes = checked_codes(subtask_codes)
     order, rank = shuffled_ranks(subtask_codes, rng=rng)
     sizes = np.bincount(subtask_codes)
     in_seen = rank < np.repeat(sizes // 2, sizes)
@@ -59,16 +59,8 @@ def split_seen_unseen(
 
 def seen_pool_size(subtask_codes: np.ndarray) -> int:
     """How many items the seen pool holds: the sum over subtasks of floor(size / 2)."""
-    return int((np.bincount(_codes(subtask_codes)) // 2).sum())
+    return int((np.bincount(checked_codes(subtask_codes)) // 2).sum())
 
-
-def _codes(subtask_codes: object) -> np.ndarray:
-    """`subtask_codes` as a 1-D int array of codes >= 0, or a DataError naming it."""
-    codes = np.asarray(subtask_codes)
-    if codes.ndim != 1 or not np.issubdtype(codes.dtype, np.integer) or (codes < 0).any():
-        raise DataError("subtask_codes must be a 1-D array of subtask codes >= 0, one per "
-                        "item", parameters=("subtask_codes",))
-    return codes
 
 
 def draw_run(

@@ -43,6 +43,7 @@ class StudyRequest:
     def __post_init__(self) -> None:
         check_type(self.dataset, (str, os.PathLike), "dataset",
                    "a dataset name or a results path")
+        object.__setattr__(self, "dataset", os.fspath(self.dataset))  # saved as text
         check_type(self.config, StudyConfig, "config", "a StudyConfig")
         check_type(self.load_options, Mapping, "load_options", "a dict of load options")
         if self.fractions is not None and (
