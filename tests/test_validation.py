@@ -450,3 +450,22 @@ def test_valid_inputs_still_pass(gpqa_data):
     _refused(lambda: Mine().select(pool, 7, rng=np.random.default_rng(0)), ConfigError,
              r"^size must be a whole number in 1\.\.6", "size")
 
+
+
+def test_the_analytic_planner_and_default_sizes(gpqa_data):
+    from mdad.practice.planner import analytic_mdad, pair_structure, size_for_gap
+    from mdad.study import StudyConfig, plan_study
+
+    matrix = gpqa_data.matrix
+    structure = pair_structure(matrix.correctness[:30], matrix.subtask_codes)
+    for size in (0, -5, 2.5, 10**6):
+        _refused(lambda n=size: analytic_mdad(structure, n), ConfigError, "^size must be an "
+                 "integer", "size")
+    for threshold in (2, 0, float("nan")):
+        _refused(lambda t=threshold: analytic_mdad(structure, 10, threshold=t), ConfigError,
+                 r"^threshold must be in \(0, 1\)", "threshold")
+    _refused(lambda: size_for_gap(structure, 0.05, max_size=-1), ConfigError,
+             "^max_size must be an integer", "max_size")
+    assert analytic_mdad(structure, 100).pairs > 0  # and a valid call still answers
+    _refused(lambda: plan_study(matrix, StudyConfig(methods=("random",)), default_sizes=(0, 5)),
+             ConfigError, "^default_sizes must be an integer >= 1; got 0", "default_sizes")

@@ -30,11 +30,12 @@ even the whole pool (n = N) has an MDAD: the gap the benchmark itself resolves.
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
 
-from mdad.errors import ConfigError, DataError
+from mdad.errors import ConfigError, DataError, check_open_unit, check_whole
 from mdad.grouping import checked_codes
 from mdad.metrics.mdad import DEFAULT_THRESHOLD
 from mdad.metrics.pairs import bin_edges, gap_bins
@@ -135,6 +136,7 @@ def agreement_probability(structure: PairStructure, size: int, *,
     from scipy.special import ndtr
 
     _check_against(against)
+    check_whole(size, "size", maximum=int(structure.subtask_sizes.sum()))
     sizes = structure.subtask_sizes.astype(np.float64)
     if not stratified:
         sizes = np.array([sizes.sum()])
@@ -221,6 +223,8 @@ def analytic_mdad(structure: PairStructure, size: int, *, threshold: float = DEF
     `threshold`, which is always the case when no pair differs (every probability
     is 0) or there is no pair.
     """
+    check_open_unit(threshold, "threshold")
+    check_whole(size, "size", maximum=int(structure.subtask_sizes.sum()))
     gaps = np.abs(structure.gap)
     max_gap = float(gaps.max()) if gaps.size else 0.0
     differing = int(np.count_nonzero(gaps))
@@ -322,10 +326,14 @@ def size_for_gap(structure: PairStructure, gap: float, *, threshold: float = DEF
     """The smallest size whose analytic MDAD is at most `gap`, and that MDAD; the
     largest size (with its MDAD, possibly not reached) when none is. A bisection:
     MDAD falls with size, and an unreached MDAD is above every gap."""
-    if not 0.0 < gap < 1.0:
+    if not isinstance(gap, numbers.Real) or not 0.0 < gap < 1.0:
         raise ConfigError(f"gap must be in (0, 1) (a fraction: 0.02 is 2 points); got {gap}",
                           parameters=("gap",))
-    top = max_size or int(structure.subtask_sizes.sum())
+    check_open_unit(threshold, "threshold")
+    pool = int(structure.subtask_sizes.sum())
+    if max_size is not None:
+        check_whole(max_size, "max_size", maximum=pool)
+    top = max_size or pool
     options = {"threshold": threshold, "stratified": stratified, "against": against}
     best = analytic_mdad(structure, top, **options)
     if not at_most(best.value, gap):

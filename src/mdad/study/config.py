@@ -275,6 +275,7 @@ def plan_study(
     """
     defaults = defaults or StudyDefaults()
     if default_sizes is not None:
+        _counts("default_sizes", default_sizes, "size", "size")
         defaults = replace(defaults, sizes=tuple(default_sizes))
     check_config(config)
     return _resolve(matrix, defaults.apply(config), defaults.sizes)
