@@ -612,7 +612,9 @@ def test_estimate_and_compare_agree_on_every_gpqa_pair(gpqa_data, gpqa_random_10
         seen = assert_consistent(bundle, answers(bundle, references[model],
                                                  f"new-{model}"))
         totals = {k: totals[k] + seen[k] for k in totals}
-    assert totals["above"] > 100 and totals["below"] > 100  # both verdicts exercised
+    # both verdicts exercised: lists also weigh the reference models' accuracies (at most
+    # 0.5% on the other side), so 40 models list fewer than the 100+ each they did before
+    assert totals["above"] >= 20 and totals["below"] >= 20, totals
 
 
 @pytest.mark.slow
