@@ -187,9 +187,10 @@ def test_study_requests():
              "^config must be a StudyConfig; got dict", "config")
     _refused(lambda: StudyRequest("gpqa", StudyConfig(), [1]), ConfigError,  # type: ignore
              "^load_options must be a dict", "load_options")
-    for fractions in ((2.0,), (float("nan"),), (), "0.5"):
+    for fractions in ((2.0,), (float("nan"),), (), "0.5", (0.5, 0.5), (True,)):
         _refused(lambda f=fractions: StudyRequest("gpqa", per_subtask=True, fractions=f),
-                 ConfigError, r"^fractions must be a non-empty tuple of fractions in \(0, 1\]",
+                 ConfigError,
+                 r"^fractions must be a non-empty tuple of distinct fractions in \(0, 1\]",
                  "fractions")
     _refused(lambda: expand_methods("all"), ConfigError,  # type: ignore[arg-type]
              r"^methods must be a tuple of method names, e\.g\. \('all',\)", "methods")
@@ -469,3 +470,23 @@ def test_the_analytic_planner_and_default_sizes(gpqa_data):
     assert analytic_mdad(structure, 100).pairs > 0  # and a valid call still answers
     _refused(lambda: plan_study(matrix, StudyConfig(methods=("random",)), default_sizes=(0, 5)),
              ConfigError, "^default_sizes must be an integer >= 1; got 0", "default_sizes")
+
+
+def test_load_choices_and_gap_pairs_name_their_parameter():
+    from mdad.data.choices import MissingPolicy, Orientation
+    from mdad.metrics.pairs import agreement
+
+    assert MissingPolicy("drop-items") is MissingPolicy.DROP_ITEMS
+    assert Orientation("auto") is Orientation.AUTO
+    _refused(lambda: MissingPolicy("drop-item"), ConfigError,
+             r"^missing must be one of drop-items, drop-models, error; got 'drop-item' "
+             r"\(did you mean 'drop-items'\?\)$", "missing")
+    _refused(lambda: Orientation(3), ConfigError,
+             r"^orientation must be one of auto, items-as-rows, models-as-rows; got 3$",
+             "orientation")
+    # broadcasting a (3,) against a (3, 1) would pair every gap with every other
+    _refused(lambda: agreement(np.zeros(3), np.zeros((3, 1))), DataError,
+             r"^estimated_gap and reference_gap must have one shape.*\(3,\) and \(3, 1\)",
+             "reference_gap")
+    assert agreement(np.array([0.1, -0.2, 0.0]), np.array([0.3, 0.1, 0.2])).tolist() == [
+        True, False, False]

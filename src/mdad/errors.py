@@ -112,6 +112,23 @@ def check_open_unit(value: object, parameter: str) -> None:
                           parameters=(parameter,))
 
 
+
+def check_fractions(value: object, parameter: str = "fractions") -> None:
+    """Refuse `value` unless it is a non-empty tuple or list of distinct real numbers in
+    (0, 1] (bool is not one): micro-benchmark sizes as fractions of a pool.
+
+    Raises
+    ------
+    ConfigError
+        ``{parameter} must be a non-empty tuple of distinct fractions in (0, 1]; got ...``.
+    """
+    if (not isinstance(value, tuple | list) or not value
+            or not all(isinstance(f, numbers.Real) and not isinstance(f, bool)
+                       and 0.0 < float(f) <= 1.0 for f in value)
+            or len(set(value)) != len(value)):
+        raise ConfigError(f"{parameter} must be a non-empty tuple of distinct fractions in "
+                          f"(0, 1]; got {value!r}", parameters=(parameter,))
+
 # What an exception says when a resource ran out, whatever library raised it.
 RUNNING_OUT_TEXT = ("out of memory", "cannot allocate memory", "failed to allocate",
                     "failed to map segment", "std::bad_alloc", "can't start new thread",

@@ -9,7 +9,7 @@ import numpy as np
 
 from mdad.data.choices import MissingPolicy
 from mdad.data.matrix import ResponseMatrix
-from mdad.errors import ConfigError, DataError, check_type
+from mdad.errors import DataError, check_type
 
 
 @dataclass(frozen=True)
@@ -79,11 +79,7 @@ def resolve_missing(
         For an unknown policy.
     """
     check_type(matrix, ResponseMatrix, "matrix", "a ResponseMatrix (read_results(path))")
-    try:
-        policy = MissingPolicy(missing)
-    except ValueError:
-        raise ConfigError(f"missing must be one of {', '.join(MissingPolicy)}; got "
-                          f"{missing!r}", parameters=("missing",)) from None
+    policy = MissingPolicy(missing)  # raises ConfigError naming `missing`
     gaps = matrix.missing
     per_model = gaps.sum(axis=1)
     report_counts = {

@@ -154,11 +154,7 @@ def load_wide_csv(
     """
     path = Path(path)
     header, body, lines = _read_cells(path)
-    try:
-        orientation = Orientation(orientation)
-    except ValueError:
-        raise ConfigError(f"orientation must be one of {', '.join(Orientation)}; got "
-                          f"{orientation!r}", parameters=("orientation",)) from None
+    orientation = Orientation(orientation)  # raises ConfigError naming `orientation`
     notes: list[str] = []
     if orientation is Orientation.AUTO:
         # An item-id or subtask column names one item per row; else items outnumber models.

@@ -51,7 +51,26 @@ def agreement(estimated_gap: np.ndarray, reference_gap: np.ndarray) -> np.ndarra
     paper. A tie on the reference (gap exactly 0) is one too: equal models have no
     order to recover. (The reference code read it as +0 by ``copysign`` and so
     counted about half of such pairs as agreeing.)
+
+    Parameters
+    ----------
+    estimated_gap, reference_gap : float arrays of one shape (any), accuracy
+        differences (fractions).
+
+    Returns
+    -------
+    bool array of that shape.
+
+    Raises
+    ------
+    DataError
+        When the shapes differ: broadcasting would pair gaps of different pairs.
     """
+    estimated_gap, reference_gap = np.asarray(estimated_gap), np.asarray(reference_gap)
+    if estimated_gap.shape != reference_gap.shape:
+        raise DataError(f"estimated_gap and reference_gap must have one shape, a gap of "
+                        f"each pair; got {estimated_gap.shape} and {reference_gap.shape}",
+                        parameters=("estimated_gap", "reference_gap"))
     same_sign = np.signbit(estimated_gap) == np.signbit(reference_gap)
     return same_sign & (estimated_gap != 0) & (reference_gap != 0)
 

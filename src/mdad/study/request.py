@@ -3,14 +3,13 @@ read back (a resumed study continues exactly the request it started with)."""
 
 from __future__ import annotations
 
-import numbers
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mdad.errors import ConfigError, check_type
+from mdad.errors import ConfigError, check_fractions, check_type
 from mdad.study.config import StudyConfig
 
 FORMAT = "mdad-study-request/1"
@@ -46,13 +45,8 @@ class StudyRequest:
         object.__setattr__(self, "dataset", os.fspath(self.dataset))  # saved as text
         check_type(self.config, StudyConfig, "config", "a StudyConfig")
         check_type(self.load_options, Mapping, "load_options", "a dict of load options")
-        if self.fractions is not None and (
-                isinstance(self.fractions, str) or not isinstance(self.fractions, tuple | list)
-                or not self.fractions or not all(
-                    isinstance(f, numbers.Real) and not isinstance(f, bool) and 0 < f <= 1
-                    for f in self.fractions)):
-            raise ConfigError(f"fractions must be a non-empty tuple of fractions in (0, 1]; "
-                              f"got {self.fractions!r}", parameters=("fractions",))
+        if self.fractions is not None:
+            check_fractions(self.fractions)
         if self.fractions is not None and not self.per_subtask:
             raise ConfigError("fractions applies only with per_subtask; set per_subtask, "
                               "or use sizes", parameters=("fractions", "per_subtask", "sizes"))

@@ -18,7 +18,7 @@ import pandas as pd
 
 from mdad.data.matrix import ResponseMatrix
 from mdad.defaults import PAPER_FRACTIONS
-from mdad.errors import ConfigError
+from mdad.errors import ConfigError, check_fractions
 from mdad.study.config import StudyConfig, StudyDefaults, StudyPlan, plan_study
 from mdad.study.design import seen_pool_size
 from mdad.study.evaluation import StudyTables, evaluate
@@ -42,12 +42,10 @@ def fraction_sizes(pool_size: int, fractions: tuple[float, ...], subtask: str) -
     Raises
     ------
     ConfigError
-        When a fraction is outside (0, 1] or two fractions give the same size.
+        When `fractions` are not distinct fractions in (0, 1] (`check_fractions`), or
+        two give the same size.
     """
-    for fraction in fractions:
-        if not 0.0 < fraction <= 1.0:
-            raise ConfigError(f"fractions must lie in (0, 1]; got {fraction}",
-                              parameters=("fractions",))
+    check_fractions(fractions)
     if pool_size < 1:
         raise ConfigError(f"subtask {subtask!r} has no seen items (it has fewer than 2 items); "
                           "per_subtask needs at least 2 items in every subtask",
@@ -70,8 +68,7 @@ def plan_per_subtask(matrix: ResponseMatrix, config: StudyConfig,
     if config.sizes is not None:
         raise ConfigError("sizes does not apply with per_subtask; use fractions",
                           parameters=("sizes", "per_subtask", "fractions"))
-    if len(set(fractions)) != len(fractions) or not fractions:
-        raise ConfigError("fractions must list distinct fractions", parameters=("fractions",))
+    check_fractions(fractions)
     studies = []
     for code, name in enumerate(matrix.subtask_names):
         items = np.flatnonzero(matrix.subtask_codes == code)
