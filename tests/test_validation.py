@@ -260,7 +260,7 @@ def test_matrices_designs_and_bins(gpqa_data):
     _refused(lambda: pair_counts(np.zeros((2, 3)), np.zeros((2, 4))), DataError,
              "^estimates and reference must be one", "reference")
     _refused(lambda: pair_counts(np.zeros((1, 3)), np.array([[0.1, np.nan, 0.2]])), DataError,
-             "^reference accuracies must be finite", "reference")
+             "^reference accuracies must be fractions in \\[0, 1\\]", "reference")
 
 
 def test_irt_curves_crossings_and_tasks():
@@ -296,9 +296,10 @@ def test_pair_structure_and_matrices():
     ones = np.ones((3, 4))
     codes = np.zeros(4, int)
     _refused(lambda: pair_structure(np.full((3, 4), np.nan), codes), DataError,
-             r"^correctness must be a 2-D \(models, items\) array of scores", "correctness")
+             r"^correctness must be a non-empty 2-D \(models, items\) array of scores",
+             "correctness")
     _refused(lambda: pair_structure(ones * 5, codes), DataError,
-             "^correctness must be a 2-D", "correctness")
+             "^correctness must be a non-empty 2-D", "correctness")
     _refused(lambda: pair_structure(ones, [0, 0]), DataError,
              "^subtask_codes must be 4 codes >= 0", "subtask_codes")
     _refused(lambda: pair_structure(ones, codes, (np.array([0]), np.array([7]))), DataError,
@@ -490,3 +491,88 @@ def test_load_choices_and_gap_pairs_name_their_parameter():
              "reference_gap")
     assert agreement(np.array([0.1, -0.2, 0.0]), np.array([0.3, 0.1, 0.2])).tolist() == [
         True, False, False]
+
+
+def test_the_subpackages_exports_name_their_parameter(gpqa_data):
+    """Probes of the names in the subpackages' `__all__` (an audit's findings)."""
+    from mdad.irt import MultidimensionalIrt, item_curve, map_ability
+    from mdad.metrics import MdadEstimator, gap_bins, pair_counts
+    from mdad.practice import Calibration, analytic_mdad, pair_structure, round_trip
+    from mdad.practice.planner import mdad_curve
+    from mdad.selection import MicroBenchmark, SeenPool, fast_methods, method_class
+
+    y = np.array([[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]])
+    a, b = np.ones((3, 1)), np.zeros(3)
+    for state in (-1, 1.5, "x"):
+        _refused(lambda s=state: MultidimensionalIrt(1, random_state=s).fit(y), ConfigError,
+                 "^random_state must be", "random_state")
+    for max_iter in (0, 2.5, None):
+        _refused(lambda m=max_iter: map_ability(y, a, b, max_iter=m), ConfigError,
+                 "^max_iter must be", "max_iter")
+    _refused(lambda: map_ability(np.full((2, 3), "x"), a, b), DataError,
+             "^responses must be numbers; got ndarray", "responses")
+    _refused(lambda: item_curve("x", a, b), DataError, "^ability must be numbers", "ability")
+    _refused(lambda: gap_bins("x"), DataError, "^gap must be numbers", "gap")
+    _refused(lambda: pair_counts(np.zeros((1, 3)), np.array([[0.0, 5.0, 10.0]])), DataError,
+             r"^reference accuracies must be fractions in \[0, 1\]", "reference")
+    _refused(lambda: MdadEstimator("first_crossing"), ConfigError,
+             "^estimator must be one of first-crossing, smooth; got 'first_crossing' "
+             r"\(did you mean 'first-crossing'\?\)", "estimator")
+
+    truth = np.linspace(0.2, 0.6, 40)
+    _refused(lambda: Calibration.fit(np.r_[truth[:39], np.inf], truth, widen_past=False),
+             DataError, r"^truth must be accuracies in \[0, 1\]", "truth")
+    _refused(lambda: Calibration.fit(truth, np.r_[truth[:39], np.inf], widen_past=False),
+             DataError, "^estimate must be finite", "estimate")
+    _refused(lambda: Calibration.fit(truth[:5], truth[:5], widen_past=False), DataError,
+             "^5 held-out models cannot calibrate", "truth")
+    belt = Calibration.fit(truth, truth + 0.01 * np.sin(40 * truth), widen_past=False)
+    _refused(lambda: belt.interval(np.nan), DataError, "^estimate must be finite", "estimate")
+    for scale in (0, -1, float("nan"), True):
+        _refused(lambda s=scale: belt.interval(0.4, scale=s), ConfigError,
+                 "^scale must be a finite number > 0", "scale")
+    _refused(lambda: Calibration.from_list([1, 2], widen_past=False), DataError,
+             "^values must be the 19 numbers", "values")
+
+    matrix = gpqa_data.matrix
+    structure = pair_structure(matrix.scores()[:30], matrix.subtask_codes)
+    _refused(lambda: analytic_mdad(matrix, 5), ConfigError,  # type: ignore[arg-type]
+             "^structure must be a PairStructure", "structure")
+    _refused(lambda: analytic_mdad(structure, 5, stratified="no"),  # type: ignore[arg-type]
+             ConfigError, "^stratified must be True or False", "stratified")
+    _refused(lambda: mdad_curve(structure, [2.7]), ConfigError, "^size must be", "size")
+    for pairs in (5, (np.array([0.5]), np.array([1])), (np.array([0]),)):
+        _refused(lambda p=pairs: pair_structure(matrix.scores()[:5], matrix.subtask_codes, p),
+                 DataError, "^pairs must be", "pairs")
+    _refused(lambda: pair_structure(np.ones((3, 0)), np.zeros(0, int)), DataError,
+             "^correctness must be a non-empty", "correctness")
+
+    _refused(lambda: round_trip("gpqa", "random", [10]), ConfigError,  # type: ignore
+             "^dataset must be a Dataset", "dataset")
+    _refused(lambda: round_trip(gpqa_data, "random", []), ConfigError,
+             "^sizes must be a non-empty list", "sizes")
+    _refused(lambda: round_trip(gpqa_data, "random", [10], seeds=None),  # type: ignore
+             ConfigError, "^seeds must be a non-empty list", "seeds")
+    _refused(lambda: round_trip(gpqa_data, "random", [10], progress=5),  # type: ignore
+             ConfigError, "^progress must be a function", "progress")
+
+    for items in (np.array([9, 9]), np.array([0.5]), np.array([], dtype=int), "abc",
+                  np.array([-1])):
+        _refused(lambda i=items: MicroBenchmark(i), DataError, "^items must be a non-empty",
+                 "items")
+    _refused(lambda: MicroBenchmark.plain_mean([0.5]), DataError, "^items must be", "items")
+    _refused(lambda: MicroBenchmark(np.array([0, 1]), np.ones(3)), DataError,
+             "^weights must be 2 finite numbers", "weights")
+    _refused(lambda: MicroBenchmark(np.array([0, 3])).estimate(np.ones((3, 3))), DataError,
+             "^scores must be a 2-D .* at least 4 items", "scores")
+    codes = np.zeros(4, dtype=int)
+    _refused(lambda: SeenPool(np.full((2, 4), "x"), np.zeros((2, 4)), codes), DataError,
+             "^SeenPool: correctness must be scores", "correctness")
+    _refused(lambda: SeenPool(np.ones((0, 4)), np.ones((0, 4)), codes), DataError,
+             "^SeenPool: correctness must hold at least one source", "correctness")
+    _refused(lambda: SeenPool(np.ones((2, 4)), np.ones((2, 4)), codes, seed=5),  # type: ignore
+             ConfigError, "^seed must be a numpy SeedSequence", "seed")
+    _refused(lambda: method_class(["random"]), ConfigError,  # type: ignore[arg-type]
+             "^method must be a method name", "method")
+    _refused(lambda: fast_methods(None), ConfigError,  # type: ignore[arg-type]
+             "^names must be a tuple", "names")

@@ -129,6 +129,38 @@ def check_fractions(value: object, parameter: str = "fractions") -> None:
         raise ConfigError(f"{parameter} must be a non-empty tuple of distinct fractions in "
                           f"(0, 1]; got {value!r}", parameters=(parameter,))
 
+
+def float_array(value: object, parameter: str, error: type[MdadError] | None = None):
+    """`value` as a float64 numpy array, or an error naming `parameter` when it is not
+    numbers (strings, None, ragged lists): numpy's own error names no parameter.
+
+    Raises
+    ------
+    DataError (or `error`)
+        ``{parameter} must be numbers; got {type name}``.
+    """
+    import numpy as np
+
+    try:
+        return np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise (error or DataError)(f"{parameter} must be numbers; got "
+                                   f"{type(value).__name__}", parameters=(parameter,)) from None
+
+
+def refuse_choice(choices: Iterable, value: object, parameter: str) -> None:
+    """Raise for a `value` that is none of `choices` (an enum's members): an enum's
+    `_missing_` calls it, so that ``Choice(value)`` names the option it came from.
+
+    Raises
+    ------
+    ConfigError
+        ``{parameter} must be one of ...; got {value!r}``, with a near name's suggestion.
+    """
+    names = [str(getattr(choice, "value", choice)) for choice in choices]
+    raise ConfigError(f"{parameter} must be one of {', '.join(names)}; got {value!r}"
+                      f"{did_you_mean(str(value), names)}", parameters=(parameter,))
+
 # What an exception says when a resource ran out, whatever library raised it.
 RUNNING_OUT_TEXT = ("out of memory", "cannot allocate memory", "failed to allocate",
                     "failed to map segment", "std::bad_alloc", "can't start new thread",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from mdad.errors import ConfigError, did_you_mean
+from mdad.errors import refuse_choice
 
 
 class MissingPolicy(StrEnum):
@@ -17,7 +17,7 @@ class MissingPolicy(StrEnum):
 
     @classmethod
     def _missing_(cls, value: object) -> None:
-        _refuse(cls, value, "missing")
+        refuse_choice(cls, value, "missing")
 
 
 class Orientation(StrEnum):
@@ -29,11 +29,5 @@ class Orientation(StrEnum):
 
     @classmethod
     def _missing_(cls, value: object) -> None:
-        _refuse(cls, value, "orientation")
+        refuse_choice(cls, value, "orientation")
 
-
-def _refuse(choices: type[StrEnum], value: object, parameter: str) -> None:
-    """Raise for a `value` that is none of `choices`, naming the load option."""
-    names = [choice.value for choice in choices]
-    raise ConfigError(f"{parameter} must be one of {', '.join(names)}; got {value!r}"
-                      f"{did_you_mean(str(value), names)}", parameters=(parameter,))

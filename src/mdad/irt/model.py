@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mdad.errors import ConfigError, DataError, check_whole
+from mdad.errors import ConfigError, DataError, check_whole, float_array
 
 
 @dataclass(frozen=True, eq=False)
@@ -55,7 +55,7 @@ def _softplus_and_sigmoid(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _observed(responses: np.ndarray, where: str) -> tuple[np.ndarray, np.ndarray]:
     """Responses with NaN replaced by 0, and the 0/1 mask of observed cells."""
-    values = np.asarray(responses, dtype=np.float64)
+    values = float_array(responses, "responses")
     if values.ndim != 2:
         raise DataError(f"{where}: responses must be 2-D (models x items), got {values.ndim}-D",
                         parameters=("responses",))
@@ -73,7 +73,8 @@ class MultidimensionalIrt:
     dims : number of ability dimensions D (the paper: 10).
     max_iter : L-BFGS iteration limit.
     tol : relative tolerance on the log posterior (L-BFGS ``ftol``).
-    random_state : seed of the small jitter added to the deterministic start; the
+    random_state : seed of the small jitter added to the deterministic start (an int >= 0, a
+        numpy SeedSequence or Generator, or None); the
         same seed and data give the same parameters, bit for bit.
 
     Attributes (after `fit`)
@@ -116,6 +117,9 @@ class MultidimensionalIrt:
         # checked here, not in the constructor (scikit-learn's way: it only stores them)
         check_whole(self.dims, "dims")
         check_whole(self.max_iter, "max_iter")
+        if not isinstance(self.random_state, np.random.SeedSequence | np.random.Generator
+                          | None):
+            check_whole(self.random_state, "random_state", minimum=0)
         if not isinstance(self.tol, numbers.Real) or not 0 < self.tol < math.inf:
             raise ConfigError(f"tol must be a finite number > 0; got {self.tol!r}",
                               parameters=("tol",))
@@ -283,7 +287,7 @@ def item_curve(ability: np.ndarray, discrimination: np.ndarray,
     from scipy.special import expit
 
     a, b = _items(discrimination, difficulty)
-    theta = np.asarray(ability, dtype=np.float64)
+    theta = float_array(ability, "ability")
     if theta.ndim != 2 or theta.shape[1] != a.shape[1] or not np.isfinite(theta).all():
         raise DataError(f"ability must be finite, of shape (n_models, {a.shape[1]}); got "
                         f"{theta.shape}", parameters=("ability",))
@@ -293,8 +297,8 @@ def item_curve(ability: np.ndarray, discrimination: np.ndarray,
 def _items(discrimination: np.ndarray, difficulty: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The item parameters as float arrays (n_items, D) and (n_items,), or a DataError
     naming the one that does not fit."""
-    a = np.asarray(discrimination, dtype=np.float64)
-    b = np.asarray(difficulty, dtype=np.float64)
+    a = float_array(discrimination, "discrimination")
+    b = float_array(difficulty, "difficulty")
     if a.ndim != 2 or not np.isfinite(a).all():
         raise DataError(f"discrimination must be finite, of shape (n_items, D); got {a.shape}",
                         parameters=("discrimination",))
@@ -321,6 +325,7 @@ def map_ability(responses: np.ndarray, discrimination: np.ndarray, difficulty: n
     """
     from scipy.special import expit
 
+    check_whole(max_iter, "max_iter")
     a, b = _items(discrimination, difficulty)
     dims = a.shape[1]
     offset = dims * b

@@ -9,7 +9,7 @@ from enum import StrEnum
 import numpy as np
 
 from mdad.defaults import DEFAULT_THRESHOLD
-from mdad.errors import ConfigError, DataError, check_open_unit, check_whole
+from mdad.errors import ConfigError, DataError, check_open_unit, check_whole, refuse_choice
 from mdad.metrics.pairs import N_BINS, bin_edges, gap_bins
 
 CONFIDENCE = 0.95
@@ -26,6 +26,10 @@ class MdadEstimator(StrEnum):
 
     FIRST_CROSSING = "first-crossing"
     SMOOTH = "smooth"
+
+    @classmethod
+    def _missing_(cls, value: object) -> None:
+        refuse_choice(cls, value, "estimator")
 
 
 @dataclass(frozen=True)

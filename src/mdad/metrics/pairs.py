@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mdad.errors import DataError, check_whole
+from mdad.errors import DataError, check_whole, float_array
 
 BINS_PER_UNIT = 200  # bins 0.005 wide: half an accuracy point, as in the paper
 N_BINS = BINS_PER_UNIT + 1  # |gap| in [0, 1] -> bins 0..200
@@ -22,7 +22,7 @@ def gap_bins(gap: np.ndarray) -> np.ndarray:
     DataError
         For a gap that is NaN or beyond [-1, 1] (accuracies differ by at most 1).
     """
-    size = np.abs(np.asarray(gap, dtype=np.float64))
+    size = np.abs(float_array(gap, "gap"))
     if not (size <= 1.0 + 1e-9).all():  # NaN fails it too
         raise DataError("gap must be a difference of accuracies in [-1, 1], not NaN",
                         parameters=("gap",))
@@ -66,7 +66,8 @@ def agreement(estimated_gap: np.ndarray, reference_gap: np.ndarray) -> np.ndarra
     DataError
         When the shapes differ: broadcasting would pair gaps of different pairs.
     """
-    estimated_gap, reference_gap = np.asarray(estimated_gap), np.asarray(reference_gap)
+    estimated_gap = float_array(estimated_gap, "estimated_gap")
+    reference_gap = float_array(reference_gap, "reference_gap")
     if estimated_gap.shape != reference_gap.shape:
         raise DataError(f"estimated_gap and reference_gap must have one shape, a gap of "
                         f"each pair; got {estimated_gap.shape} and {reference_gap.shape}",
@@ -165,15 +166,15 @@ def pair_counts(estimates: np.ndarray, reference: np.ndarray, *, block: int = 1 
     -------
     PairCounts
     """
-    estimates = np.asarray(estimates, dtype=np.float64)
-    reference = np.asarray(reference, dtype=np.float64)
+    estimates = float_array(estimates, "estimates")
+    reference = float_array(reference, "reference")
     if estimates.ndim != 2 or estimates.shape != reference.shape:
         raise DataError(f"estimates and reference must be one (n_runs, n_targets) shape; got "
                         f"{estimates.shape} and {reference.shape}",
                         parameters=("estimates", "reference"))
-    if not np.isfinite(reference).all():
-        raise DataError("reference accuracies must be finite (a NaN estimate is allowed: it "
-                        "never agrees)", parameters=("reference",))
+    if not ((reference >= 0) & (reference <= 1)).all():  # NaN fails it too
+        raise DataError("reference accuracies must be fractions in [0, 1] (a NaN estimate "
+                        "is allowed: it never agrees)", parameters=("reference",))
     check_whole(block, "block")
     check_whole(threads, "threads")
     n_runs, n_targets = estimates.shape

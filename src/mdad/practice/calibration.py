@@ -40,12 +40,13 @@ predictor by 14), so static micro-benchmarks' belts do not grow.
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
 
 from mdad import streams
-from mdad.errors import DataError, check_open_unit
+from mdad.errors import ConfigError, DataError, check_open_unit, float_array
 
 CONFIDENCE = 0.95
 CV_FOLDS = 5  # folds by model of the held-out estimates a belt is fitted on
@@ -117,22 +118,26 @@ class Calibration:
             With fewer than `MIN_MODELS` pairs.
         """
         check_open_unit(confidence, "confidence")
-        truth, estimate = np.asarray(truth, dtype=np.float64), np.asarray(estimate,
-                                                                         dtype=np.float64)
+        truth, estimate = float_array(truth, "truth"), float_array(estimate, "estimate")
         if truth.shape != estimate.shape or truth.ndim != 1:
             raise DataError(f"truth and estimate must be two 1-D arrays of one length; got "
                             f"{truth.shape} and {estimate.shape}",
                             parameters=("truth", "estimate"))
         kept = ~(np.isnan(truth) | np.isnan(estimate))
         truth, estimate = truth[kept], estimate[kept]
+        if not ((truth >= 0) & (truth <= 1)).all():
+            raise DataError("truth must be accuracies in [0, 1] (NaN for none)",
+                            parameters=("truth",))
+        if not np.isfinite(estimate).all():
+            raise DataError("estimate must be finite (NaN for none)", parameters=("estimate",))
         m = truth.size
         if m < MIN_MODELS:
             raise DataError(f"{m} held-out models cannot calibrate a 95% interval; it "
-                            f"needs at least {MIN_MODELS}")
+                            f"needs at least {MIN_MODELS}", parameters=("truth", "estimate"))
         lowest, highest = float(truth.min()), float(truth.max())
         if highest - lowest < 1e-6:
             raise DataError(f"the {m} held-out models all have the same accuracy: they "
-                            "cannot show how the error varies with it")
+                            "cannot show how the error varies with it", parameters=("truth",))
         x = _unit(truth, lowest, highest)
         design = np.column_stack([np.ones(m), x, x * x])
         error = estimate - truth
@@ -162,8 +167,16 @@ class Calibration:
 
     @classmethod
     def from_list(cls, values: list[float], *, widen_past: bool) -> Calibration:
-        """The belt whose `to_list()` is `values`, with `widen_past` (not in the list)."""
-        v = [float(x) for x in values]
+        """The belt whose `to_list()` is `values`, with `widen_past` (not in the list).
+
+        Raises
+        ------
+        DataError
+            When `values` cannot be a `to_list()` (`valid_list`)."""
+        v = float_array(values, "values").reshape(-1).tolist()
+        if not (np.isfinite(v).all() and Calibration.valid_list(v)):
+            raise DataError(f"values must be the {LIST_LENGTH} numbers of a belt's to_list()",
+                            parameters=("values",))
         return cls(_floats(v[0:3]), _floats(v[3:6]), v[6], _floats(v[7:10]),
                    _floats(v[10:13]), _floats(v[13:16]), v[16], v[17], int(v[18]),
                    widen_past)
@@ -254,8 +267,8 @@ class Calibration:
             only that the model is not weaker (stronger) than it, and how far past
             it the model lies rests on the widened band's assumption alone.
         """
-        y = np.asarray(estimate, dtype=np.float64).reshape(-1)
-        band = self.band(scale)
+        y = _estimates(estimate).reshape(-1)
+        band = self.band(_scale(scale))
         low, high = self._invert(self._inside(y, band))
         above, below = self._past_ends(y, band)
         weakest, strongest = GRID[self._end_points()]  # on the grid: monotone as it is
@@ -268,8 +281,8 @@ class Calibration:
         """Whether no accuracy puts each estimate inside its band: the micro-benchmark
         read this model unlike any held-out model of any accuracy (bool, `estimate`'s
         shape)."""
-        y = np.asarray(estimate, dtype=np.float64)
-        inside = self._inside(y.reshape(-1), self.band(scale))
+        y = _estimates(estimate)
+        inside = self._inside(y.reshape(-1), self.band(_scale(scale)))
         return ~inside.any(axis=1).reshape(y.shape)
 
     def _invert(self, inside: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -334,8 +347,7 @@ class Calibration:
         model's accuracy, which such a model gives rarely (the tail of `confidence`):
         the model may lie beyond the models the belt was fitted on, where it
         extrapolates (bool, `estimate`'s shape)."""
-        above, below = self._past_ends(np.asarray(estimate, dtype=np.float64),
-                                       self.band(scale))
+        above, below = self._past_ends(_estimates(estimate), self.band(_scale(scale)))
         return above | below
 
     def _past_ends(self, y: np.ndarray, band: tuple[np.ndarray, np.ndarray]
@@ -383,6 +395,23 @@ def _tails(standardised: np.ndarray, tail: float, conformal: bool = False
         centre = float(np.median(ordered))
         low, high = centre + (low - centre) * stretch, centre + (high - centre) * stretch
     return low, high
+
+
+def _estimates(estimate: object) -> np.ndarray:
+    """`estimate` as floats, refused unless each is finite."""
+    y = float_array(estimate, "estimate")
+    if not np.isfinite(y).all():
+        raise DataError("estimate must be finite numbers", parameters=("estimate",))
+    return y
+
+
+def _scale(scale: object) -> float:
+    """`scale`, refused unless a finite number > 0."""
+    if (not isinstance(scale, numbers.Real) or isinstance(scale, bool)
+            or not 0 < float(scale) < np.inf):
+        raise ConfigError(f"scale must be a finite number > 0; got {scale!r}",
+                          parameters=("scale",))
+    return float(scale)
 
 
 def _past(x: np.ndarray) -> np.ndarray:

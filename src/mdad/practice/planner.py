@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mdad.errors import ConfigError, DataError, check_open_unit, check_whole
+from mdad.errors import ConfigError, DataError, check_open_unit, check_type, check_whole
 from mdad.grouping import checked_codes
 from mdad.metrics.mdad import DEFAULT_THRESHOLD
 from mdad.metrics.pairs import bin_edges, gap_bins
@@ -80,16 +80,21 @@ def pair_structure(correctness: np.ndarray, subtask_codes: np.ndarray,
     """
     scores = np.asarray(correctness)
     codes = np.asarray(subtask_codes)
-    if (scores.ndim != 2 or scores.dtype.kind not in "buif"
+    if (scores.ndim != 2 or scores.dtype.kind not in "buif" or not scores.size
             or not ((scores >= 0) & (scores <= 1)).all()):  # NaN fails too
-        raise DataError("correctness must be a 2-D (models, items) array of scores in [0, 1]",
+        raise DataError("correctness must be a non-empty 2-D (models, items) array of scores "
+                        "in [0, 1]",
                         parameters=("correctness",))
     subtask_codes = checked_codes(codes, scores.shape[1])
     values = (scores > 0.5).astype(np.float32)
     if pairs is None:
         pairs = np.triu_indices(values.shape[0], k=1)
+    if not isinstance(pairs, tuple | list) or len(pairs) != 2:
+        raise DataError("pairs must be (first, second): two arrays of model indices",
+                        parameters=("pairs",))
     first, second = (np.asarray(p) for p in pairs)
-    if first.shape != second.shape or ((first < 0) | (first >= values.shape[0])
+    if (first.shape != second.shape or first.dtype.kind not in "iu"
+            or second.dtype.kind not in "iu") or ((first < 0) | (first >= values.shape[0])
                                        | (second < 0) | (second >= values.shape[0])).any():
         raise DataError(f"pairs must be two arrays of one shape of model indices in "
                         f"0..{values.shape[0] - 1}", parameters=("pairs",))
@@ -135,7 +140,7 @@ def agreement_probability(structure: PairStructure, size: int, *,
     """
     from scipy.special import ndtr
 
-    _check_against(against)
+    _check_options(structure, stratified, against)
     check_whole(size, "size", maximum=int(structure.subtask_sizes.sum()))
     sizes = structure.subtask_sizes.astype(np.float64)
     if not stratified:
@@ -181,7 +186,12 @@ def exact_agreement(a: int, b: int, n_items: int, size: int) -> float:
     return float(np.sum(p_x[possible] * p_less))
 
 
-def _check_against(against: str) -> None:
+def _check_options(structure: PairStructure, stratified: bool, against: str) -> None:
+    """Refuse a `structure` that is not a `PairStructure`, a `stratified` that is not a
+    bool, and an `against` that is not full or universe."""
+    check_type(structure, PairStructure, "structure",
+               "a PairStructure (pair_structure(correctness, subtask_codes))")
+    check_type(stratified, bool, "stratified", "True or False")
     if against not in AGAINST:
         raise ConfigError(f"against must be full or universe; got {against!r}",
                           parameters=("against",))
@@ -223,6 +233,7 @@ def analytic_mdad(structure: PairStructure, size: int, *, threshold: float = DEF
     `threshold`, which is always the case when no pair differs (every probability
     is 0) or there is no pair.
     """
+    _check_options(structure, stratified, against)
     check_open_unit(threshold, "threshold")
     check_whole(size, "size", maximum=int(structure.subtask_sizes.sum()))
     gaps = np.abs(structure.gap)
@@ -246,9 +257,9 @@ def analytic_mdad(structure: PairStructure, size: int, *, threshold: float = DEF
 
 def mdad_curve(structure: PairStructure, sizes: np.ndarray, *, threshold: float = DEFAULT_THRESHOLD,
                stratified: bool = False, against: str = "full") -> list[AnalyticMdad]:
-    """`analytic_mdad` at each of `sizes`."""
-    return [analytic_mdad(structure, int(n), threshold=threshold, stratified=stratified,
-                          against=against) for n in np.asarray(sizes).ravel()]
+    """`analytic_mdad` at each of `sizes` (whole numbers, each checked as its `size`)."""
+    return [analytic_mdad(structure, n, threshold=threshold, stratified=stratified,
+                          against=against) for n in np.asarray(sizes).ravel().tolist()]
 
 
 def at_most(value: float | None, gap: float) -> bool:
@@ -326,6 +337,7 @@ def size_for_gap(structure: PairStructure, gap: float, *, threshold: float = DEF
     """The smallest size whose analytic MDAD is at most `gap`, and that MDAD; the
     largest size (with its MDAD, possibly not reached) when none is. A bisection:
     MDAD falls with size, and an unreached MDAD is above every gap."""
+    _check_options(structure, stratified, against)
     if not isinstance(gap, numbers.Real) or not 0.0 < gap < 1.0:
         raise ConfigError(f"gap must be in (0, 1) (a fraction: 0.02 is 2 points); got {gap}",
                           parameters=("gap",))

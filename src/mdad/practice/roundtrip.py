@@ -21,7 +21,7 @@ import numpy as np
 
 from mdad import streams
 from mdad.data.registry import Dataset
-from mdad.errors import ConfigError, check_whole
+from mdad.errors import ConfigError, check_type, check_whole
 
 if TYPE_CHECKING:
     from mdad.practice.bundle import MicroBenchmarkFile
@@ -105,15 +105,28 @@ def round_trip(dataset: Dataset, method: str, sizes: Sequence[int], *,
     Raises
     ------
     ConfigError
-        For an unknown split, or fewer than 2 folds.
+        For a dataset that is not a `Dataset`, sizes or seeds that are not non-empty
+        lists of whole numbers, an unknown split, fewer than 2 folds, or a progress
+        that is not a function.
     """
     from mdad.practice.adaptive_state import ADAPTIVE_METHODS
 
+    check_type(dataset, Dataset, "dataset", "a Dataset (mdad.load_dataset(name))")
+    if isinstance(sizes, int | str) or not isinstance(sizes, Sequence | np.ndarray) or not len(
+            sizes):
+        raise ConfigError(f"sizes must be a non-empty list of sizes; got {sizes!r}",
+                          parameters=("sizes",))
+    for size in sizes:
+        check_whole(size, "sizes")
+    if progress is not None and not callable(progress):
+        raise ConfigError("progress must be a function of one line of text, or None",
+                          parameters=("progress",))
     if split not in SPLITS:
         raise ConfigError(f"split must be one of {', '.join(SPLITS)}; got {split!r}",
                           parameters=("split",))
     check_whole(folds, "folds", minimum=2)
-    if isinstance(seeds, int | str) or not len(seeds):
+    if isinstance(seeds, int | str) or not isinstance(seeds, Sequence | np.ndarray) or not len(
+            seeds):
         raise ConfigError(f"seeds must be a non-empty list of seeds; got {seeds!r}",
                           parameters=("seeds",))
     for seed in seeds:

@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Protocol, TypeVar
 import numpy as np
 
 from mdad import streams
-from mdad.errors import ConfigError, DataError
+from mdad.errors import ConfigError, DataError, check_type, float_array
 from mdad.grouping import checked_codes
 
 T = TypeVar("T")
@@ -53,9 +53,18 @@ class SeenPool:
             raise DataError(f"SeenPool: correctness and confidence must be one (n_sources, "
                             f"n_items) shape; got {correctness} and {confidence}",
                             parameters=("correctness", "confidence"))
+        if not (correctness[0] and correctness[1]):
+            raise DataError(f"SeenPool: correctness must hold at least one source model and "
+                            f"one item; got {correctness}", parameters=("correctness",))
         # stored as arrays: a list given here would fail later, far from its cause
-        object.__setattr__(self, "correctness", np.asarray(self.correctness))
-        object.__setattr__(self, "confidence", np.asarray(self.confidence))
+        for name in ("correctness", "confidence"):
+            values = np.asarray(getattr(self, name))
+            if values.dtype.kind not in "buif":  # the dtype only: the values come checked
+                raise DataError(f"SeenPool: {name} must be scores in [0, 1]; got an array of "
+                                f"{values.dtype}", parameters=(name,))
+            object.__setattr__(self, name, values)
+        check_type(self.seed, np.random.SeedSequence, "seed",
+                   "a numpy SeedSequence (mdad.streams.stream(seed))")
         object.__setattr__(self, "subtask_codes", checked_codes(self.subtask_codes,
                                                                 correctness[1]))
 
@@ -126,9 +135,23 @@ class MicroBenchmark:
     uses_confidence: bool = False
     notes: tuple[str, ...] = ()
 
+    def __post_init__(self) -> None:
+        items = np.asarray(self.items)
+        if (items.ndim != 1 or not items.size or items.dtype.kind not in "iu"
+                or items.min() < 0 or np.unique(items).size != items.size):
+            raise DataError(f"items must be a non-empty 1-D array of distinct item indices "
+                            f">= 0; got {_shown(self.items)}", parameters=("items",))
+        object.__setattr__(self, "items", items)
+        if self.weights is not None:
+            weights = float_array(self.weights, "weights")
+            if weights.shape != items.shape or not np.isfinite(weights).all():
+                raise DataError(f"weights must be {items.size} finite numbers, one per item; "
+                                f"got shape {weights.shape}", parameters=("weights",))
+            object.__setattr__(self, "weights", weights)
+
     @classmethod
     def plain_mean(cls, items: np.ndarray) -> MicroBenchmark:
-        return cls(np.asarray(items, dtype=np.int64))
+        return cls(np.asarray(items))
 
     def estimate(self, scores: np.ndarray) -> np.ndarray:
         """Estimated accuracy of each model.
@@ -145,6 +168,11 @@ class MicroBenchmark:
         Two models with equal scores on the items get bit-identical plain means
         (a sum, then one division), so ties on the micro-benchmark stay ties.
         """
+        if (not isinstance(scores, np.ndarray) or scores.ndim != 2
+                or scores.shape[1] <= self.items.max()):
+            raise DataError(f"scores must be a 2-D (models, seen items) array with at least "
+                            f"{self.items.max() + 1} items; got {_shown(scores)}",
+                            parameters=("scores",))
         chosen = scores[:, self.items].astype(np.float64)
         if self.weights is None:
             return chosen.sum(axis=1) / self.items.shape[0]
@@ -359,3 +387,10 @@ def _checked_select(select: Callable[..., MicroBenchmark]) -> Callable[..., Micr
 
     return checked
 
+
+def _shown(value: object) -> str:
+    """A short description of `value` for an error: an array's shape and dtype, else
+    its type."""
+    if isinstance(value, np.ndarray):
+        return f"an array of shape {value.shape} and dtype {value.dtype}"
+    return f"a {type(value).__name__}"

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from mdad.errors import ConfigError, did_you_mean
+from mdad.errors import ConfigError, check_type, did_you_mean
 from mdad.selection.base import ANALYTIC_MDAD_KINDS, MethodDefaults, MicroBenchmark
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # a method's name, as --methods takes it
@@ -164,8 +164,9 @@ def method_class(name: str) -> type[MethodDefaults]:
     Raises
     ------
     ConfigError
-        For an unknown name, listing the known ones.
+        For a name that is not a registered method's, listing the known ones.
     """
+    check_type(name, str, "method", "a method name, e.g. 'random'")
     try:
         return METHODS[name]
     except KeyError:
@@ -188,6 +189,10 @@ def paper_methods() -> tuple[str, ...]:
 def fast_methods(names: tuple[str, ...]) -> tuple[str, ...]:
     """`names` with each method replaced by the `fast_variant` its own class declares
     (a subclass, e.g. a plugin's, does not inherit it), each name once."""
+    if not isinstance(names, tuple | list):
+        raise ConfigError(f"names must be a tuple of method names; got {names!r:.60}",
+                          parameters=("names",))
+
     def fast(name: str) -> str:
         return vars(method_class(name)).get("fast_variant") or name
 
