@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from numba import njit
 from scipy.special import gammainc, psi
 
+from mdad import kernels
 from mdad.irt import _fused
 
 
@@ -102,7 +103,7 @@ def test_the_pass_stays_vectorised():
     object or a libm call in the loop would turn it scalar, 2 to 8 times slower,
     without a word."""
     # compiled afresh with the module's options: numba shows no code it read from its cache
-    fresh = njit(**_fused.OPTIONS)(_fused.residual_pass.py_func)
+    fresh = njit(**kernels.OPTIONS)(_fused.residual_pass.py_func)
     f32 = np.float32
     for answers in (np.uint8, f32):  # 0/1 responses, and partial credit
         fresh(np.zeros((2, 3), f32), np.zeros((2, 3), answers), np.zeros(3, f32),
@@ -123,8 +124,8 @@ def test_a_kernel_compiles_where_no_cache_can_be_written(monkeypatch):
             raise RuntimeError("cannot cache function 'adam': no locator available for file")
         return numba.njit(**options)
 
-    monkeypatch.setattr(_fused, "njit", no_cache)
-    adam = _fused.compiled(_fused.adam.py_func)
+    monkeypatch.setattr(kernels, "njit", no_cache)
+    adam = kernels.compiled(_fused.adam.py_func)
     params, gradient = np.ones(3), np.array([1.0, -1.0, 0.0])
     first, second = np.zeros(3), np.zeros(3)
     adam(params, gradient, first, second, 1, 0.1, 0.9, 0.999, 1e-8)

@@ -26,10 +26,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
-# No 'nnan' or 'ninf': the clamps below rely on min and max seeing what they see.
-_FASTMATH = {"nsz", "arcp", "contract", "afn", "reassoc"}
+from mdad.kernels import compiled
+
 _LOG2_E = np.float32(1.4426950408889634)
 _LARGEST = np.float32(87.0)  # exp(-87) is float32's smallest normal order: 2^q stays normal
 _ONE, _ZERO = np.float32(1.0), np.float32(0.0)
@@ -45,19 +44,6 @@ _L0, _L1, _L2, _L3, _L4, _L5, _L6, _L7, _L8 = (np.float32(c) for c in (
     0.1911143108029864, -0.1367476970486526, 0.07836166801035187, -0.029588507387506232,
     0.005253457795633574))
 _LOG_2PI = np.log(2 * np.pi)
-EXACT = {"boundscheck": False, "error_model": "numpy"}  # no fast-math: libm's own results
-OPTIONS = {"fastmath": _FASTMATH, **EXACT}
-
-
-def compiled(function, options=None):
-    """Compiled with `options` (default `OPTIONS`), without Python's lock, cached on disk
-    when a cache can be written (numba refuses a cached function whose file no cache
-    location can take: then it compiles each time)."""
-    options = OPTIONS if options is None else options
-    try:
-        return njit(**options, cache=True, nogil=True)(function)
-    except RuntimeError:  # "cannot cache function ...: no locator available"
-        return njit(**options, nogil=True)(function)
 
 
 @compiled

@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from mdad.irt._fused import EXACT, compiled
+from mdad.kernels import EXACT, compiled
 
 
 def _loglik_pass(theta, a, offset, y, mask, grad_theta, grad_a, grad_offset

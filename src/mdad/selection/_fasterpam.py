@@ -20,10 +20,10 @@ from functools import partial
 
 import numpy as np
 
-from mdad.irt import _fused
+from mdad.kernels import EXACT, compiled
 
 # No fastmath: sums in the library's order, so that its floats come out
-_compiled = partial(_fused.compiled, options=_fused.EXACT)
+_compiled = partial(compiled, options=EXACT)
 _NONE = np.int64(-1)
 
 
