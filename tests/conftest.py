@@ -31,6 +31,8 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
     if (whole_quick_tier and config.pluginmanager.hasplugin("xdist")
             and config.option.numprocesses is None and (os.cpu_count() or 1) > 1):
         config.option.numprocesses = "auto"
+        if config.option.dist == "no":  # xdist's own default: set only its load balancing
+            config.option.dist = "worksteal"  # an idle worker takes a busy one's queue
         config.stash[_SPREAD] = True
 
 
