@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from shared import GPQA_CSV, MMLU_PRO_CSV, shared_data
+from helpers import GPQA_CSV, MMLU_PRO_CSV, shared_data
 
 from mdad.data import Dataset, ResponseMatrix, load_dataset, load_wide_csv
 

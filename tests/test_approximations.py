@@ -23,9 +23,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import GPQA_CSV, MMLU_PRO_CSV, shared_data
 from scipy.stats import norm
 from scipy.stats import t as student_t
-from shared import GPQA_CSV, MMLU_PRO_CSV, shared_data
 
 from mdad.data import load_dataset
 from mdad.study import StudyConfig, evaluate, plan_study, run_study

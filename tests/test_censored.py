@@ -8,8 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import assert_ok, flat, mdad_cli
-from shared import GPQA_CSV, shared_data
+from helpers import GPQA_CSV, assert_ok, flat, mdad_cli, shared_data
 
 from mdad.report.figures import not_preserved_share
 from mdad.report.sentences import findings

@@ -21,8 +21,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import FAST, assert_no_out, assert_ok, assert_user_error, flat, gpqa_path, mdad_cli
-from shared import MMLU_PRO_CSV, shared_data
+from helpers import (
+    FAST,
+    MMLU_PRO_CSV,
+    assert_no_out,
+    assert_ok,
+    assert_user_error,
+    flat,
+    gpqa_path,
+    mdad_cli,
+    shared_data,
+)
 
 import mdad
 from mdad.study import StudyConfig

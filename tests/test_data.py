@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import GPQA_CSV, MMLU_PRO_CSV, shared_data
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shared import GPQA_CSV, MMLU_PRO_CSV, shared_data
 
 from mdad.data import (
     LOADERS,

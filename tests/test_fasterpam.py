@@ -11,10 +11,10 @@ import time
 import kmedoids
 import numpy as np
 import pytest
+from helpers import GPQA_CSV, shared_data
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import ks_2samp
-from shared import GPQA_CSV, shared_data
 
 from mdad.selection import _fasterpam
 from mdad.selection._fasterpam import fasterpam

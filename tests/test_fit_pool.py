@@ -7,7 +7,7 @@ import os
 import time
 
 import pytest
-from shared import GPQA_CSV, shared_data
+from helpers import GPQA_CSV, shared_data
 
 import mdad.practice.bundle as bundle
 from mdad.data import load_dataset

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from shared import GPQA_CSV, shared_data
+from helpers import GPQA_CSV, shared_data
 
 FIXTURE = Path(__file__).resolve().parent / "method_plugin_fixture"
 TOY_LABEL = "Toy (shrunk mean) (toy)"

@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from helpers import assert_ok, flat, mdad_cli
-from shared import GPQA_CSV, shared_data
+from helpers import GPQA_CSV, assert_ok, flat, mdad_cli, shared_data
 
 from mdad.practice.sizing import StudyPoint, interpolate, study_mdad_curve
 from mdad.report.sentences import findings

@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import shared_data
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from shared import shared_data
 
 from mdad.data import paper_arrays
 from mdad.data.files import files_sha256

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from shared import shared_data
+from helpers import shared_data
 
 from mdad.study import StudyConfig, evaluate, plan_study, run_study
 from mdad.study.backends import ProcessBackend

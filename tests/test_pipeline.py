@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from shared import GPQA_CSV, MMLU_PRO_CSV, shared_data
+from helpers import GPQA_CSV, MMLU_PRO_CSV, shared_data
 
 from mdad.errors import ConfigError
 from mdad.study import (

@@ -12,8 +12,15 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import assert_ok, assert_user_error, flat, mdad_cli
-from shared import GPQA_CSV, MMLU_PRO_CSV, shared_data
+from helpers import (
+    GPQA_CSV,
+    MMLU_PRO_CSV,
+    assert_ok,
+    assert_user_error,
+    flat,
+    mdad_cli,
+    shared_data,
+)
 
 from mdad.errors import ConfigError
 from mdad.practice.sizing import other_benchmark, study_curve

@@ -11,11 +11,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import assert_ok, assert_user_error, flat, mdad_cli
+from helpers import MMLU_PRO_CSV, assert_ok, assert_user_error, flat, mdad_cli, shared_data
 from hypothesis import given
 from hypothesis import strategies as st
 from scipy.stats import binomtest
-from shared import MMLU_PRO_CSV, shared_data
 
 from mdad.data import load_dataset
 from mdad.display import given_points

@@ -11,8 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import assert_ok, assert_user_error, flat, mdad_cli
-from shared import GPQA_CSV, shared_data
+from helpers import GPQA_CSV, assert_ok, assert_user_error, flat, mdad_cli, shared_data
 
 from mdad.cli.errors import as_options
 from mdad.data import MissingPolicy, ResponseMatrix

@@ -16,9 +16,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import reference_impl as ref
-from helpers import assert_ok, assert_user_error, mdad_cli
+from helpers import GPQA_CSV, assert_ok, assert_user_error, mdad_cli, shared_data
 from matplotlib.image import imread
-from shared import GPQA_CSV, shared_data
 
 from mdad.errors import DataError
 from mdad.report import write_report

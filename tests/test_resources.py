@@ -21,8 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import MDAD, assert_ok, assert_user_error
-from shared import GPQA_CSV, shared_data
+from helpers import GPQA_CSV, MDAD, assert_ok, assert_user_error, shared_data
 
 from mdad.cli.errors import resource_message, smaller_options
 

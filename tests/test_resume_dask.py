@@ -12,8 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import MDAD, assert_ok, assert_user_error, mdad_cli
-from shared import GPQA_CSV, shared_data
+from helpers import GPQA_CSV, MDAD, assert_ok, assert_user_error, mdad_cli, shared_data
 
 from mdad.data import load_dataset
 from mdad.study import StudyConfig, plan_study, run_study

@@ -15,8 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import FAST, MDAD, assert_ok, assert_user_error, flat, mdad_cli
-from shared import GPQA_CSV, shared_data
+from helpers import FAST, GPQA_CSV, MDAD, assert_ok, assert_user_error, flat, mdad_cli, shared_data
 
 from mdad.errors import DataError
 from mdad.practice.bundle import MicroBenchmarkFile

@@ -16,8 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import MDAD, assert_ok, mdad_cli
-from shared import GPQA_CSV, shared_data
+from helpers import GPQA_CSV, MDAD, assert_ok, mdad_cli, shared_data
 
 SIGNALS = [(signal.SIGINT, 130), (signal.SIGTERM, 143)]
 LIMIT_SECONDS = 5.0

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from shared import GPQA_CSV, MMLU_PRO_CSV, shared_data
+from helpers import GPQA_CSV, MMLU_PRO_CSV, shared_data
 
 from mdad.data import load_dataset, read_results
 from mdad.data.synthetic import synthetic_matrix
