@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Protocol, TypeVar
 import numpy as np
 
 from mdad import streams
-from mdad.errors import ConfigError, DataError, check_type, float_array
+from mdad.errors import ConfigError, DataError, check_type
 from mdad.grouping import checked_codes
 
 T = TypeVar("T")
@@ -143,8 +143,10 @@ class MicroBenchmark:
                             f">= 0; got {_shown(self.items)}", parameters=("items",))
         object.__setattr__(self, "items", items)
         if self.weights is not None:
-            weights = float_array(self.weights, "weights")
-            if weights.shape != items.shape or not np.isfinite(weights).all():
+            # the dtype kept: a method's float32 weights give its own sums, bit for bit
+            weights = np.asarray(self.weights)
+            if (weights.dtype.kind not in "iuf" or weights.shape != items.shape
+                    or not np.isfinite(weights).all()):
                 raise DataError(f"weights must be {items.size} finite numbers, one per item; "
                                 f"got shape {weights.shape}", parameters=("weights",))
             object.__setattr__(self, "weights", weights)
