@@ -4,7 +4,10 @@ digamma against scipy, and a guard that the pass stays vectorised."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -151,3 +154,28 @@ def test_exp64_by_hand_and_at_its_clamp():
     assert out[3] == pytest.approx(np.sqrt(2.0), rel=1e-15)
     assert out[4] == pytest.approx(np.exp(700.0), rel=1e-13)  # clamped, not inf
     assert out[5] == pytest.approx(np.exp(-700.0), rel=1e-13)
+
+
+_FIT_AND_PRINT = """
+import hashlib, numpy as np
+from mdad.irt.variational import fit_variational
+y = (np.random.default_rng(0).random((300, 448)) < np.linspace(0.2, 0.8, 448)).astype(np.uint8)
+for seed in range(3):
+    fit = fit_variational(y, 10, rng=np.random.default_rng(seed), epochs=200)
+    print(float(fit.best_loss).hex(), hashlib.sha256(fit.discrimination_.tobytes()).hexdigest())
+"""
+
+
+@pytest.mark.slow
+def test_a_kernel_compiled_here_and_one_read_from_the_cache_fit_alike(tmp_path):
+    """The first process after an install compiles the kernels and writes numba's disk
+    cache; every later one reads them from it. Both must give the same fit, bit for
+    bit: with fast-math's 'nsz' they did not (losses 1e-10 apart), and a first `mdad
+    run` chose other tinyBenchmarks anchors than every later one."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    runs = [subprocess.run([sys.executable, "-c", _FIT_AND_PRINT], env=env, text=True,
+                           capture_output=True, timeout=600, check=True).stdout
+            for _ in range(2)]
+    assert any((tmp_path / "numba").rglob("*.nbi")), "the first process wrote no cache"
+    assert runs[0] == runs[1]
+    assert len(set(runs[0].split())) == 6  # three fits, each its own loss and parameters
