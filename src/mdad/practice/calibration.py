@@ -429,6 +429,12 @@ def _unit(truth: np.ndarray, lowest: float, highest: float) -> np.ndarray:
     return (truth - lowest) / max(highest - lowest, 1e-9)
 
 
+def deciles(accuracy: np.ndarray) -> np.ndarray:
+    """0 for the bottom decile of `accuracy`, 2 for the top, 1 between; shape kept."""
+    low, high = np.quantile(accuracy, [0.1, 0.9])
+    return np.where(accuracy <= low, 0, np.where(accuracy >= high, 2, 1))
+
+
 def cross_validation_folds(seed: int, n_models: int) -> list[np.ndarray]:
     """The `CV_FOLDS` folds of models 0..n_models-1 (int arrays, sizes differing by at
     most 1), drawn from the stream (seed, "cross-validation", "folds")."""

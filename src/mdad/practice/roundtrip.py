@@ -22,6 +22,7 @@ import numpy as np
 from mdad import streams
 from mdad.data.registry import Dataset
 from mdad.errors import ConfigError, check_type, check_whole
+from mdad.practice.calibration import deciles
 
 if TYPE_CHECKING:
     from mdad.practice.bundle import MicroBenchmarkFile
@@ -89,12 +90,6 @@ class RoundTrip:
             row["wrong share"] = float(self.wrong[at].sum() / listed) if listed else None
             rows.append(row)
         return rows
-
-
-def deciles(accuracy: np.ndarray) -> np.ndarray:
-    """0 for the bottom decile of `accuracy`, 2 for the top, 1 between; shape kept."""
-    low, high = np.quantile(accuracy, [0.1, 0.9])
-    return np.where(accuracy <= low, 0, np.where(accuracy >= high, 2, 1))
 
 
 def round_trip(dataset: Dataset, method: str, sizes: Sequence[int], *,
