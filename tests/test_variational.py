@@ -12,7 +12,7 @@ import reference_variational as reference
 from scipy import stats
 from scipy.special import gammainc, gammaincinv
 
-from mdad.errors import DataError
+from mdad.errors import ConfigError, DataError
 from mdad.irt.variational import (
     GuideLayout,
     draw_noise,
@@ -168,8 +168,17 @@ def test_a_diverging_fit_stops_with_an_error_instead_of_hanging():
     y = (np.random.default_rng(0).random((6, 5)) < 0.5).astype(float)
     with pytest.raises(DataError, match="diverged at epoch"):
         fit_variational(y, 2, rng=np.random.default_rng(0), learning_rate=10.0)
-    with pytest.raises(ValueError, match="at least 1"):
-        fit_variational(y, 2, rng=np.random.default_rng(0), epochs=0)
+    for options, parameter in (({"epochs": 0}, "epochs"), ({"epochs": 2.5}, "epochs"),
+                               ({"learning_rate": -1.0}, "learning_rate"),
+                               ({"rng": 0}, "rng")):
+        call = {"rng": np.random.default_rng(0), **options}
+        with pytest.raises(ConfigError, match=f"^{parameter} must be") as info:
+            fit_variational(y, 2, **call)
+        assert info.value.parameters == (parameter,)
+    with pytest.raises(ConfigError, match=r"^dims must be"):
+        fit_variational(y, 0, rng=np.random.default_rng(0))
+    with pytest.raises(DataError, match=r"^responses must be numbers"):
+        fit_variational(np.full((3, 3), "x"), 2, rng=np.random.default_rng(0))
 
 
 def test_the_compiled_draws_are_numpy_s_own():

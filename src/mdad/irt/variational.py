@@ -30,11 +30,13 @@ README).
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
 
-from mdad.errors import DataError
+from mdad.errors import ConfigError, DataError, check_type, check_whole, float_array
 
 HYPER_SCALE = 10.0  # the prior scale of every location hyperparameter
 EPOCHS = 2000
@@ -227,22 +229,29 @@ def fit_variational(responses: np.ndarray, dims: int, *, rng: np.random.Generato
 
     Raises
     ------
+    ConfigError
+        For `dims` or `epochs` that are not whole numbers >= 1, a `learning_rate` that
+        is not a finite number > 0, or an `rng` that is not a numpy Generator.
     DataError
         With fewer than 2 models or items, missing cells, or values outside [0, 1];
         or when the fit diverges (a loss that is not a number).
-    ValueError
-        With fewer than 1 epoch.
     """
     from mdad.irt import _fused
 
-    if epochs < 1:
-        raise ValueError(f"epochs must be at least 1, not {epochs}")
-
-    y = np.asarray(responses, dtype=np.float64)
+    check_whole(dims, "dims")
+    check_whole(epochs, "epochs")
+    if (not isinstance(learning_rate, numbers.Real) or isinstance(learning_rate, bool)
+            or not 0 < learning_rate < math.inf):
+        raise ConfigError(f"learning_rate must be a finite number > 0; got {learning_rate!r}",
+                          parameters=("learning_rate",))
+    check_type(rng, np.random.Generator, "rng", "a numpy Generator (np.random.default_rng)")
+    y = float_array(responses, "responses")
     if y.ndim != 2 or y.shape[0] < 2 or y.shape[1] < 2:
-        raise DataError(f"IRT fit needs at least 2 models and 2 items; got shape {y.shape}")
+        raise DataError(f"IRT fit needs at least 2 models and 2 items; got shape {y.shape}",
+                        parameters=("responses",))
     if np.isnan(y).any() or (y < 0).any() or (y > 1).any():
-        raise DataError("variational IRT fit: responses must be complete scores in [0, 1]")
+        raise DataError("variational IRT fit: responses must be complete scores in [0, 1]",
+                        parameters=("responses",))
     layout = GuideLayout(y.shape[0], y.shape[1], dims)
     params = np.zeros(layout.size)  # every location, log scale, shape and rate 0
     state = (params, *(np.zeros(layout.size) for _ in range(3)))  # gradient, Adam's moments
