@@ -4,6 +4,7 @@ policies, the named datasets and the registry of loaders."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import GPQA_CSV, MMLU_PRO_CSV, shared_data
+from helpers import GPQA_CSV, MMLU_PRO_CSV, assert_ok, mdad_cli, shared_data
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -29,6 +30,7 @@ from mdad.data import (
     read_results,
     resolve_missing,
 )
+from mdad.data.datasets import DATASETS
 from mdad.data.wide_csv import MISSING_TOKENS, _read_cells, _to_scores
 from mdad.errors import ConfigError, DataError
 
@@ -491,3 +493,45 @@ def test_real_files_parse_as_pandas_parses_them():
         expected = pd.to_numeric(series.where(~missing), errors="coerce").to_numpy(np.float64)
         np.testing.assert_array_equal(values.ravel(), expected)
         np.testing.assert_array_equal(text.ravel(), np.isnan(expected) & ~missing)
+
+
+def test_the_catalog_says_where_each_dataset_is_and_how_to_get_the_missing(tmp_path,
+                                                                          monkeypatch):
+    """`mdad data list`'s entries: a search path of one empty folder has no named file,
+    so every file dataset and every synthetic one says how to get it; a folder that
+    `mdad data pull` wrote is found with its shape."""
+    from mdad.data import catalog as catalog_module
+    from mdad.data.compact import write_compact
+    monkeypatch.setattr(catalog_module, "data_search_path", lambda: [tmp_path])
+    entries = {e.name: e for e in catalog_module.catalog()}
+    assert list(entries)[:2] == ["gpqa", "mmlu-pro-29"]
+    assert entries["gpqa"].path is None and "open-llm-leaderboard-v2/gpqa_main.csv" in (
+        entries["gpqa"].get)
+    assert "mdad data pull leaderboard gpqa" in entries["gpqa"].get
+    assert entries["synthetic:mmlu-pro"].get.startswith("needs mmlu-pro-29")
+    assert entries["leaderboard:bbh"].get == (
+        "mdad data pull leaderboard bbh (the Hugging Face Hub)")
+
+    matrix = read_results(shared_data(GPQA_CSV), orientation="items-as-rows",
+                          subtask_column="subset", meta_columns=("subtask_range",))
+    write_compact(tmp_path / "leaderboard" / "gpqa", matrix.take(models=np.arange(7)),
+                  {"benchmark": "gpqa", "metric": "acc_norm"})
+    pulled = {e.name: e for e in catalog_module.catalog()}["leaderboard:gpqa"]
+    assert pulled.path == tmp_path / "leaderboard" / "gpqa"
+    assert (pulled.shape, pulled.get) == ("7 models x 448 items, 1 subtask", "")
+
+
+def test_data_list_shows_the_found_and_the_missing(tmp_path):
+    gpqa = shared_data(GPQA_CSV)
+    proc = mdad_cli("data", "list", cwd=tmp_path, columns=60)
+    assert_ok(proc)
+    # a path and a command, each on one line whatever the width, to copy whole
+    assert re.search(r"^gpqa +420 models x 448 items, 1 subtask\n  found: "
+                     + re.escape(str(gpqa)) + "\n", proc.stdout, re.M)
+    assert re.search(r"^leaderboard:musr +missing\n  get:   mdad data pull leaderboard musr "
+                     r"\(the Hugging Face Hub\)\n", proc.stdout, re.M)
+    listed = json.loads(mdad_cli("data", "list", "--json", cwd=tmp_path).stdout)
+    assert listed["datasets"][0] == {
+        "name": "gpqa", "description": DATASETS["gpqa"].description,
+        "provenance": DATASETS["gpqa"].provenance, "path": str(gpqa),
+        "shape": "420 models x 448 items, 1 subtask", "get": ""}

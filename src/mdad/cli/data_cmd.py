@@ -62,6 +62,38 @@ def info(
                           soft_wrap=True, highlight=False)
 
 
+@app.command("list")
+@user_errors
+def list_datasets(
+    json_output: Annotated[bool, typer.Option("--json", help="Print JSON instead.")] = False,
+) -> None:
+    """The named datasets: where each was found on the data search path, its shape and
+    provenance, and how to get the ones that are missing."""
+    from mdad.data.catalog import catalog
+    from mdad.data.datasets import data_search_path
+
+    entries = catalog()
+    roots = [str(root) for root in data_search_path()]
+    if json_output:
+        from mdad.cli.practice_common import print_json
+
+        print_json({"search_path": roots, "datasets": [
+            {**{k: v for k, v in vars(e).items() if k != "path"},
+             "path": None if e.path is None else str(e.path)} for e in entries]})
+        return
+    console = Console()
+    width = max(len(e.name) for e in entries) + 2
+    for e in entries:  # lines, not a table: a path or a command stays whole to copy
+        lines = [f"{e.name:<{width}}{e.shape or 'missing'}"]
+        found = "made from" if e.name.startswith("synthetic:") else "found"
+        lines += ([f"  {found}: {e.path}"] if e.path is not None else [f"  get:   {e.get}"])
+        lines.append(f"  from:  {e.provenance}")
+        for line in lines:
+            console.print(literal(line), soft_wrap=True, highlight=False)
+    console.print(literal("data search path, in order (MDAD_DATA's folders first): "
+                          + ", ".join(roots)), soft_wrap=True, highlight=False)
+
+
 def _read_with_settings(dataset: str, **options: object
                         ) -> tuple[RawDataset, LmEvalSettings | None]:
     """The dataset as `read_dataset` reads it, and for lm-eval output (a path) the

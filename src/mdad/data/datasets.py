@@ -27,6 +27,9 @@ class DatasetSpec:
     # metric the file's scores are.
     lm_eval_task: str | None = None
     lm_eval_metric: str = "acc"
+    # Where the file comes from, and how to get it where the search path lacks it.
+    provenance: str = ""
+    source: str = ""
 
 
 DATASETS: dict[str, DatasetSpec] = {
@@ -41,6 +44,11 @@ DATASETS: dict[str, DatasetSpec] = {
             sizes=(10, 25, 50, 100, 200),
             lm_eval_task="leaderboard_gpqa_main",
             lm_eval_metric="acc_norm",
+            provenance="the paper's GPQA matrix, from the Open LLM Leaderboard v2 details "
+                       "(GitHub mpg05883/micro-benchmarking-reliability, MIT)",
+            source="notebooks/data/gpqa/model_scores.csv of GitHub "
+                   "mpg05883/micro-benchmarking-reliability; or pull the same benchmark "
+                   "from the Hub: mdad data pull leaderboard gpqa (leaderboard:gpqa)",
         ),
         DatasetSpec(
             "mmlu-pro-29",
@@ -50,6 +58,11 @@ DATASETS: dict[str, DatasetSpec] = {
              "subtask_column": "category", "meta_columns": ("src",)},
             n_sources=19,
             n_targets=10,
+            provenance="29 of the 48 5-shot CoT runs the MMLU-Pro authors published "
+                       "(GitHub TIGER-AI-Lab/MMLU-Pro, Apache-2.0)",
+            source="eval_results/model_outputs_*_5shots.zip of GitHub TIGER-AI-Lab/MMLU-Pro, "
+                   "one 0/1 column per model, rows keyed by question_id; or pull "
+                   "leaderboard:mmlu-pro: mdad data pull leaderboard mmlu-pro",
         ),
     )
 }

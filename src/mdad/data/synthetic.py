@@ -42,6 +42,8 @@ MAX_MODELS = 5000
 IRT_DIMS = 5
 BBH_SPECIAL = {"bbh_causal_judgement": 187, "bbh_penguins_in_a_table": 146, "bbh_snarks": 178}
 SHAPES = ("gpqa", "mmlu-pro", "bbh", "mmlu")
+# The named real dataset each shape is calibrated on.
+CALIBRATED_ON = {"gpqa": "gpqa", "mmlu-pro": "mmlu-pro-29", "bbh": "gpqa", "mmlu": "gpqa"}
 
 
 class RealData(Protocol):
@@ -133,21 +135,22 @@ def subtask_shape(shape: str, real: RealData) -> tuple[list[str], list[int], str
         For a shape not in `SHAPES`.
     """
     if shape == "gpqa":
-        return ["gpqa_main"], [448], "gpqa"
+        return ["gpqa_main"], [448], CALIBRATED_ON[shape]
     if shape == "mmlu-pro":
         import pandas as pd
 
-        path = real.path("mmlu-pro-29")
+        path = real.path(CALIBRATED_ON[shape])
         counts = pd.read_csv(path, usecols=["category"]).category.value_counts().sort_index()
-        return list(counts.index), [int(c) for c in counts], "mmlu-pro-29"
+        return list(counts.index), [int(c) for c in counts], CALIBRATED_ON[shape]
     if shape == "bbh":
         path = real.path("gpqa").parent / "bbh_subtasks.json"
         names = json.loads(Path(path).read_text(encoding="utf-8"))
-        return names, [BBH_SPECIAL.get(name, 250) for name in names], "gpqa"
+        return names, [BBH_SPECIAL.get(name, 250) for name in names], CALIBRATED_ON[shape]
     if shape == "mmlu":
         sizes = np.full(57, 14042 // 57)
         sizes[: 14042 % 57] += 1
-        return [f"mmlu_subject_{k:02d}" for k in range(57)], sizes.tolist(), "gpqa"
+        return ([f"mmlu_subject_{k:02d}" for k in range(57)], sizes.tolist(),
+                CALIBRATED_ON[shape])
     raise ConfigError(f"unknown synthetic dataset {PREFIX}{shape}; choose from: "
                       + ", ".join(PREFIX + s for s in SHAPES), parameters=("name_or_path",))
 
