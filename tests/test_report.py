@@ -272,3 +272,27 @@ def test_python_api_writes_the_same_figures(run_dir: Path, tmp_path: Path) -> No
     assert page == copy / "report.html"
     assert {p.name for p in (copy / "figures").iterdir()} == {
         p.name for p in (run_dir / "figures").iterdir()}
+
+
+@pytest.mark.parametrize("split", ["seen", "unseen"])
+def test_agreement_panels_do_not_overlap_and_name_their_split(run_dir: Path, split: str
+                                                               ) -> None:
+    """Issue 38, defect 6: each panel's x label ran into its neighbour's, and nothing
+    said which split the figure shows."""
+    from mdad.report.figures import agreement_by_gap
+
+    study = read_study_folder(run_dir)
+    figure = agreement_by_gap(study, split, agreement_curves(study, study.main_sources)).figure
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(figure).draw()
+    renderer = figure.canvas.get_renderer()
+    axes = [axis for axis in figure.axes if axis.get_visible() and axis.get_title()]
+    assert len(axes) == len(study.sizes) > 1
+    boxes = [axis.get_tightbbox(renderer) for axis in axes]
+    for first, second in itertools.combinations(boxes, 2):
+        overlap_x = min(first.x1, second.x1) - max(first.x0, second.x0)
+        overlap_y = min(first.y1, second.y1) - max(first.y0, second.y0)
+        assert overlap_x <= 0 or overlap_y <= 0, (first, second)
+    assert figure.get_suptitle() == f"Agreement by gap, {split} split"
+    assert all(not axis.get_xlabel() for axis in axes)  # one label for the figure

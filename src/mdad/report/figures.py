@@ -144,8 +144,10 @@ def agreement_by_gap(study: StudyFolder, split: str,
         axis.axhline(study.threshold, color="#444444", linewidth=0.8, linestyle=":")
         axis.set_title(f"{size} items")
         axis.set_ylim(0, 1.02)
-        axis.set_xlabel("|accuracy gap| (points, 0.5-point bins)")
-        axis.set_ylabel("P(ranked as the full pool)")
+    # one label for all panels: a label per panel ran into its neighbour's
+    figure.supxlabel("|accuracy gap| (points, 0.5-point bins)")
+    figure.supylabel("P(ranked as the full pool)")
+    figure.suptitle(f"Agreement by gap, {split} split")
     _legend(figure, axes)
     return FigureSpec(f"agreement_{split}",
                       f"Agreement probability by |gap| ({split} split): the share of target "
