@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import json
+import re
 
+import pytest
 from helpers import assert_ok, mdad_cli
 
 TASKS = [f"mmlu_like_{name}" for name in ("econometrics", "high_school_macroeconomics",
@@ -70,3 +72,36 @@ def test_the_readmes_commands_reach_the_shared_data_through_mdad_data(tmp_path,
     proc = mdad_cli(*args[1:], cwd=tmp_path)
     assert_ok(proc)
     assert json.loads(proc.stdout)["size"] == 100
+
+
+@pytest.mark.slow
+def test_a_method_without_its_own_mdad_says_how_to_get_it(tmp_path):
+    """Issue 38, defect 10: without --run, `select` and `estimate` judge a method with no
+    analytic MDAD against uniform random sampling's. Both say so with the two commands
+    that give its own, each on one line; run as printed, they do."""
+    import shlex
+
+    from helpers import shared_data
+
+    shared_data()
+    file = tmp_path / "mb.json"
+    selected = mdad_cli("select", "gpqa", "--method", "confidence-strata", "--size", "10",
+                        "--out", file, cwd=tmp_path, columns=60)
+    assert_ok(selected)
+    model = json.loads(file.read_text())["reference_models"][0]
+    answers = tmp_path / "answers.csv"
+    assert_ok(mdad_cli("data", "answers", "gpqa", "--model", model, "--items", file,
+                       "--out", answers, cwd=tmp_path))
+    estimated = mdad_cli("estimate", file, answers, cwd=tmp_path, columns=60)
+    assert_ok(estimated)
+    for proc in (selected, estimated):
+        line = _line_with(proc.stderr, "has no analytic MDAD")
+        assert "uniform random sampling's at 10 items" in line
+        run, select = re.search(r"(mdad run .*) --out RUN_DIR, then (mdad select .*)$",
+                                line).groups()
+    run_dir = tmp_path / "run"
+    assert_ok(mdad_cli(*shlex.split(run)[1:], "--out", run_dir, cwd=tmp_path))
+    again = shlex.split(select.replace("RUN_DIR", str(run_dir)).replace(
+        "FILE", str(tmp_path / "own.json")))
+    assert_ok(mdad_cli(*again[1:], cwd=tmp_path))
+    assert json.loads((tmp_path / "own.json").read_text())["mdad_how"] != "random-analytic"

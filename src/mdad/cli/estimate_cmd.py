@@ -22,6 +22,7 @@ from mdad.cli.practice_common import (
     note,
     points,
     print_json,
+    random_mdad_note,
 )
 
 if TYPE_CHECKING:
@@ -136,6 +137,8 @@ def _estimate_notes(bundle, answer) -> None:
         censored_ends_note(answer)
     if bundle.subset_note():
         note(f"the micro-benchmark was {bundle.subset_note()}")
+    if answer.mdad_how == "random-analytic":
+        random_mdad_note(bundle.method, bundle.dataset, bundle.size)
 
 
 def _report_mismatch(console: Console, path: Path, scores, size: int) -> None:

@@ -49,6 +49,20 @@ def note(message: str) -> None:
                                soft_wrap=True)
 
 
+
+def random_mdad_note(method: str, dataset: str, size: int) -> None:
+    """For a file whose method has no analytic MDAD and was selected without `--run`:
+    its verdicts are judged against uniform random sampling's MDAD; the commands that
+    give the method's own (soft-wrapped: they are meant to be copied)."""
+    import shlex
+
+    note(f"{method} has no analytic MDAD, and this file was selected without --run: its "
+         f"MDAD, and every verdict judged against it, is uniform random sampling's at "
+         f"{size} items, not {method}'s own. For its own, run the study and select "
+         f"with it: mdad run {shlex.quote(dataset)} --methods {method} --out RUN_DIR, then "
+         f"mdad select {shlex.quote(dataset)} --method {method} --size {size} --run RUN_DIR "
+         "--out FILE")
+
 def load_practice_data(dataset: str, *, missing: MissingPolicy = MissingPolicy.DROP_ITEMS,
                        metric: str | None = None,
                        allow_mixed_settings: bool = False) -> Dataset:
@@ -140,6 +154,7 @@ __all__ = [
     "note",
     "points",
     "print_json",
+    "random_mdad_note",
 ]
 
 

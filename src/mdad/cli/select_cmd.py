@@ -22,6 +22,7 @@ from mdad.cli.practice_common import (
     mdad_source,
     mdad_text,
     note,
+    random_mdad_note,
 )
 from mdad.data.choices import MissingPolicy
 from mdad.errors import ConfigError
@@ -118,8 +119,7 @@ def select(
              f"{data.name}'s {bundle.dataset_items}: a pool chosen by hand is no random "
              "sample of the benchmark")
     if bundle.mdad_how == "random-analytic":
-        note(f"{method} has no MDAD without --run; this is uniform random sampling's at the "
-             "same size")
+        random_mdad_note(method, dataset, size)
     few_pairs_note(bundle.mdad_pairs, bundle.crossing_pairs_at(bundle.size))
     if not bundle.mdad_reached:
         note("with the MDAD not reached, estimate and compare will call no model reliably "
