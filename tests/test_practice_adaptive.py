@@ -331,3 +331,22 @@ def test_recording_and_asking_refuse_what_is_not_a_score_or_a_count(started_on_g
         assert info.value.parameters == ("k",)
     test.record(item, True)  # a bool is 1
     assert test.answers[item] == 1.0
+
+
+def test_models_tied_at_a_decile_do_not_empty_a_fold_beyond():
+    """The multidimensional test's folds beyond hold the models at or past each
+    decile's edge: with every model tied there, no fit is left without models (a
+    review found `IRT fit: every response is missing`), and no belt is fitted where
+    the models cannot show how the error varies."""
+    from mdad.practice.adaptive import _fit_and_cross_validate
+    from mdad.selection.threads import one_thread
+
+    rng = np.random.default_rng(0)
+    tied = np.zeros((24, 30))
+    for row in tied:
+        row[rng.choice(30, 15, replace=False)] = 1.0  # every model at 50%
+    with one_thread():
+        assert _fit_and_cross_validate(tied, 3, 10, 1, 0)[3] is None
+        tied[0] = 1.0  # one model apart: 23 tied at the bottom decile's edge
+        _, counts, error, belts = _fit_and_cross_validate(tied, 3, 10, 1, 0)
+    assert len(counts) == len(error) == len(belts) == 11

@@ -151,8 +151,9 @@ def answers(
                                             "dataset names it.")],
     out: Annotated[Path, typer.Option(help="The CSV file to write.")],
     items: Annotated[Path | None, typer.Option(
-        help="A micro-benchmark file: write only its items, read with its metric "
-             "(default: every item).")] = None,
+        help="A micro-benchmark file: write only its items, read with its metric; or an "
+             "adaptive test's batch (STATE.samples.json, STATE.items.txt, or the state): "
+             "its pending items (default: every item).")] = None,
     metric: Annotated[str | None, typer.Option(
         help="lm-eval metric field (default: the micro-benchmark's, else the dataset's, "
              "else acc).")] = None,
@@ -169,15 +170,18 @@ def answers(
     from mdad.data.files import check_regular_file
     from mdad.errors import ConfigError
     from mdad.practice import MicroBenchmarkFile
-    from mdad.practice.answers import answers_csv, model_answers
+    from mdad.practice.answers import answers_csv, batch_items, is_batch_file, model_answers
     from mdad.practice.bundle import PASS_A_FILE, other_benchmark
 
     check_new_file(out, option="--out", force=force, example="answers.csv")
     bundle = None
+    batch = False
     if items is not None:
         check_regular_file(items, option="--items", fix=PASS_A_FILE)  # a link loop too
         if out.resolve() == items.resolve():
             raise ConfigError(f"--out {out} is the --items file; write the answers elsewhere")
+        batch = is_batch_file(items)
+    if items is not None and not batch:
         bundle = MicroBenchmarkFile.load(items)
         if other_benchmark(bundle, dataset):
             raise ConfigError(f"--items {items} was selected from {bundle.dataset}, another "
@@ -197,7 +201,11 @@ def answers(
                           "selected from")
     for message in raw.matrix.notes:
         note(as_options(message, ("orientation",)))
-    ids, scores = model_answers(raw.matrix, model, None if bundle is None else bundle.items)
+    wanted = bundle.items if bundle is not None else None
+    if batch:
+        wanted = batch_items(items, [str(i) for i in raw.matrix.item_ids],
+                             raw.spec.lm_eval_task if raw.spec else None)
+    ids, scores = model_answers(raw.matrix, model, wanted)
     write_text(out, answers_csv(ids, scores))
     unanswered = int(np.isnan(scores).sum())
     Console().print(literal(f"wrote {out}: {model}'s answers on {len(ids) - unanswered} "

@@ -618,24 +618,29 @@ def _fit_and_cross_validate(scores: np.ndarray, dims: int, budget: int, batch: i
 
     truth = scores.mean(axis=1)
     folds = cross_validation_folds(seed, scores.shape[0])
-    beyond = [np.flatnonzero(deciles(truth) == side) for side in (0, 2)] if dims > 1 else []
+    belt = scores.shape[0] >= MIN_MODELS and np.ptp(truth) >= 1e-6
+    groups = deciles(truth)
+    beyond = {side: held for side, group in (("bottom", 0), ("top", 2)) if belt and dims > 1
+              for held in [np.flatnonzero(groups == group)]
+              # ties at a decile's edge can take most models: fit on enough of the rest
+              if held.size and scores.shape[0] - held.size >= MIN_MODELS}
     tasks = [(_standardised_fit, (scores, dims, streams.rng(seed, "fit")))]
     tasks += [(_fold_test, (scores, dims, budget, batch,
                             streams.rng(seed, "cross-validation", "fit", k), held))
               for k, held in enumerate(folds)]
     tasks += [(_fold_test, (scores, dims, budget, batch,
                             streams.rng(seed, "cross-validation", "beyond", side), held))
-              for side, held in zip(("bottom", "top")[:len(beyond)], beyond, strict=True)]
+              for side, held in beyond.items()]
     results = dict(run_fits(tasks, spawn_after=None, threads=_fit_threads(scores, len(tasks))))
     counts = results[1][0]
     estimates = np.empty((len(counts), scores.shape[0]))
     for k, held in enumerate(folds):
         estimates[:, held] = results[k + 1][1]
     error = np.sqrt(((estimates - truth[None, :]) ** 2).mean(axis=1))
-    if scores.shape[0] < MIN_MODELS or np.ptp(truth) < 1e-6:
+    if not belt:
         return results[0], counts, [float(v) for v in error], None
-    belt_truth = np.concatenate([truth, *(truth[held] for held in beyond)])
-    belt_estimates = np.hstack([estimates, *(results[CV_FOLDS + 1 + k][1]
+    belt_truth = np.concatenate([truth, *(truth[held] for held in beyond.values())])
+    belt_estimates = np.hstack([estimates, *(results[len(folds) + 1 + k][1]
                                              for k in range(len(beyond)))])
     calibration = [Calibration.fit(belt_truth, row, widen_past=True).to_list()
                    for row in belt_estimates]

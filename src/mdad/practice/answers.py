@@ -207,3 +207,87 @@ def answers_csv(items: list[str], scores: np.ndarray) -> str:
         if score == score:  # not NaN
             writer.writerow((csv_text(item), int(score) if binary else repr(score)))
     return text.getvalue()
+
+
+# The largest batch file read: an adaptive batch names at most every item of a dataset.
+BATCH_MAX_BYTES = 16 << 20
+
+
+def is_batch_file(path: Path) -> bool:
+    """Whether `path` is one of an adaptive test's files that name its pending batch:
+    ``STATE.items.txt``, ``STATE.samples.json`` (lm-eval's ``{task: [doc indices]}``, a
+    JSON object without a ``format``) or the state itself (``mdad-adaptive/...``); a
+    micro-benchmark file is not."""
+    import json
+
+    if Path(path).suffix == ".txt":
+        return True
+    try:
+        data = json.loads(_read_batch(path).decode("utf-8-sig"))
+    except (DataError, UnicodeDecodeError, ValueError, RecursionError):
+        return False  # too large for a batch, or no JSON: not one
+    return isinstance(data, dict) and (
+        "format" not in data or str(data["format"]).startswith("mdad-adaptive/"))
+
+
+def batch_items(path: Path, item_ids: list[str], lm_eval_task: str | None) -> list[str]:
+    """The dataset item ids that an adaptive test's batch file names (`is_batch_file`):
+    the state's pending batch, the lines of ``STATE.items.txt``, or the ``task/doc``
+    names of ``STATE.samples.json`` mapped to the dataset's ids.
+
+    Parameters
+    ----------
+    path : the batch file (a regular file of at most `BATCH_MAX_BYTES`).
+    item_ids : the dataset's item ids, in its order.
+    lm_eval_task : the dataset's lm-eval task, for item ids that are doc numbers.
+
+    Raises
+    ------
+    DataError
+        For a file too large, malformed, or naming items the dataset lacks.
+    """
+    import json
+
+    from mdad.practice.bundle import lm_eval_ids
+
+    raw = _read_batch(path)
+    if Path(path).suffix == ".txt":
+        wanted = [line.strip() for line in raw.decode("utf-8", "replace").splitlines()
+                  if line.strip()]
+        names = wanted
+    else:
+        data = json.loads(raw.decode("utf-8-sig"))
+        if "format" in data:
+            from mdad.practice.adaptive import AdaptiveTest
+
+            wanted = names = list(AdaptiveTest.load(path).pending)
+        else:
+            if not all(isinstance(docs, list) and all(
+                    isinstance(d, int) and not isinstance(d, bool) for d in docs)
+                    for docs in data.values()):
+                raise DataError(f"{path}: an lm-eval samples file maps each task to a list "
+                                "of doc indices; this one does not", parameters=("items",))
+            by_name = dict(zip(lm_eval_ids(item_ids, lm_eval_task) or [], item_ids,
+                               strict=True))
+            names = [f"{task}/{doc}" for task, docs in data.items() for doc in docs]
+            wanted = [by_name.get(name, name) for name in names]
+    known = set(item_ids)
+    absent = [name for name, item in zip(names, wanted, strict=True) if item not in known]
+    if absent or not wanted:
+        raise DataError(f"{path}: {len(absent)} of the batch's {len(wanted)} items are not "
+                        f"this dataset's (e.g. {absent[0]!r}); give the dataset the adaptive "
+                        "test was started on" if absent else f"{path}: the batch is empty",
+                        parameters=("items",))
+    return wanted
+
+
+def _read_batch(path: Path) -> bytes:
+    from mdad.data.files import check_regular_file
+
+    check_regular_file(path)
+    with open(path, "rb") as handle:
+        raw = handle.read(BATCH_MAX_BYTES + 1)
+    if len(raw) > BATCH_MAX_BYTES:
+        raise DataError(f"{path}: over {BATCH_MAX_BYTES >> 20} MiB, more than any batch",
+                        parameters=("items",))
+    return raw
