@@ -106,7 +106,7 @@ def test_the_pass_stays_vectorised():
     object or a libm call in the loop would turn it scalar, 2 to 8 times slower,
     without a word."""
     # compiled afresh with the module's options: numba shows no code it read from its cache
-    fresh = njit(**kernels.OPTIONS)(_fused.residual_pass.py_func)
+    fresh = njit(**_fused.OPTIONS)(_fused.residual_pass.py_func)
     f32 = np.float32
     for answers in (np.uint8, f32):  # 0/1 responses, and partial credit
         fresh(np.zeros((2, 3), f32), np.zeros((2, 3), answers), np.zeros(3, f32),
@@ -128,7 +128,7 @@ def test_a_kernel_compiles_where_no_cache_can_be_written(monkeypatch):
         return numba.njit(**options)
 
     monkeypatch.setattr(kernels, "njit", no_cache)
-    adam = kernels.compiled(_fused.adam.py_func)
+    adam = kernels.compiled(_fused.adam.py_func, _fused.OPTIONS)
     params, gradient = np.ones(3), np.array([1.0, -1.0, 0.0])
     first, second = np.zeros(3), np.zeros(3)
     adam(params, gradient, first, second, 1, 0.1, 0.9, 0.999, 1e-8)

@@ -27,7 +27,19 @@ import math
 
 import numpy as np
 
-from mdad.kernels import compiled
+from mdad.kernels import compiled as _compile
+
+# Here, not in mdad.kernels: numba's cache of these kernels is keyed on this file.
+# No 'nnan' or 'ninf': the clamps below rely on min and max seeing what they see.
+# No 'nsz': with it, a kernel compiled in this process and the same kernel read back
+# from numba's disk cache gave the variational fit different losses (1e-10), so a first
+# run after an install chose other anchors than every later run (tests/test_fused.py).
+FASTMATH = {"arcp", "contract", "afn", "reassoc"}
+OPTIONS = {"fastmath": FASTMATH, "boundscheck": False, "error_model": "numpy"}
+
+
+def compiled(function):
+    return _compile(function, OPTIONS)
 
 _LOG2_E = np.float32(1.4426950408889634)
 _LARGEST = np.float32(87.0)  # exp(-87) is float32's smallest normal order: 2^q stays normal

@@ -15,7 +15,10 @@ import math
 
 import numpy as np
 
-from mdad.kernels import EXACT, compiled
+from mdad.kernels import compiled
+
+# no fast-math: libm's own results (stated here: numba's cache is keyed on this file)
+EXACT = {"boundscheck": False, "error_model": "numpy"}
 
 
 def _loglik_pass(theta, a, offset, y, mask, grad_theta, grad_a, grad_offset

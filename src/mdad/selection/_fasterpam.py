@@ -20,7 +20,10 @@ from functools import partial
 
 import numpy as np
 
-from mdad.kernels import EXACT, compiled
+from mdad.kernels import compiled
+
+# no fast-math: libm's own results (stated here: numba's cache is keyed on this file)
+EXACT = {"boundscheck": False, "error_model": "numpy"}
 
 # No fastmath: sums in the library's order, so that its floats come out
 _compiled = partial(compiled, options=EXACT)
