@@ -125,8 +125,8 @@ def test_fraction_sizes_and_their_errors():
     assert fraction_sizes(10, (0.01,), "tiny") == (1,)
     with pytest.raises(ConfigError, match=r"subtask 'tiny' has 10 seen items.*same size"):
         fraction_sizes(10, (0.02, 0.04), "tiny")
-    with pytest.raises(ConfigError, match=r"^fractions must be a non-empty tuple of distinct "
-                                          r"fractions in \(0, 1\]; got \(0"):
+    with pytest.raises(ConfigError, match=r"^fractions must list at least one number in "
+                                          r"\(0, 1\], each once; got \(0"):
         fraction_sizes(10, (0.0,), "tiny")
     with pytest.raises(ConfigError, match=r"^sizes does not apply with per_subtask; use fractions"):
         plan_per_subtask(synthetic(), StudyConfig(sizes=(5,)), (0.1,))

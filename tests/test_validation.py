@@ -190,7 +190,7 @@ def test_study_requests():
     for fractions in ((2.0,), (float("nan"),), (), "0.5", (0.5, 0.5), (True,)):
         _refused(lambda f=fractions: StudyRequest("gpqa", per_subtask=True, fractions=f),
                  ConfigError,
-                 r"^fractions must be a non-empty tuple of distinct fractions in \(0, 1\]",
+                 r"^fractions must list at least one number in \(0, 1\], each once",
                  "fractions")
     _refused(lambda: expand_methods("all"), ConfigError,  # type: ignore[arg-type]
              r"^methods must be a tuple of method names, e\.g\. \('all',\)", "methods")
@@ -495,6 +495,7 @@ def test_load_choices_and_gap_pairs_name_their_parameter():
 
 def test_the_subpackages_exports_name_their_parameter(gpqa_data):
     """Probes of the names in the subpackages' `__all__` (an audit's findings)."""
+    from mdad import streams
     from mdad.irt import MultidimensionalIrt, item_curve, map_ability
     from mdad.metrics import MdadEstimator, gap_bins, pair_counts
     from mdad.practice import Calibration, analytic_mdad, pair_structure, round_trip
@@ -553,6 +554,12 @@ def test_the_subpackages_exports_name_their_parameter(gpqa_data):
              "^sizes must be a non-empty list", "sizes")
     _refused(lambda: round_trip(gpqa_data, "random", [10], seeds=None),  # type: ignore
              ConfigError, "^seeds must be a non-empty list", "seeds")
+    _refused(lambda: round_trip(gpqa_data, "random", [10], seeds=np.array(3)), ConfigError,
+             "^seeds must be a non-empty list of whole numbers", "seeds")
+    pairs = np.array([[0, 1], [2, 3]])  # (2, n_pairs), as np.triu_indices stacks
+    assert np.array_equal(pair_structure(matrix.scores()[:5], matrix.subtask_codes, pairs).gap,
+                          pair_structure(matrix.scores()[:5], matrix.subtask_codes,
+                                         tuple(pairs)).gap)
     _refused(lambda: round_trip(gpqa_data, "random", [10], progress=5),  # type: ignore
              ConfigError, "^progress must be a function", "progress")
 
@@ -570,9 +577,31 @@ def test_the_subpackages_exports_name_their_parameter(gpqa_data):
              "^SeenPool: correctness must be scores", "correctness")
     _refused(lambda: SeenPool(np.ones((0, 4)), np.ones((0, 4)), codes), DataError,
              "^SeenPool: correctness must hold at least one source", "correctness")
-    _refused(lambda: SeenPool(np.ones((2, 4)), np.ones((2, 4)), codes, seed=5),  # type: ignore
-             ConfigError, "^seed must be a numpy SeedSequence", "seed")
+    _refused(lambda: SeenPool(np.ones((2, 4)), np.ones((2, 4)), codes, seed="5"),  # type: ignore
+             ConfigError, "^seed must be an integer >= 0 or a numpy SeedSequence", "seed")
+    assert SeenPool(np.ones((2, 4)), np.ones((2, 4)), codes, seed=5).seed.entropy == (
+        streams.stream(5).entropy)  # an int, as streams take it
+    assert MicroBenchmark(np.array([1.0, 3.0])).items.dtype == np.int64  # whole numbers
     _refused(lambda: method_class(["random"]), ConfigError,  # type: ignore[arg-type]
              "^method must be a method name", "method")
     _refused(lambda: fast_methods(None), ConfigError,  # type: ignore[arg-type]
              "^names must be a tuple", "names")
+
+
+def test_a_methods_invalid_micro_benchmark_names_the_method_not_an_option():
+    """A review found a plugin's bad item indices reported as `--items must be ...`,
+    an option of `mdad data answers` the user never gave."""
+    from mdad import streams
+    from mdad.selection import MethodDefaults, MicroBenchmark, SeenPool
+
+    class Broken(MethodDefaults):
+        name = "broken"
+
+        def select(self, pool, size, *, rng):
+            return MicroBenchmark(np.array([0.5]))
+
+    pool = SeenPool(np.ones((2, 4)), np.ones((2, 4)), np.zeros(4, dtype=int))
+    with pytest.raises(DataError, match=r"^method broken built an invalid micro-benchmark: "
+                                        r"items must be") as info:
+        Broken().select(pool, 1, rng=streams.rng(0))
+    assert info.value.parameters == ()

@@ -6,9 +6,11 @@ them in `parameters`; the CLI rewrites those names as its own options (``--runs`
 
 from __future__ import annotations
 
+import math
 import numbers
 import os
 from collections.abc import Iterable
+from enum import StrEnum
 
 
 class MdadError(Exception):
@@ -28,6 +30,11 @@ class DataError(MdadError):
 
 class ConfigError(MdadError):
     """An option or parameter has an invalid value."""
+
+
+class ChoiceError(ConfigError, ValueError):
+    """A value that is none of an enum's choices: a ValueError too, as an enum's own
+    refusal is, so that code catching that keeps working."""
 
 
 def check_integer(value: object, parameter: str) -> None:
@@ -87,6 +94,21 @@ def check_type(value: object, kind: type | tuple[type, ...], parameter: str,
                           parameters=(parameter,))
 
 
+
+def check_positive(value: object, parameter: str) -> float:
+    """`value` as a float, refused unless a finite real number > 0 (bool is not one).
+
+    Raises
+    ------
+    ConfigError
+        ``{parameter} must be a finite number > 0; got {value!r}``.
+    """
+    if (not isinstance(value, numbers.Real) or isinstance(value, bool)
+            or not 0 < float(value) < math.inf):
+        raise ConfigError(f"{parameter} must be a finite number > 0; got {value!r}",
+                          parameters=(parameter,))
+    return float(value)
+
 def check_path(value: object, parameter: str) -> None:
     """Refuse `value` unless it is a path (str or os.PathLike).
 
@@ -120,19 +142,21 @@ def check_fractions(value: object, parameter: str = "fractions") -> None:
     Raises
     ------
     ConfigError
-        ``{parameter} must be a non-empty tuple of distinct fractions in (0, 1]; got ...``.
+        ``{parameter} must list at least one number in (0, 1], each once; got ...``.
     """
     if (not isinstance(value, tuple | list) or not value
             or not all(isinstance(f, numbers.Real) and not isinstance(f, bool)
                        and 0.0 < float(f) <= 1.0 for f in value)
             or len(set(value)) != len(value)):
-        raise ConfigError(f"{parameter} must be a non-empty tuple of distinct fractions in "
-                          f"(0, 1]; got {value!r}", parameters=(parameter,))
+        raise ConfigError(f"{parameter} must list at least one number in (0, 1], each "
+                          f"once; got {value!r}", parameters=(parameter,))
 
 
 def float_array(value: object, parameter: str, error: type[MdadError] | None = None):
-    """`value` as a float64 numpy array, or an error naming `parameter` when it is not
-    numbers (strings, None, ragged lists): numpy's own error names no parameter.
+    """`value` as a float64 numpy array, or an error naming `parameter` when numpy
+    cannot read it as numbers (text that is no number, ragged lists, objects): numpy's
+    own error names no parameter. None reads as NaN, and '0.5' as 0.5, as numpy reads
+    them.
 
     Raises
     ------
@@ -148,17 +172,26 @@ def float_array(value: object, parameter: str, error: type[MdadError] | None = N
                                    f"{type(value).__name__}", parameters=(parameter,)) from None
 
 
+
+class Choice(StrEnum):
+    """A choice among names whose unknown value raises `ChoiceError` naming the option
+    it came from (`__option__`, set by each subclass), with a near name's suggestion."""
+
+    @classmethod
+    def _missing_(cls, value: object) -> None:
+        refuse_choice(cls, value, getattr(cls, "__option__", cls.__name__))
+
 def refuse_choice(choices: Iterable, value: object, parameter: str) -> None:
     """Raise for a `value` that is none of `choices` (an enum's members): an enum's
     `_missing_` calls it, so that ``Choice(value)`` names the option it came from.
 
     Raises
     ------
-    ConfigError
+    ChoiceError
         ``{parameter} must be one of ...; got {value!r}``, with a near name's suggestion.
     """
     names = [str(getattr(choice, "value", choice)) for choice in choices]
-    raise ConfigError(f"{parameter} must be one of {', '.join(names)}; got {value!r}"
+    raise ChoiceError(f"{parameter} must be one of {', '.join(names)}; got {value!r}"
                       f"{did_you_mean(str(value), names)}", parameters=(parameter,))
 
 # What an exception says when a resource ran out, whatever library raised it.

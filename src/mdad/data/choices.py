@@ -3,31 +3,23 @@ on them so that the CLI can offer them without loading numpy's users."""
 
 from __future__ import annotations
 
-from enum import StrEnum
-
-from mdad.errors import refuse_choice
+from mdad.errors import Choice
 
 
-class MissingPolicy(StrEnum):
+class MissingPolicy(Choice):
     """How to make a matrix complete. Missing cells are never read as wrong."""
 
     DROP_ITEMS = "drop-items"
     DROP_MODELS = "drop-models"
     ERROR = "error"
-
-    @classmethod
-    def _missing_(cls, value: object) -> None:
-        refuse_choice(cls, value, "missing")
+    __option__ = "missing"
 
 
-class Orientation(StrEnum):
+class Orientation(Choice):
     """Which way round a wide CSV is."""
 
     AUTO = "auto"
     ITEMS_AS_ROWS = "items-as-rows"
     MODELS_AS_ROWS = "models-as-rows"
-
-    @classmethod
-    def _missing_(cls, value: object) -> None:
-        refuse_choice(cls, value, "orientation")
+    __option__ = "orientation"
 

@@ -18,13 +18,11 @@ without bound), which a test guards against.
 
 from __future__ import annotations
 
-import math
-import numbers
 from dataclasses import dataclass
 
 import numpy as np
 
-from mdad.errors import ConfigError, DataError, check_whole, float_array
+from mdad.errors import ConfigError, DataError, check_positive, check_whole, float_array
 
 
 @dataclass(frozen=True, eq=False)
@@ -73,9 +71,9 @@ class MultidimensionalIrt:
     dims : number of ability dimensions D (the paper: 10).
     max_iter : L-BFGS iteration limit.
     tol : relative tolerance on the log posterior (L-BFGS ``ftol``).
-    random_state : seed of the small jitter added to the deterministic start (an int >= 0, a
-        numpy SeedSequence or Generator, or None); the
-        same seed and data give the same parameters, bit for bit.
+    random_state : seed of the small jitter added to the deterministic start: an int >= 0,
+        None, or what `numpy.random.default_rng` takes (a SeedSequence, BitGenerator or
+        Generator); the same seed and data give the same parameters, bit for bit.
 
     Attributes (after `fit`)
     ------------------------
@@ -118,11 +116,9 @@ class MultidimensionalIrt:
         check_whole(self.dims, "dims")
         check_whole(self.max_iter, "max_iter")
         if not isinstance(self.random_state, np.random.SeedSequence | np.random.Generator
-                          | None):
+                          | np.random.BitGenerator | None):
             check_whole(self.random_state, "random_state", minimum=0)
-        if not isinstance(self.tol, numbers.Real) or not 0 < self.tol < math.inf:
-            raise ConfigError(f"tol must be a finite number > 0; got {self.tol!r}",
-                              parameters=("tol",))
+        check_positive(self.tol, "tol")
         y, observed = _observed(responses, "IRT fit")
         if not observed.any():
             raise DataError("IRT fit: every response is missing (NaN); nothing to fit",

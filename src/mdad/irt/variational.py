@@ -30,13 +30,11 @@ README).
 
 from __future__ import annotations
 
-import math
-import numbers
 from dataclasses import dataclass
 
 import numpy as np
 
-from mdad.errors import ConfigError, DataError, check_type, check_whole, float_array
+from mdad.errors import DataError, check_positive, check_type, check_whole, float_array
 
 HYPER_SCALE = 10.0  # the prior scale of every location hyperparameter
 EPOCHS = 2000
@@ -240,10 +238,7 @@ def fit_variational(responses: np.ndarray, dims: int, *, rng: np.random.Generato
 
     check_whole(dims, "dims")
     check_whole(epochs, "epochs")
-    if (not isinstance(learning_rate, numbers.Real) or isinstance(learning_rate, bool)
-            or not 0 < learning_rate < math.inf):
-        raise ConfigError(f"learning_rate must be a finite number > 0; got {learning_rate!r}",
-                          parameters=("learning_rate",))
+    check_positive(learning_rate, "learning_rate")
     check_type(rng, np.random.Generator, "rng", "a numpy Generator (np.random.default_rng)")
     y = float_array(responses, "responses")
     if y.ndim != 2 or y.shape[0] < 2 or y.shape[1] < 2:

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import numbers
 from dataclasses import dataclass
-from enum import StrEnum
 
 import numpy as np
 
 from mdad.defaults import DEFAULT_THRESHOLD
-from mdad.errors import ConfigError, DataError, check_open_unit, check_whole, refuse_choice
+from mdad.errors import Choice, ConfigError, DataError, check_open_unit, check_whole
 from mdad.metrics.pairs import N_BINS, bin_edges, gap_bins
 
 CONFIDENCE = 0.95
@@ -21,15 +20,12 @@ MIN_GROUP_PAIRS = 1000
 UNREACHED = 1e6  # stands for an infinite MDAD in bootstrap quantiles
 
 
-class MdadEstimator(StrEnum):
+class MdadEstimator(Choice):
     """How MDAD is read off the agreement-versus-gap curve."""
 
     FIRST_CROSSING = "first-crossing"
     SMOOTH = "smooth"
-
-    @classmethod
-    def _missing_(cls, value: object) -> None:
-        refuse_choice(cls, value, "estimator")
+    __option__ = "estimator"
 
 
 @dataclass(frozen=True)

@@ -40,13 +40,12 @@ predictor by 14), so static micro-benchmarks' belts do not grow.
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
 
 import numpy as np
 
 from mdad import streams
-from mdad.errors import ConfigError, DataError, check_open_unit, float_array
+from mdad.errors import DataError, check_open_unit, check_positive, float_array
 
 CONFIDENCE = 0.95
 CV_FOLDS = 5  # folds by model of the held-out estimates a belt is fitted on
@@ -407,11 +406,7 @@ def _estimates(estimate: object) -> np.ndarray:
 
 def _scale(scale: object) -> float:
     """`scale`, refused unless a finite number > 0."""
-    if (not isinstance(scale, numbers.Real) or isinstance(scale, bool)
-            or not 0 < float(scale) < np.inf):
-        raise ConfigError(f"scale must be a finite number > 0; got {scale!r}",
-                          parameters=("scale",))
-    return float(scale)
+    return check_positive(scale, "scale")
 
 
 def _past(x: np.ndarray) -> np.ndarray:

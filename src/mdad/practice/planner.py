@@ -89,8 +89,9 @@ def pair_structure(correctness: np.ndarray, subtask_codes: np.ndarray,
     values = (scores > 0.5).astype(np.float32)
     if pairs is None:
         pairs = np.triu_indices(values.shape[0], k=1)
-    if not isinstance(pairs, tuple | list) or len(pairs) != 2:
-        raise DataError("pairs must be (first, second): two arrays of model indices",
+    if not isinstance(pairs, tuple | list | np.ndarray) or len(pairs) != 2:
+        raise DataError("pairs must be (first, second): two arrays of model indices, or "
+                        "one array of shape (2, n_pairs)",
                         parameters=("pairs",))
     first, second = (np.asarray(p) for p in pairs)
     if (first.shape != second.shape or first.dtype.kind not in "iu"

@@ -107,12 +107,8 @@ def round_trip(dataset: Dataset, method: str, sizes: Sequence[int], *,
     from mdad.practice.adaptive_state import ADAPTIVE_METHODS
 
     check_type(dataset, Dataset, "dataset", "a Dataset (mdad.load_dataset(name))")
-    if isinstance(sizes, int | str) or not isinstance(sizes, Sequence | np.ndarray) or not len(
-            sizes):
-        raise ConfigError(f"sizes must be a non-empty list of sizes; got {sizes!r}",
-                          parameters=("sizes",))
-    for size in sizes:
-        check_whole(size, "sizes")
+    _whole_numbers(sizes, "sizes", minimum=1)
+    _whole_numbers(seeds, "seeds", minimum=0)
     if progress is not None and not callable(progress):
         raise ConfigError("progress must be a function of one line of text, or None",
                           parameters=("progress",))
@@ -120,12 +116,6 @@ def round_trip(dataset: Dataset, method: str, sizes: Sequence[int], *,
         raise ConfigError(f"split must be one of {', '.join(SPLITS)}; got {split!r}",
                           parameters=("split",))
     check_whole(folds, "folds", minimum=2)
-    if isinstance(seeds, int | str) or not isinstance(seeds, Sequence | np.ndarray) or not len(
-            seeds):
-        raise ConfigError(f"seeds must be a non-empty list of seeds; got {seeds!r}",
-                          parameters=("seeds",))
-    for seed in seeds:
-        check_whole(seed, "seeds", minimum=0)
     matrix = dataset.matrix
     truth = matrix.accuracy()
     group = deciles(truth)
@@ -152,6 +142,17 @@ def round_trip(dataset: Dataset, method: str, sizes: Sequence[int], *,
     arrays = {k: np.concatenate(v) for k, v in rows.items()}
     return RoundTrip(method, dataset.name, split, group=group[arrays["model"]], **arrays)
 
+
+
+def _whole_numbers(values: object, parameter: str, minimum: int) -> None:
+    """Refuse `values` unless a non-empty list (or 1-D array) of whole numbers >=
+    `minimum`, naming `parameter`."""
+    if (isinstance(values, str) or not isinstance(values, Sequence | np.ndarray)
+            or np.ndim(values) != 1 or not len(values)):
+        raise ConfigError(f"{parameter} must be a non-empty list of whole numbers; got "
+                          f"{values!r}", parameters=(parameter,))
+    for value in values:
+        check_whole(value, parameter, minimum=minimum)
 
 def _held_out(group: np.ndarray, split: str, folds: int, seed: int) -> list[np.ndarray]:
     if split == "top":

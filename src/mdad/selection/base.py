@@ -63,8 +63,10 @@ class SeenPool:
                 raise DataError(f"SeenPool: {name} must be scores in [0, 1]; got an array of "
                                 f"{values.dtype}", parameters=(name,))
             object.__setattr__(self, name, values)
+        if isinstance(self.seed, numbers.Integral) and not isinstance(self.seed, bool):
+            object.__setattr__(self, "seed", streams.stream(int(self.seed)))
         check_type(self.seed, np.random.SeedSequence, "seed",
-                   "a numpy SeedSequence (mdad.streams.stream(seed))")
+                   "an integer >= 0 or a numpy SeedSequence (mdad.streams.stream(seed))")
         object.__setattr__(self, "subtask_codes", checked_codes(self.subtask_codes,
                                                                 correctness[1]))
 
@@ -137,6 +139,8 @@ class MicroBenchmark:
 
     def __post_init__(self) -> None:
         items = np.asarray(self.items)
+        if items.dtype.kind == "f" and items.size and np.all(np.mod(items, 1) == 0):
+            items = items.astype(np.int64)  # whole numbers, as a float array holds them
         if (items.ndim != 1 or not items.size or items.dtype.kind not in "iu"
                 or items.min() < 0 or np.unique(items).size != items.size):
             raise DataError(f"items must be a non-empty 1-D array of distinct item indices "
@@ -184,7 +188,7 @@ class MicroBenchmark:
         """`estimate(scores)` and which items the models answered: all of `items`,
         for every model (adaptive estimators choose per model and override this)."""
         shared = float("nan") if scores.shape[0] == 0 else 1.0
-        return self.estimate(scores), ItemExposure(int(np.unique(self.items).size), shared)
+        return self.estimate(scores), ItemExposure(int(self.items.size), shared)  # distinct
 
     def weights_json(self) -> list[float] | None:
         return None if self.weights is None else [float(w) for w in self.weights]
@@ -360,6 +364,9 @@ class MethodDefaults:
                             "`mdad select`")
         try:
             return by_kind[kind].from_file(data, size)
+        except DataError as exc:  # its own checks, naming no option of the user's
+            raise DataError(f"{where}: the {kind} estimator cannot be read ({exc}); select "
+                            "again with `mdad select`") from None
         except (KeyError, TypeError, ValueError, IndexError) as exc:
             raise DataError(f"{where}: the {kind} estimator cannot be read ({exc!r}); select "
                             "again with `mdad select`") from None
@@ -385,7 +392,14 @@ def _checked_select(select: Callable[..., MicroBenchmark]) -> Callable[..., Micr
         if not isinstance(rng, np.random.Generator):
             raise ConfigError(f"rng must be a numpy.random.Generator; got {type(rng).__name__}",
                               parameters=("rng",))
-        return select(self, pool, size, rng=rng)
+        try:
+            return select(self, pool, size, rng=rng)
+        except DataError as exc:
+            if not set(exc.parameters) & {"items", "weights"}:
+                raise
+            # the method's own MicroBenchmark, not an option of the user's
+            raise DataError(f"method {getattr(self, 'name', type(self).__name__)} built an "
+                            f"invalid micro-benchmark: {exc}") from None
 
     return checked
 
