@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import MDAD, assert_ok, assert_user_error, flat, mdad_cli
+from helpers import GPQA_CSV, MDAD, assert_ok, assert_user_error, flat, mdad_cli, shared_data
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -707,3 +707,37 @@ def test_a_synthetic_dataset_s_test_saves_and_loads(gpqa_data):
     damaged = {**test.to_json(), "sha256": "synthetic:gpqa:420:0:irt5\n"}
     with pytest.raises(DataError, match="sha256"):
         checked(damaged)
+
+
+def test_data_answers_writes_a_models_answers_to_the_pending_batch(tmp_path, gpqa_data):
+    """Issue 38, defect 5: the CSV loop with one of the dataset's models needed a
+    script, `data answers --items STATE.samples.json` being refused. Now it takes the
+    batch file, the state, or (for a dataset without lm-eval names) STATE.items.txt."""
+    matrix = gpqa_data.matrix
+    model = str(matrix.model_names[2])
+    truth = {str(item): int(matrix.correctness[2, k]) for k, item in enumerate(matrix.item_ids)}
+    state = _start(tmp_path)
+    for round_, items in ((1, state.with_suffix(".samples.json")), (2, state)):
+        batch = tmp_path / f"round{round_}.csv"
+        pending = json.loads(state.read_text())["pending"]
+        assert_ok(mdad_cli("data", "answers", "gpqa", "--model", model, "--items", items,
+                           "--out", batch, cwd=tmp_path))
+        assert batch.read_text() == "item_id,correct\n" + "".join(
+            f"{item},{truth[item]}\n" for item in pending)
+        assert_ok(mdad_cli("adaptive", "next", state, batch, cwd=tmp_path))
+    data = json.loads(state.read_text())
+    assert len(data["answers"]) == 6 and all(truth[i] == v for i, v in data["answers"])
+
+    (tmp_path / "csv").mkdir()
+    csv_state = _start(tmp_path / "csv", dataset=shared_data(GPQA_CSV))  # no lm-eval names
+    listed = csv_state.with_suffix(".items.txt")
+    batch = tmp_path / "csv" / "batch.csv"
+    assert_ok(mdad_cli("data", "answers", shared_data(GPQA_CSV), "--model", model,
+                       "--items", listed, "--out", batch, cwd=tmp_path))
+    assert batch.read_text().count("\n") == 4  # the header and the batch's 3 items
+    stray = tmp_path / "stray.txt"
+    stray.write_text("no-such-item\n")
+    assert_user_error(mdad_cli("data", "answers", "gpqa", "--model", model, "--items", stray,
+                               "--out", tmp_path / "x.csv", cwd=tmp_path),
+                      r"stray\.txt: 1 of the batch's 1 items are not this dataset's "
+                      r"\(e\.g\. 'no-such-item'\)")

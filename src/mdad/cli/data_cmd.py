@@ -213,9 +213,9 @@ def answers(
     if unanswered:
         note(f"{model} has no result on {unanswered} of the {len(ids)} items, left out of "
              f"{out.name}; estimate and compare read it with --allow-partial")
-    note(f"{model} is one of {raw.name}'s models, so a micro-benchmark selected from "
-         f"{raw.name} used its answers: an estimate from {out.name} is in-sample, likely "
-         "closer to its accuracy than a new model's would be")
+    note(f"{model} is one of {raw.name}'s models, so a micro-benchmark or an adaptive "
+         f"test made from {raw.name} saw its answers: an estimate from {out.name} is "
+         "in-sample, likely closer to its accuracy than a new model's would be")
 
 
 @app.command("pull")

@@ -82,7 +82,8 @@ class Calibration:
         held-out range they grow toward the widest of them with `widen_past`, else
         they hold (`tails_at`).
     lowest, highest : the range of the held-out models' true accuracies.
-    models : how many held-out models it was fitted on.
+    models : how many held-out estimates it was fitted on (one per model, and for the
+        multidimensional adaptive test one more for each model of its folds beyond).
     widen_past : whether the spread and the tail points grow beyond the held-out range
         (`_growth`; see the module docstring), or hold their edge values.
     """
