@@ -75,11 +75,12 @@ def list_datasets(
     entries = catalog()
     roots = [str(root) for root in data_search_path()]
     if json_output:
+        from dataclasses import asdict
+
         from mdad.cli.practice_common import print_json
 
         print_json({"search_path": roots, "datasets": [
-            {**{k: v for k, v in vars(e).items() if k != "path"},
-             "path": None if e.path is None else str(e.path)} for e in entries]})
+            {**asdict(e), "path": None if e.path is None else str(e.path)} for e in entries]})
         return
     console = Console()
     width = max(len(e.name) for e in entries) + 2

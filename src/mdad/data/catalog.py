@@ -75,13 +75,7 @@ def _synthetic(name: str, real: CatalogEntry) -> CatalogEntry:
     if real.path is None:
         return CatalogEntry(name, description, provenance, None, "",
                             f"needs {real.name}, which it is calibrated on: {real.get}")
-
-    class _Paths:  # the files subtask_shape reads; it needs no matrix
-        @staticmethod
-        def path(dataset: str) -> Path:
-            return _first(DATASETS[dataset].relative_path) or Path()
-
-    subtasks, items, _ = subtask_shape(shape, _Paths())  # type: ignore[arg-type]
+    subtasks, items, _ = subtask_shape(shape, _FoundFiles())  # type: ignore[arg-type]
     return CatalogEntry(name, description, provenance, real.path,
                         f"{_shape(DEFAULT_MODELS, sum(items), len(subtasks))} "
                         "(--models sets the models)", "")
@@ -110,6 +104,14 @@ def _pulled(bench: str) -> CatalogEntry:
     subtasks = len(set(meta.get("subtasks") or [])) or None  # one name per item
     return CatalogEntry(name, description, provenance, folder,
                         _shape(n_models, n_items, subtasks), "")
+
+
+class _FoundFiles:
+    """The named datasets' files, for `subtask_shape`, which reads files, no matrix."""
+
+    @staticmethod
+    def path(name: str) -> Path:
+        return _first(DATASETS[name].relative_path) or Path(DATASETS[name].relative_path)
 
 
 def _first(relative: str) -> Path | None:

@@ -619,11 +619,13 @@ def _fit_and_cross_validate(scores: np.ndarray, dims: int, budget: int, batch: i
     truth = scores.mean(axis=1)
     folds = cross_validation_folds(seed, scores.shape[0])
     belt = scores.shape[0] >= MIN_MODELS and np.ptp(truth) >= 1e-6
-    groups = deciles(truth)
-    beyond = {side: held for side, group in (("bottom", 0), ("top", 2)) if belt and dims > 1
-              for held in [np.flatnonzero(groups == group)]
-              # ties at a decile's edge can take most models: fit on enough of the rest
-              if held.size and scores.shape[0] - held.size >= MIN_MODELS}
+    beyond: dict[str, np.ndarray] = {}
+    if belt and dims > 1:
+        for side, group in (("bottom", 0), ("top", 2)):
+            held = np.flatnonzero(deciles(truth) == group)
+            # ties at a decile's edge can take most models: fit on enough of the rest
+            if held.size and scores.shape[0] - held.size >= MIN_MODELS:
+                beyond[side] = held
     tasks = [(_standardised_fit, (scores, dims, streams.rng(seed, "fit")))]
     tasks += [(_fold_test, (scores, dims, budget, batch,
                             streams.rng(seed, "cross-validation", "fit", k), held))
