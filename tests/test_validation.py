@@ -491,6 +491,10 @@ def test_load_choices_and_gap_pairs_name_their_parameter():
              "reference_gap")
     assert agreement(np.array([0.1, -0.2, 0.0]), np.array([0.3, 0.1, 0.2])).tolist() == [
         True, False, False]
+    # no estimate, no agreement (a review found NaN and None counted as agreeing)
+    assert agreement(np.array([np.nan, 0.1]), np.array([0.1, np.nan])).tolist() == [False,
+                                                                                  False]
+    assert not agreement(None, None)
 
 
 def test_the_subpackages_exports_name_their_parameter(gpqa_data):

@@ -50,7 +50,8 @@ def agreement(estimated_gap: np.ndarray, reference_gap: np.ndarray) -> np.ndarra
     A tie on the micro-benchmark (estimated gap 0) is a disagreement, as in the
     paper. A tie on the reference (gap exactly 0) is one too: equal models have no
     order to recover. (The reference code read it as +0 by ``copysign`` and so
-    counted about half of such pairs as agreeing.)
+    counted about half of such pairs as agreeing.) A NaN gap, a pair without an
+    estimate, never agrees, as in `pair_counts`.
 
     Parameters
     ----------
@@ -73,7 +74,9 @@ def agreement(estimated_gap: np.ndarray, reference_gap: np.ndarray) -> np.ndarra
                         f"each pair; got {estimated_gap.shape} and {reference_gap.shape}",
                         parameters=("estimated_gap", "reference_gap"))
     same_sign = np.signbit(estimated_gap) == np.signbit(reference_gap)
-    return same_sign & (estimated_gap != 0) & (reference_gap != 0)
+    # a NaN gap (no estimate) never agrees, as in `pair_counts`
+    return (same_sign & (estimated_gap != 0) & (reference_gap != 0)
+            & ~np.isnan(estimated_gap) & ~np.isnan(reference_gap))
 
 
 @dataclass(frozen=True)
