@@ -717,6 +717,8 @@ def test_data_answers_writes_a_models_answers_to_the_pending_batch(tmp_path, gpq
     model = str(matrix.model_names[2])
     truth = {str(item): int(matrix.correctness[2, k]) for k, item in enumerate(matrix.item_ids)}
     state = _start(tmp_path)
+    saved = tmp_path / "saved.samples.json"  # the test removes its batch file when done
+    saved.write_bytes(state.with_suffix(".samples.json").read_bytes())
     for round_, items in ((1, state.with_suffix(".samples.json")), (2, state)):
         batch = tmp_path / f"round{round_}.csv"
         pending = json.loads(state.read_text())["pending"]
@@ -735,6 +737,11 @@ def test_data_answers_writes_a_models_answers_to_the_pending_batch(tmp_path, gpq
     assert_ok(mdad_cli("data", "answers", shared_data(GPQA_CSV), "--model", model,
                        "--items", listed, "--out", batch, cwd=tmp_path))
     assert batch.read_text().count("\n") == 4  # the header and the batch's 3 items
+    # lm-eval names given for a dataset that has none (a CSV by path): named, not a crash
+    assert_user_error(mdad_cli("data", "answers", shared_data(GPQA_CSV), "--model", model,
+                               "--items", saved, "--out", tmp_path / "y.csv", cwd=tmp_path),
+                      r"saved\.samples\.json: \d+ of the batch's \d+ items are not this "
+                      r"dataset's \(e\.g\. 'leaderboard_gpqa_main/\d+'\)")
     stray = tmp_path / "stray.txt"
     stray.write_text("no-such-item\n")
     assert_user_error(mdad_cli("data", "answers", "gpqa", "--model", model, "--items", stray,

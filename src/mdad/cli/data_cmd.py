@@ -200,13 +200,13 @@ def answers(
                           f"{bundle.sha256[:12]}..., this data has "
                           f"{(raw.matrix.sha256 or '')[:12]}...; give the data it was "
                           "selected from")
-    for message in raw.matrix.notes:
-        note(as_options(message, ("orientation",)))
     wanted = bundle.items if bundle is not None else None
     if batch:
         wanted = batch_items(items, [str(i) for i in raw.matrix.item_ids],
                              raw.spec.lm_eval_task if raw.spec else None)
     ids, scores = model_answers(raw.matrix, model, wanted)
+    for message in raw.matrix.notes:  # after the errors: a refusal is one line
+        note(as_options(message, ("orientation",)))
     write_text(out, answers_csv(ids, scores))
     unanswered = int(np.isnan(scores).sum())
     Console().print(literal(f"wrote {out}: {model}'s answers on {len(ids) - unanswered} "

@@ -256,7 +256,13 @@ def batch_items(path: Path, item_ids: list[str], lm_eval_task: str | None) -> li
                   if line.strip()]
         names = wanted
     else:
-        data = json.loads(raw.decode("utf-8-sig"))
+        try:
+            data = json.loads(raw.decode("utf-8-sig"))
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            data = None
+        if not isinstance(data, dict):
+            raise DataError(f"{path}: no adaptive test's batch (a JSON object)",
+                            parameters=("items",))
         if "format" in data:
             from mdad.practice.adaptive import AdaptiveTest
 
@@ -267,8 +273,8 @@ def batch_items(path: Path, item_ids: list[str], lm_eval_task: str | None) -> li
                     for docs in data.values()):
                 raise DataError(f"{path}: an lm-eval samples file maps each task to a list "
                                 "of doc indices; this one does not", parameters=("items",))
-            by_name = dict(zip(lm_eval_ids(item_ids, lm_eval_task) or [], item_ids,
-                               strict=True))
+            lm_names = lm_eval_ids(item_ids, lm_eval_task)  # None: the dataset has none
+            by_name = dict(zip(lm_names, item_ids, strict=True)) if lm_names else {}
             names = [f"{task}/{doc}" for task, docs in data.items() for doc in docs]
             wanted = [by_name.get(name, name) for name in names]
     known = set(item_ids)
