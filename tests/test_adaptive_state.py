@@ -742,6 +742,12 @@ def test_data_answers_writes_a_models_answers_to_the_pending_batch(tmp_path, gpq
                                "--items", saved, "--out", tmp_path / "y.csv", cwd=tmp_path),
                       r"saved\.samples\.json: \d+ of the batch's \d+ items are not this "
                       r"dataset's \(e\.g\. 'leaderboard_gpqa_main/\d+'\)")
+    from mdad.practice.answers import batch_items
+
+    fifo = tmp_path / "batch.samples.json"
+    os.mkfifo(fifo)  # no writer: a blocking open would wait forever
+    with pytest.raises(DataError, match="not a regular file"):
+        batch_items(fifo, ["0"], None)
     stray = tmp_path / "stray.txt"
     stray.write_text("no-such-item\n")
     assert_user_error(mdad_cli("data", "answers", "gpqa", "--model", model, "--items", stray,

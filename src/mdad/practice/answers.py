@@ -288,10 +288,17 @@ def batch_items(path: Path, item_ids: list[str], lm_eval_task: str | None) -> li
 
 
 def _read_batch(path: Path) -> bytes:
-    from mdad.data.files import check_regular_file
-
-    check_regular_file(path)
-    with open(path, "rb") as handle:
+    """At most `BATCH_MAX_BYTES` + 1 bytes of `path`, opened without blocking and
+    checked on that descriptor: a pipe swapped in after a check would wait forever."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise DataError(f"{path}: cannot be read ({exc.strerror})",
+                        parameters=("items",)) from None
+    with os.fdopen(descriptor, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise DataError(f"{path}: not a regular file; pass the batch file itself",
+                            parameters=("items",))
         raw = handle.read(BATCH_MAX_BYTES + 1)
     if len(raw) > BATCH_MAX_BYTES:
         raise DataError(f"{path}: over {BATCH_MAX_BYTES >> 20} MiB, more than any batch",
