@@ -26,6 +26,7 @@ from mdad.study import (
 )
 from mdad.study.backends import ProcessBackend
 from mdad.study.cells import draw_design
+from mdad.study.checkpoint import StudyCheckpoint
 from mdad.study.runner import run_studies
 from mdad.study.subtasks import (
     POOLED,
@@ -180,13 +181,51 @@ def test_too_few_sources_for_a_method_is_a_config_error():
                                        n_targets=10, sources=(2, 30)))
 
 
-def test_default_sizes_a_method_cannot_build_are_dropped_with_a_notice():
+def test_default_sizes_a_method_cannot_build_are_dropped_for_it_alone(tmp_path: Path):
+    """subtask-equal builds at most 45 items here (3 x the smallest subtask's 15):
+    default size 50 is dropped for it, with a notice, while random keeps it; its cells
+    there are not computed, and the tables hold no row for them."""
     matrix = synthetic(subtask_sizes=(40, 30, 50))  # seen pool 60, smallest subtask 15
-    plan = plan_study(matrix, StudyConfig(methods=("random", "subtask-equal"), n_targets=10,
-                                          sources=(30,)), default_sizes=(10, 25, 50))
-    assert plan.sizes == (10, 25)
-    assert plan.notices == ("sizes 50 dropped: method subtask-equal can build at most 45 "
-                            "items from this seen pool",)
+    config = StudyConfig(methods=("random", "subtask-equal"), n_runs=2, n_targets=10,
+                         sources=(30,), n_resamples=20)
+    plan = plan_study(matrix, config, default_sizes=(10, 25, 50))
+    assert plan.sizes == (10, 25, 50) and plan.dropped == {"subtask-equal": (50,)}
+    assert plan.sizes_of("random") == (10, 25, 50)
+    assert plan.sizes_of("subtask-equal") == (10, 25)
+    assert plan.notices == ("sizes 50 dropped for method subtask-equal: it can build at most "
+                            "45 items from this seen pool (random keeps them)",)
+    assert plan.n_cells == 2 * (3 + 2)  # runs x (random's sizes + subtask-equal's)
+    counts: list[tuple[int, int]] = []
+    checkpoint = StudyCheckpoint(tmp_path / "checkpoint")
+    checkpoint.start({"request": "dropped sizes"})
+    result = run_study(matrix, plan, checkpoint=checkpoint,
+                       progress=lambda done, total: counts.append((done, total)))
+    assert counts[-1] == (10, 10)
+    resumed = run_study(matrix, plan, checkpoint=checkpoint)  # its saved runs, read back
+    np.testing.assert_array_equal(resumed.estimates, result.estimates)
+    assert np.isnan(result.estimates[1, 2]).all()  # subtask-equal at 50: no cell
+    assert np.isfinite(np.delete(result.estimates.reshape(6, -1), 5, axis=0)).all()
+    frame = result.to_frame()
+    assert sorted(frame.groupby("method", observed=True)["size"].unique().map(list)
+                  .to_dict().items()) == [("random", [10, 25, 50]),
+                                          ("subtask-equal", [10, 25])]
+    assert frame.estimate.notna().all() and len(frame) == 2 * 10 * 5
+    tables = evaluate(result)
+    for table in (tables.mdad, tables.summary, tables.agreement):
+        keys = set(zip(table.method, table["size"], strict=True))
+        assert keys == {("random", 10), ("random", 25), ("random", 50),
+                        ("subtask-equal", 10), ("subtask-equal", 25)}
+    with pytest.raises(ConfigError, match=r"size must be one of the plan's sizes for method "
+                                          r"subtask-equal: 10, 25 \(it cannot build 50 "
+                                          r"items from this seen pool\); got 50"):
+        select_cell(matrix, plan, run=0, method="subtask-equal", size=50, n_sources=30)
+    # a size no method can build is no size of the study
+    alone = plan_study(matrix, replace(config, methods=("subtask-equal",)),
+                       default_sizes=(10, 25, 50))
+    assert alone.sizes == (10, 25) and alone.dropped == {}
+    assert alone.notices == ("sizes 50 dropped for method subtask-equal: it can build at "
+                             "most 45 items from this seen pool",)
+    # an explicit size a method cannot build is an error
     with pytest.raises(ConfigError, match=r"method subtask-equal cannot build 50 items "
                                           r"from this seen pool \(at most 45\)"):
         plan_study(matrix, StudyConfig(methods=("subtask-equal",), sizes=(50,), n_targets=10,

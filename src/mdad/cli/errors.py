@@ -162,13 +162,34 @@ def interrupted(stop: BaseException, kept: str | None = None) -> typer.Exit:
     return typer.Exit(code=130 if isinstance(stop, KeyboardInterrupt) else 143)
 
 
-def user_errors(command: Callable[P, R] | None = None, *, kept: str | None = None
-                ) -> Any:
+def warn_broken_plugins() -> None:
+    """One ``warning:`` line on stderr per method plugin that failed to load, when the
+    command consulted the method registry (its entry points were read): the command
+    went on without it, and the line says what failed and how to fix it."""
+    registry = sys.modules.get("mdad.selection.registry")
+    if registry is None or not registry.METHODS.plugins_loaded:
+        return
+    broken = registry.METHODS.broken
+    if broken:
+        from rich.console import Console
+
+        err = Console(stderr=True, highlight=False, soft_wrap=True)
+        for error in broken.values():
+            err.print(f"[yellow]warning:[/] {literal(error)}")
+
+
+def user_errors(command: Callable[P, R] | None = None, *, kept: str | None = None,
+                plugin_warnings: bool = True) -> Any:
     """Decorator for CLI commands (``@user_errors`` or ``@user_errors(kept=...)``): an
     `MdadError`, a resource running out (memory, threads, a worker process, disk space,
     open files) or a file that cannot be read or written becomes one line and exit 2;
     Ctrl-C and SIGTERM (see `stop_on_signals`) become one line ``interrupted: ...`` and
     exit 130 / 143. Never a traceback for these.
+
+    A command that succeeds after consulting the method registry warns, one line each,
+    of the method plugins that failed to load (`warn_broken_plugins`), unless
+    `plugin_warnings` is False (`mdad methods` lists them itself). A command that fails
+    prints its one line only: a broken plugin it asked for is that line.
 
     `kept` says what an interrupt leaves and how to go on; by default, that no file is
     half written and which ones this command finished (see `mdad.cli.files.WRITTEN`).
@@ -176,7 +197,7 @@ def user_errors(command: Callable[P, R] | None = None, *, kept: str | None = Non
     smaller (see `smaller_options`), or only to free memory when it has none.
     """
     if command is None:
-        return functools.partial(user_errors, kept=kept)
+        return functools.partial(user_errors, kept=kept, plugin_warnings=plugin_warnings)
 
     @functools.wraps(command)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
@@ -187,8 +208,10 @@ def user_errors(command: Callable[P, R] | None = None, *, kept: str | None = Non
             f"with: mdad {command.__name__} --resume "
             f"{kwargs.get('resume') or kwargs.get('out') or 'OUT_FOLDER'}"))
         try:
-            return command(*args, **kwargs)
-        except typer.Exit:  # the command's own exit (a RuntimeError): as it is
+            result = command(*args, **kwargs)
+        except typer.Exit as done:  # the command's own exit (a RuntimeError): as it is
+            if plugin_warnings and done.exit_code == 0:
+                warn_broken_plugins()
             raise
         except (KeyboardInterrupt, Terminated) as stop:
             raise interrupted(stop, kept) from None
@@ -199,6 +222,9 @@ def user_errors(command: Callable[P, R] | None = None, *, kept: str | None = Non
             if message is None:
                 raise  # a bug: its traceback is what a report needs
             raise fail(message) from None
+        if plugin_warnings:
+            warn_broken_plugins()
+        return result
 
     return wrapper
 

@@ -9,15 +9,16 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from mdad.cli.errors import user_errors
+from mdad.cli.errors import literal, user_errors, visible
 
 # How each analytic MDAD kind reads in the table.
 ANALYTIC = {"uniform": "uniform sampling", "stratified": "subtask-stratified"}
 
 
-@user_errors
+@user_errors(plugin_warnings=False)  # it lists the broken plugins itself
 def methods() -> None:
-    """List the selection methods, what they read, and how they estimate."""
+    """List the selection methods, what they read, and how they estimate, and the
+    method plugins that failed to load, with why."""
     from mdad.selection import METHODS
 
     table = Table(box=box.SIMPLE_HEAD, title="selection methods (--methods NAME,... or all)",
@@ -31,6 +32,9 @@ def methods() -> None:
                       ANALYTIC.get(cls.analytic_mdad or "", ""))
         summary = " ".join(inspect.cleandoc(cls.__doc__ or "").split("\n\n")[0].split())
         descriptions.append(f"{name}: {summary}")
+    for name, error in METHODS.broken.items():  # listed, not fatal: the others work
+        table.add_row(literal(name), "(broken plugin)", "", "", "")
+        descriptions.append(visible(f"{name}: broken plugin, not available: {error}"))
     console = Console(highlight=False)
     if not console.is_terminal:  # piped: wide enough for the table, not 80 columns
         console = Console(highlight=False, width=120)

@@ -112,8 +112,9 @@ def findings(study: StudyFolder) -> list[Finding]:
                 f"{NONE_MEASURABLE}.")
     elif low.mdad == high.mdad or not (low.reached or high.reached):
         what = (f"{points(low.mdad)} points" if low.reached else NOT_REACHED)
-        text = (f"With {sizes[-1]} items, the largest size run, every method's MDAD{some} "
-                f"is {what}.")
+        whose = (f"{display_name(low.method)}'s MDAD" if len(largest) == 1
+                 else f"every method's MDAD{some}")
+        text = f"With {sizes[-1]} items, the largest size run, {whose} is {what}."
     else:
         text = (f"With {sizes[-1]} items, the largest size run, MDAD ranges from "
                 f"{points(low.mdad)} points for {display_name(low.method)} to "
@@ -128,6 +129,7 @@ def findings(study: StudyFolder) -> list[Finding]:
         behind.append("some with too few to trust: see the notices below")
     if behind:
         text = f"{text[:-1]} ({'; '.join(behind)})."
+    text += _not_run(table, largest, sizes[-1])
     out.append(Finding(text, (low.to_dict(), high.to_dict())))
 
     if "random" in set(table.method) and table.method.nunique() > 1:
@@ -137,12 +139,26 @@ def findings(study: StudyFolder) -> list[Finding]:
     return out
 
 
+def _not_run(table: pd.DataFrame, at: pd.DataFrame, size: int) -> str:
+    """' X is not run at this size: it cannot build that many items.' for the
+    methods of `table` without a row in `at` (its rows at `size`), else ''."""
+    absent = [display_name(m) for m in dict.fromkeys(table.method) if m not in set(at.method)]
+    if not absent:
+        return ""
+    names = absent[0] if len(absent) == 1 else f"{', '.join(absent[:-1])} and {absent[-1]}"
+    one = len(absent) == 1
+    return (f" {names} {'is' if one else 'are'} not run at {size} items: "
+            f"{'it' if one else 'they'} cannot build that many from the seen pool.")
+
+
 def _catch_up(table: pd.DataFrame, sizes: list[int]) -> Finding:
-    """From which size on uniform random sampling is within one bin of the best."""
+    """From which size on uniform random sampling is within one bin of the best, at
+    the sizes another method runs at too."""
     rows = []
     catch_up = None
     unmeasured = []  # sizes where random has no measurable MDAD: never "caught up" there
-    for size in sizes:
+    compared = [size for size in sizes if table[table["size"] == size].method.nunique() > 1]
+    for size in compared:
         at = _by_mdad(table[table["size"] == size])
         uniform = at[at.method == "random"].iloc[0]
         best = at.iloc[0]
@@ -163,6 +179,9 @@ def _catch_up(table: pd.DataFrame, sizes: list[int]) -> Finding:
     else:
         text = (f"From {catch_up} items on, uniform random sampling is within half a point "
                 "of the best method's MDAD: the selection methods help only below that.")
+    if compared[-1] != sizes[-1]:  # the larger sizes have random alone
+        text = (f"{text[:-1]} (compared up to {compared[-1]} items: no other method can "
+                "build more).")
     return Finding(text, tuple(rows))
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Mapping
-from types import ModuleType
+from types import MappingProxyType, ModuleType
 from typing import Any, TypeVar
 
 import numpy as np
@@ -28,19 +28,27 @@ T = TypeVar("T", bound=type)
 class MethodRegistry(Mapping[str, type[MethodDefaults]]):
     """CLI name -> method class, in registration order: the built-in methods in the
     order their modules are imported, then plugins sorted by entry point name.
-    Reading it loads the plugins first (once)."""
+    Reading it loads the plugins first (once).
+
+    A plugin that fails to load (its import fails, it names no method class, takes a
+    registered name, registers a name other than its entry point's, ...) is left out,
+    and the others are kept: its one-line error is in `broken`, under its entry point's
+    name, and asking for that name raises it. The library never prints; the CLI warns.
+    """
 
     def __init__(self) -> None:
         self._classes: dict[str, type[MethodDefaults]] = {}
         self._plugins_loaded = False
-        self._plugin_error: ConfigError | None = None
+        self._broken: dict[str, ConfigError] = {}
         self._loading: str | None = None  # the entry point being loaded, if any
+        # what the entry point being loaded registers, kept only if all of it loads
+        self._staged: dict[str, type[MethodDefaults]] | None = None
 
     def add(self, name: str, cls: type) -> None:
         """Register `cls` as `name`; a plugin may not reuse a registered name."""
         _check_name(name, self._loading)
         _check_method_class(name, cls)
-        if name in self._classes:
+        if name in self._classes or name in (self._staged or {}):
             if self._loading is not None:
                 raise ConfigError(f"method plugin {self._loading} registers {name!r}, a name "
                                   "already taken by a built-in or another plugin; rename it")
@@ -50,57 +58,91 @@ class MethodRegistry(Mapping[str, type[MethodDefaults]]):
             raise ConfigError(f"method plugin {self._loading} sets in_paper for {name!r}; "
                               "only the paper's own methods are in the paper")
         cls.name = name
-        self._classes[name] = cls
+        (self._classes if self._staged is None else self._staged)[name] = cls
 
     def builtin(self) -> dict[str, type[MethodDefaults]]:
         """The methods registered so far without reading entry points."""
         return dict(self._classes)
 
+    @property
+    def plugins_loaded(self) -> bool:
+        """Whether the entry points were read (the registry was consulted)."""
+        return self._plugins_loaded
+
+    @property
+    def broken(self) -> Mapping[str, ConfigError]:
+        """The plugins that failed to load: entry point name -> their one-line error
+        (loading the plugins first)."""
+        self._load_plugins()
+        return MappingProxyType(self._broken)
+
     def _load_plugins(self) -> None:
-        if self._plugin_error is not None:
-            raise self._plugin_error
         if self._plugins_loaded:
             return
         self._plugins_loaded = True
         from importlib.metadata import entry_points
 
         found = sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
+        keys = {entry.name for entry in found}
         for entry in found:
-            self._loading = f"{entry.name} = {entry.value}"
+            self._loading, self._staged = f"{entry.name} = {entry.value}", {}
             try:
-                self._load_entry_point(entry)
-            except ConfigError as exc:
-                self._plugin_error = exc
-            except Exception as exc:  # any import failure of someone else's code
-                reason = " ".join(f"{type(exc).__name__}: {exc}".split())
-                self._plugin_error = ConfigError(
-                    f"method plugin {self._loading} (entry point group "
-                    f"{ENTRY_POINT_GROUP}) failed to load: {reason}; fix or uninstall it")
+                self._load_entry_point(entry, keys)
+                self._classes.update(self._staged)
+            except Exception as exc:  # any failure of someone else's code: that plugin's
+                self._broken.setdefault(entry.name, _plugin_error(self._loading, exc))
             finally:
-                self._loading = None
-            if self._plugin_error is not None:
-                raise self._plugin_error
+                self._loading, self._staged = None, None
 
-    def _load_entry_point(self, entry: Any) -> None:
+    def _load_entry_point(self, entry: Any, keys: set[str]) -> None:
         """A "module:Class" value registers the class under the entry point's name
-        unless `register` already did; a bare module registers on import. Anything else,
-        or a module that registers nothing, is refused: its methods would be missing
-        without a word."""
+        unless `register` already did, under that name; a bare module registers on
+        import, the entry point's name among its methods. Anything else, a module that
+        registers nothing, a method registered under another name than its entry
+        point's, or one no entry point names, is refused: its methods would be missing,
+        or named otherwise than the package says, without a word."""
+        _check_name(entry.name, self._loading)
         loaded = entry.load()
+        staged = self._staged or {}
+        registered = {**self._classes, **staged}
         if isinstance(loaded, type):
-            if loaded not in self._classes.values():
+            names = [name for name, cls in registered.items() if cls is loaded]
+            if not names:
                 self.add(entry.name, loaded)
+            elif entry.name not in names:
+                raise ConfigError(
+                    f"method plugin {self._loading}: the entry point is named "
+                    f"{entry.name!r} but its class {loaded.__name__} is registered as "
+                    f"{names[0]!r}; rename the entry point to {names[0]} or register the "
+                    f"class as {entry.name}")
         elif not isinstance(loaded, ModuleType):
             raise ConfigError(f"method plugin {self._loading}: names "
                               f"{type(loaded).__name__} {loaded!r}, neither a method class "
                               "nor a module; point the entry point at the class")
-        elif not any(cls.__module__ == loaded.__name__ for cls in self._classes.values()):
-            raise ConfigError(f"method plugin {self._loading}: the module registers no "
-                              "method; decorate its class with @mdad.selection.register(NAME)"
-                              " or point the entry point at the class")
+        else:
+            names = [name for name, cls in registered.items()
+                     if name in staged or cls.__module__ == loaded.__name__]
+            if not names:
+                raise ConfigError(f"method plugin {self._loading}: the module registers no "
+                                  "method; decorate its class with @mdad.selection.register("
+                                  "NAME) or point the entry point at the class")
+            if entry.name not in names:
+                raise ConfigError(
+                    f"method plugin {self._loading}: the entry point is named "
+                    f"{entry.name!r} but its module registers {names[0]!r}; rename the "
+                    f"entry point to {names[0]} or register the method as {entry.name}")
+        unnamed = [name for name in staged if name not in keys]
+        if unnamed:
+            raise ConfigError(
+                f"method plugin {self._loading}: also registers {unnamed[0]!r}, which no "
+                f"entry point of {ENTRY_POINT_GROUP} names; give it its own entry point "
+                f"({unnamed[0]} = \"module:Class\")")
 
     def __getitem__(self, name: str) -> type[MethodDefaults]:
         self._load_plugins()
+        if name not in self._classes and isinstance(name, str) and name in self._broken:
+            error = self._broken[name]  # a fresh exception each time, not one re-raised
+            raise ConfigError(str(error), parameters=error.parameters)
         return self._classes[name]
 
     def __iter__(self) -> Iterator[str]:
@@ -114,6 +156,17 @@ class MethodRegistry(Mapping[str, type[MethodDefaults]]):
     def __contains__(self, name: object) -> bool:
         self._load_plugins()
         return name in self._classes
+
+
+def _plugin_error(plugin: str, exc: Exception) -> ConfigError:
+    """One line naming the entry point `plugin` ("name = value") and what failed."""
+    if isinstance(exc, ConfigError):  # the registry's own refusal, or the plugin's
+        said = " ".join(str(exc).split())
+        return ConfigError(said if said.startswith(f"method plugin {plugin}")
+                           else f"method plugin {plugin}: {said}")
+    reason = " ".join(f"{type(exc).__name__}: {exc}".split())
+    return ConfigError(f"method plugin {plugin} (entry point group {ENTRY_POINT_GROUP}) "
+                       f"failed to load: {reason}; fix or uninstall it")
 
 
 def _check_name(name: object, plugin: str | None = None) -> None:
@@ -164,15 +217,20 @@ def method_class(name: str) -> type[MethodDefaults]:
     Raises
     ------
     ConfigError
-        For a name that is not a registered method's, listing the known ones.
+        For a name that is not a registered method's, listing the known ones (and
+        the plugins that failed to load); for a plugin's that failed to load, its
+        error (see `MethodRegistry.broken`).
     """
     check_type(name, str, "method", "a method name, e.g. 'random'")
     try:
         return METHODS[name]
     except KeyError:
-        known = ", ".join(METHODS)
-        raise ConfigError(f"unknown method {name!r}{did_you_mean(str(name), METHODS)}; "
-                          f"choose from: {known}", parameters=("method",)) from None
+        known, broken = ", ".join(METHODS), list(METHODS.broken)
+        failed = (f"; method plugins that failed to load: {', '.join(broken)}"
+                  if broken else "")
+        raise ConfigError(f"unknown method {name!r}"
+                          f"{did_you_mean(str(name), [*METHODS, *broken])}; "
+                          f"choose from: {known}{failed}", parameters=("method",)) from None
 
 
 def get_method(name: str) -> MethodDefaults:

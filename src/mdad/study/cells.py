@@ -84,6 +84,11 @@ def select_cell(matrix: ResponseMatrix, plan: StudyPlan, *, run: int, method: st
             raise ConfigError(f"{name} must be one of the plan's: "
                               f"{', '.join(map(str, among or ()))}; got {value!r}",
                               parameters=(name,))
+    if size not in plan.sizes_of(method):
+        raise ConfigError(f"size must be one of the plan's sizes for method {method}: "
+                          f"{', '.join(map(str, plan.sizes_of(method)))} (it cannot build "
+                          f"{size} items from this seen pool); got {size!r}",
+                          parameters=("size",))
     design = draw_design(matrix, plan, run)
     pool = seen_pool(matrix, design, n_sources, seed=plan.config.seed, stream=plan.stream)
     rng = _cell_rng(plan, run, method, size, n_sources)
@@ -116,15 +121,18 @@ def compute_run(matrix: ResponseMatrix, plan: StudyPlan, run: int, *,
     """All cells of run `run`, from its own seeds.
 
     `on_cell` is called with each cell as it finishes (to save or count it); cells
-    in `finished` (by key) are taken as they are, not recomputed.
+    in `finished` (by key) are taken as they are, not recomputed. A size the plan
+    drops for a method (`StudyPlan.dropped`) is no cell: its estimates and exposure
+    are NaN.
     """
     config = plan.config
     methods = [get_method(name) for name in config.methods]
     design = draw_design(matrix, plan, run)
     finished = finished or {}
     scores: dict[bool, np.ndarray] = {}  # built when a cell first needs them
-    estimates = np.empty((len(methods), len(plan.sizes), len(config.sources), plan.n_targets))
-    exposure = np.empty((*estimates.shape[:3], 2))
+    estimates = np.full((len(methods), len(plan.sizes), len(config.sources), plan.n_targets),
+                        np.nan)
+    exposure = np.full((*estimates.shape[:3], 2), np.nan)
     seconds = np.zeros(len(methods))
     notes: Counter[tuple[str, int, str]] = Counter()
     with one_thread(methods):
@@ -132,6 +140,8 @@ def compute_run(matrix: ResponseMatrix, plan: StudyPlan, run: int, *,
             pool = seen_pool(matrix, design, n_sources, seed=config.seed, stream=plan.stream)
             for m, method in enumerate(methods):
                 for s, size in enumerate(plan.sizes):
+                    if not plan.builds(m, s):
+                        continue
                     cell = finished.get((m, s, c))
                     if cell is None:
                         start = time.perf_counter()

@@ -155,6 +155,11 @@ class StudyPlan:
     """A validated config resolved against one matrix: the sizes and targets to use,
     and the notices a user should see (dropped sizes, ...).
 
+    `sizes` are the study's sizes; a method runs at each of them except those it cannot
+    build from the seen pool (`dropped`: method name -> those sizes, dropped from the
+    default grid for that method alone; see `sizes_of`). Its cells at a dropped size
+    are not computed: NaN in the arrays, no row in the tables.
+
     `items` and `stream` make a study of one subtask inside a larger matrix: the runs
     draw the whole matrix's design and keep only `items` (so targets, sources and the
     seen/unseen split are the whole study's), and `stream` separates the subtask's
@@ -168,11 +173,28 @@ class StudyPlan:
     notices: tuple[str, ...] = field(default=())
     items: np.ndarray | None = None
     stream: str = ""
+    dropped: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+
+    def sizes_of(self, method: str) -> tuple[int, ...]:
+        """The sizes `method` runs at: `sizes` without those dropped for it."""
+        skipped = self.dropped.get(method, ())
+        return tuple(size for size in self.sizes if size not in skipped)
+
+    def builds(self, m: int, s: int) -> bool:
+        """Whether method `m` runs at size `s` (indices into `config.methods` and
+        `sizes`)."""
+        return self.sizes[s] not in self.dropped.get(self.config.methods[m], ())
+
+    def built(self) -> np.ndarray:
+        """`builds` of every method and size: bool array of shape (n_methods, n_sizes)."""
+        return np.array([[self.builds(m, s) for s in range(len(self.sizes))]
+                         for m in range(len(self.config.methods))], dtype=bool).reshape(
+                             len(self.config.methods), len(self.sizes))
 
     @property
     def n_cells(self) -> int:
         c = self.config
-        return c.n_runs * len(c.sources) * len(c.methods) * len(self.sizes)
+        return c.n_runs * len(c.sources) * sum(len(self.sizes_of(m)) for m in c.methods)
 
 
 # Far above any study's needs (the paper: 50 runs, 1,000 resamples); beyond them the
@@ -191,8 +213,10 @@ def _methods(config: StudyConfig) -> None:
     for name in config.methods:
         try:
             get_method(name)
-        except ConfigError as error:  # it names the known methods
-            raise ConfigError(str(error), parameters=("methods",)) from None
+        except ConfigError as error:  # an unknown name: its error lists the known ones
+            # a broken plugin's error is about the plugin, not about the option
+            raise ConfigError(str(error), parameters=("methods",) if error.parameters
+                              else ()) from None
     if len(set(config.methods)) != len(config.methods):
         raise ConfigError(f"methods lists a method twice: {','.join(config.methods)}",
                           parameters=("methods",))
@@ -262,9 +286,10 @@ def plan_study(
     (the paper's unless given), and resolve it against `matrix`.
 
     The default sizes (`defaults.sizes`, or `default_sizes` when given) are used when
-    ``config.sizes`` is None; those larger than the seen pool, or than a method can
-    build, are dropped with a notice, while an explicit size that large is an error.
-    The plan's config holds the resolved values.
+    ``config.sizes`` is None; those larger than the seen pool are dropped with a notice,
+    and those larger than a method can build are dropped for that method alone (the
+    plan's `dropped`), with a notice naming it; an explicit size that large is an
+    error. The plan's config holds the resolved values.
 
     Raises
     ------
@@ -336,22 +361,32 @@ def _resolve(matrix: ResponseMatrix, config: StudyConfig,
                     parameters=("sizes",))
     # Per-method limits depend only on the seen pool's subtask sizes, the same every run.
     half = np.bincount(matrix.subtask_codes) // 2
+    dropped: dict[str, tuple[int, ...]] = {}
+    limits: dict[str, int] = {}
     for method in methods:
         if min(config.sources) < method.min_sources:
             raise ConfigError(
                 f"method {method.name} needs at least {method.min_sources} source models; "
                 f"got sources {min(config.sources)}", parameters=("sources",))
-        limit = largest_size(method.name, half[half > 0])
-        too_big = [s for s in sizes if s > limit]
+        limits[method.name] = limit = largest_size(method.name, half[half > 0])
+        too_big = tuple(s for s in sizes if s > limit)
         if too_big and config.sizes is None and len(too_big) < len(sizes):
-            sizes = tuple(s for s in sizes if s <= limit)
-            notices.append(f"sizes {', '.join(map(str, too_big))} dropped: method "
-                           f"{method.name} can build at most {limit} items from this seen pool")
+            dropped[method.name] = too_big  # for this method only
         elif too_big:
             raise ConfigError(
                 f"method {method.name} cannot build {too_big[0]} items from this seen pool "
                 f"(at most {limit}); lower sizes or drop the method", parameters=("sizes",))
-    return StudyPlan(config, sizes, n_targets, fixed, tuple(notices))
+    for name, too_big in dropped.items():
+        kept = [m.name for m in methods if not set(too_big) & set(dropped.get(m.name, ()))]
+        notices.append(f"sizes {', '.join(map(str, too_big))} dropped for method {name}: it "
+                       f"can build at most {limits[name]} items from this seen pool"
+                       + (f" ({', '.join(kept)} keep{'s' * (len(kept) == 1)} them)"
+                          if kept else ""))
+    # a size no method can build is no size of the study
+    sizes = tuple(s for s in sizes if any(s not in dropped.get(m.name, ()) for m in methods))
+    dropped = {name: kept for name, skipped in dropped.items()
+               if (kept := tuple(s for s in skipped if s in sizes))}
+    return StudyPlan(config, sizes, n_targets, fixed, tuple(notices), dropped=dropped)
 
 
 def _too_few_models(matrix: ResponseMatrix, n_targets: int, n_sources: int,

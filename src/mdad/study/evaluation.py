@@ -38,6 +38,8 @@ class StudyTables:
     summary : per method, size and source count, error and Kendall tau over runs.
     agreement : the binned agreement curve behind every MDAD (agreement.csv): one
         row per non-empty 0.5-point |gap| bin, pairs pooled over runs.
+
+    A size the plan drops for a method (`StudyPlan.dropped`) has no row of that method.
     """
 
     mdad: pd.DataFrame
@@ -83,8 +85,8 @@ def evaluate(result: StudyResult, *, stream: str = "", threads: int = 2) -> Stud
 
     config = result.plan.config
     groups = [(m, s, c, split) for m in range(len(config.methods))
-              for s in range(len(result.plan.sizes)) for c in range(len(config.sources))
-              for split in SPLITS]
+              for s in range(len(result.plan.sizes)) if result.plan.builds(m, s)
+              for c in range(len(config.sources)) for split in SPLITS]
 
     def measure(group: tuple[int, int, int, str]) -> tuple[dict, pd.DataFrame, dict]:
         return _split_tables(result, *group, stream=stream)

@@ -104,7 +104,8 @@ def study_config_json(dataset: Dataset, plan: StudyPlan, *, version: str,
                notices: tuple[str, ...] = ()) -> dict[str, Any]:
     """Everything needed to rerun the study exactly (config.json). `per_subtask`
     records a separate-subtasks study's fractions and per-subtask sizes (then the
-    study's `sizes` is null); `notices` is every notice of the plan and the runs."""
+    study's `sizes` is null; `dropped_sizes` lists, per method, the sizes it skips: those
+    it cannot build); `notices` is every notice of the plan and the runs."""
     matrix = dataset.matrix
     confidence_methods = [name for name in plan.config.methods
                           if _reads_confidence(name)]
@@ -127,6 +128,8 @@ def study_config_json(dataset: Dataset, plan: StudyPlan, *, version: str,
         },
         "study": {**plan.config.to_json(),
                   "sizes": None if per_subtask else list(plan.sizes),
+                  # the sizes each method skips (it cannot build them): method -> sizes
+                  "dropped_sizes": {name: list(sizes) for name, sizes in plan.dropped.items()},
                   "n_targets": plan.n_targets},
         "per_subtask": per_subtask,
         "confidence_substituted_by_correctness": (

@@ -90,6 +90,7 @@ class StudyResult:
     Attributes
     ----------
     estimates : float array of shape (n_methods, n_sizes, n_source_counts, n_runs, n_targets)
+        (NaN at a size the plan drops for a method: `StudyPlan.dropped`)
     seen, unseen, full : float arrays of shape (n_runs, n_targets)
         Targets' accuracy on the run's seen pool, unseen pool and all items.
     targets : int array of shape (n_runs, n_targets)
@@ -114,20 +115,22 @@ class StudyResult:
     exposure: np.ndarray | None = None
 
     def to_frame(self):  # -> pandas.DataFrame
-        """One row per run, method, size, source count and target model."""
+        """One row per run, method, size, source count and target model (none for a
+        size the plan drops for a method)."""
         import pandas as pd
 
         config = self.plan.config
         shape = self.estimates.shape
         grid = np.indices(shape).reshape(len(shape), -1)
-        method, size, count, run, target = grid
+        built = self.plan.built()[grid[0], grid[1]]
+        method, size, count, run, target = grid[:, built]
         return pd.DataFrame({
             "run": run.astype(np.int32),
             "method": pd.Categorical.from_codes(method, categories=list(config.methods)),
             "size": np.asarray(self.plan.sizes)[size].astype(np.int32),
             "n_sources": np.asarray(config.sources)[count].astype(np.int32),
             "model": self.model_names[self.targets[run, target]],
-            "estimate": self.estimates.ravel(),
+            "estimate": self.estimates.ravel()[built],
             "seen_accuracy": self.seen[run, target],
             "unseen_accuracy": self.unseen[run, target],
             "full_accuracy": self.full[run, target],
