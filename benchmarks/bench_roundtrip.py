@@ -12,8 +12,8 @@ Usage:
   python benchmarks/bench_roundtrip.py gpqa --methods random,anchor-points \\
       --sizes 10,25,50,100 --seeds 0,1,2,3 [--split folds] [--json out.json]
 
-The README's table of coverage is this script's output (the command it came from is
-printed under it).
+The coverage tables of docs/explanation/intervals.md are this script's output (the
+command each came from is printed under it).
 """
 
 from __future__ import annotations

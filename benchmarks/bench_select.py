@@ -11,7 +11,7 @@ Variants, each a fresh `python -m mdad select` process:
   equal "now" (same items), a check that the limit reaches every fit.
 - "import only": `python -c "import mdad.cli.app"`, the floor any command pays.
 - "variational fit": `--method tinybenchmarks` now fits as the reference did (SVI,
-  2,000 epochs; see the README's tinyBenchmarks section): the same command on that fit,
+  2,000 epochs; see docs/explanation/reproduction.md, tinyBenchmarks): the same command on that fit,
   six fits of 420 models x 448 items, in a thread here and, once the first fit has run
   `SPAWN_AFTER_SECONDS` (0.5 s), in one spawned worker process too
   (`mdad.practice.fit_pool`).

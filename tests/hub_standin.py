@@ -2,7 +2,7 @@
 uses, served to the real `huggingface_hub` client through ``HF_ENDPOINT``.
 
 This machine cannot reach the hub, so the tests run the real client code path against
-this server instead (the README says so). It implements:
+this server instead (docs/how-to/pull-the-leaderboard.md says so). It implements:
 
 - ``GET /api/datasets?author=...&search=...``: the listing (one page);
 - ``GET /api/datasets/{repo}`` and ``/api/datasets/{repo}/revision/{rev}``: a repo's

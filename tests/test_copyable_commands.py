@@ -49,31 +49,6 @@ def test_task_lists_are_never_wrapped(tmp_path, gpqa_data):
         assert f"then: mdad adaptive next {state} RESULTS" in proc.stdout
 
 
-def test_the_readmes_commands_reach_the_shared_data_through_mdad_data(tmp_path,
-                                                                        monkeypatch):
-    """Issue 38, defect 2: `--target-models ../shared/data/...` worked only from a clone
-    beside the data. The README's commands name the shared data as "$MDAD_DATA"/...,
-    and that command works from any folder once MDAD_DATA is set."""
-    import re
-    import shlex
-    from pathlib import Path
-
-    from helpers import shared_data
-
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    blocks = re.findall(r"```bash\n(.*?)```", readme, re.S)
-    commands = [line for block in blocks for line in block.splitlines()
-                if line.lstrip().startswith("mdad ")]
-    assert commands, "no mdad command in the README's bash blocks"
-    assert not [line for line in commands if "../shared/data" in line]
-    line = next(line for line in commands if "--target-models" in line)
-    monkeypatch.setenv("MDAD_DATA", str(shared_data()))
-    args = shlex.split(line.split("#")[0].replace('"$MDAD_DATA"', str(shared_data())))
-    proc = mdad_cli(*args[1:], cwd=tmp_path)
-    assert_ok(proc)
-    assert json.loads(proc.stdout)["size"] == 100
-
-
 @pytest.mark.slow
 def test_a_method_without_its_own_mdad_says_how_to_get_it(tmp_path):
     """Issue 38, defect 10: without --run, `select` and `estimate` judge a method with no

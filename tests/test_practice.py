@@ -421,16 +421,6 @@ def _seen_rows(run_dir: Path, method: str) -> list[dict]:
     return table[(table.method == method) & (table.split == "seen")].to_dict("records")
 
 
-def test_readme_python_example_runs(gpqa_data):
-    """The README's practitioner example, executed as written."""
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    blocks = [b.split("```")[0] for b in readme.split("```python\n")[1:]]
-    example = next(b for b in blocks if "select_microbenchmark" in b)
-    namespace: dict = {}
-    exec(compile(example, "README.md", "exec"), namespace)
-    assert 0.0 <= namespace["estimate"].accuracy <= 1.0
-
-
 def test_plan_refuses_sizes_the_method_cannot_build():
     shared_data("mmlu-pro-tiger-lab/mmlu_pro_29_models.csv")
     mmlu = load_dataset("mmlu-pro-29")

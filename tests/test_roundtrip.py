@@ -31,7 +31,8 @@ def test_a_confidence_method_is_calibrated_on_the_scores_a_user_gives(method):
 def test_a_small_grid_on_gpqa_holds_where_users_look(gpqa_data):
     """Uniform random sampling's exact interval and Anchor Points' calibrated one, at 25
     and 50 items, 2 seeds x 5 folds: every held-out model once per seed, each decile
-    covered at least 90% (the README's table, from more seeds, gives >= 93%), and at
+    covered at least 90% (the table of docs/explanation/intervals.md, from more seeds,
+    gives >= 93%), and at
     most 5% of listed verdicts wrong."""
     for method in ("random", "anchor-points"):
         trip = round_trip(gpqa_data, method, [25, 50], seeds=(0, 1))

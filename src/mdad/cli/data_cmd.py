@@ -248,7 +248,8 @@ def pull(
         help="The longest wait, in seconds, a hub's Retry-After may ask; a longer one "
              "fails the file.")] = 60.0,
 ) -> None:
-    """Pull one benchmark's per-item results into a compact dataset (see the README).
+    """Pull one benchmark's per-item results into a compact dataset (see the docs:
+    how-to/pull-the-leaderboard.md).
 
     Ctrl-C or SIGTERM stops it at once, keeping the models finished as partial files:
     the same command again resumes."""

@@ -24,8 +24,8 @@ Python's lock, some tenths of a second of epochs a call (Ctrl-C is answered betw
 calls): fits in threads use every core, and work beside them (imports) holds up no fit.
 Written without pyro (and torch, hundreds of megabytes) for one fit; it is the same
 algorithm, not the same random numbers: its results agree with the fork's in
-distribution (tests/test_variational.py, and the tinyBenchmarks reproduction in the
-README).
+distribution (tests/test_variational.py, and the tinyBenchmarks reproduction in
+docs/explanation/reproduction.md).
 """
 
 from __future__ import annotations

@@ -289,6 +289,8 @@ def smooth_mdad(
         Per-run pair and agreement counts in each |gap| bin.
     max_gap, tied_pairs : as in `first_crossing_mdad`.
 
+    Notes
+    -----
     A resample whose fit never reaches the threshold counts as an infinite MDAD, so
     an interval bound that falls on such resamples is NaN (unbounded). One run cannot
     show how runs vary (every resample is that run): its interval is [0, unbounded],

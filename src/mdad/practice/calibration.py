@@ -14,7 +14,7 @@ models by accuracy (order statistics far enough out, so no normality is assumed)
 95% interval of a new estimate y is every accuracy t that would put y inside its own
 95% band [t + mu(t) + sigma(t) e_lo(t), t + mu(t) + sigma(t) e_hi(t)]: a confidence set
 that holds at every true accuracy, not only on average over models, as far as the
-curves describe the errors (the assumption the README states). The band's edges are
+curves describe the errors (the assumption docs/reference/practice.md states). The band's edges are
 made nondecreasing in t (by widening only), so a higher estimate never gets a lower
 interval. Beyond the held-out models' accuracies no model says how the error behaves, so
 the band widens there (`band`): it spans the mean error's tangent and its edge value

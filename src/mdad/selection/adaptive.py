@@ -175,7 +175,7 @@ class AdaptiveMultidimensional(Adaptive):
     """The same test on a 3-dimensional 2PL fit: each item the one that most raises
     the determinant of the posterior information (Segall 1996), the ability a MAP
     vector. On GPQA it ranks close models far better than the 1-D test at 10 to 50
-    items (see the README)."""
+    items (see docs/explanation/adaptive.md)."""
 
     display_name: ClassVar[str] = "Adaptive, 3-D"
     line_style: ClassVar[str] = ":"

@@ -141,7 +141,7 @@ class AnchorPointsFast(AnchorPoints):
     """The medoids after 2 passes of FasterPAM's swaps instead of until no swap helps
     (3 to 6): 0.5 to 0.9 of the selection time on synthetic MMLU-Pro. One pass, cheaper
     still, moved Kendall tau by 2.7 paired standard errors there at one size, so the
-    cautious 2 (benchmarks/approximation_noise.py, README)."""
+    cautious 2 (benchmarks/approximation_noise.py, docs/performance.md)."""
 
     display_name: ClassVar[str] = "Anchor Points, 2 FasterPAM passes"
     line_style: ClassVar[str] = "-."

@@ -44,6 +44,9 @@ def run_studies(studies: list[Study], *, backend: Backend | None = None,
         finish.
     checkpoint : where each finished cell is saved as it completes; cells and runs
         already saved there are loaded, not recomputed.
+
+    Notes
+    -----
     The numbers depend on neither backend nor checkpoint.
 
     Raises
