@@ -89,22 +89,39 @@ def accepted_options(loader: Loader, source: str | Path, options: dict[str, Any]
 
 
 def read_results(path: str | Path, **options: Any) -> ResponseMatrix:
-    """Read a results file or folder (or a ``synthetic:<shape>`` name) with the loader
-    that recognises it.
+    """Read a results file or folder with the loader that recognises it.
 
-    A ``.csv`` file is a wide CSV; a folder with ``*_models-by-correctness_combined.npy``
-    (or such a ``.npy`` file) holds the paper's cached arrays; any other folder, or a
-    ``.jsonl`` file, is lm-evaluation-harness ``--log_samples`` output. Keyword options
-    go to that loader (``orientation``, ``item_column``, ``subtask_column``,
-    ``meta_columns`` for CSV; ``metric``, ``tasks`` for lm-eval; ``n_models``,
-    ``data_seed`` for synthetic); options set to None count as not given.
+    Reads one benchmark's results of many models into a `ResponseMatrix`, missing cells
+    as NaN (no missing-data policy: see `load_dataset`). A ``.csv`` file is a wide CSV;
+    a folder with ``*_models-by-correctness_combined.npy`` (or such a ``.npy`` file)
+    holds the paper's cached arrays; a folder with ``mdad-compact.json`` is a pulled
+    dataset; any other folder, or a ``.jsonl`` file, is lm-evaluation-harness
+    ``--log_samples`` output. A ``synthetic:<shape>`` name is simulated; a
+    ``leaderboard:<bench>`` name reads a benchmark pulled by ``mdad data pull``.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The results file or folder, or a ``synthetic:<shape>`` or
+        ``leaderboard:<bench>`` name.
+    **options : Any
+        Keyword options for that loader: ``orientation``, ``item_column``,
+        ``subtask_column``, ``meta_columns`` for CSV; ``metric``, ``tasks``,
+        ``allow_mixed_settings`` for lm-eval; ``metric`` for a leaderboard name;
+        ``n_models``, ``data_seed`` for synthetic. Options set to None count as not
+        given.
+
+    Returns
+    -------
+    ResponseMatrix
+        Models by items, with the models' names, the items' ids and subtasks.
 
     Raises
     ------
     DataError
         When `path` does not exist or is of no known format, or the loader's own.
     ConfigError
-        For an option the loader does not accept.
+        For a `path` that is not a path, or an option the loader does not accept.
     """
     check_path(path, "path")
     path = Path(path)
@@ -218,20 +235,45 @@ def load_dataset(
     missing: MissingPolicy | str = MissingPolicy.DROP_ITEMS,
     **options: Any,
 ) -> Dataset:
-    """Load a named dataset (``gpqa``, ``mmlu-pro-29``), ``synthetic:<shape>`` or a
-    results path, and make it complete.
+    """Load a dataset by name or path, and make it complete.
 
-    `options` go to the loader (see `read_dataset` and `read_results`), e.g.
-    ``load_dataset("synthetic:gpqa", n_models=1000, data_seed=3)``. The missing-data
-    policy is applied (see `resolve_missing`) and reported in the returned `Dataset`,
-    never silently.
+    Reads a named dataset (``gpqa``, ``mmlu-pro-29``), a ``synthetic:<shape>``
+    simulation or a results path (see `read_results` for the formats), then applies the
+    missing-data policy (see `resolve_missing`) and reports what it removed in the
+    returned `Dataset`, never silently.
+
+    Parameters
+    ----------
+    name_or_path : str or pathlib.Path
+        A dataset name of `mdad.data.DATASETS`, ``synthetic:<shape>``, or a results
+        file or folder. A dataset name wins over a file or folder of the same name.
+    missing : MissingPolicy or str, default "drop-items"
+        ``drop-items`` (every model is kept, items any model lacks are dropped),
+        ``drop-models`` (every item is kept, models with a gap are dropped) or
+        ``error`` (refuse any missing cell).
+    **options : Any
+        Keyword options for the loader that reads `name_or_path` (see `read_dataset`
+        and `read_results`), e.g. ``load_dataset("synthetic:gpqa", n_models=1000,
+        data_seed=3)``. A named dataset is read with its own options, which these
+        override; its ``metric`` may only repeat the one its file holds. Options set to
+        None count as not given.
+
+    Returns
+    -------
+    Dataset
+        The complete matrix (no missing cell), its name, the file (or name) it was read
+        from, the report of what the missing-data policy removed, its `DatasetSpec`
+        when the name or its loader knows one, and the lm-eval metric it was read with
+        (None where the data names none).
 
     Raises
     ------
     DataError
-        When the name is unknown and no such path exists, or the file is unusable.
+        When the name is unknown and no such path exists, or the file is unusable; with
+        ``error`` when a cell is missing, or when the policy would leave no data.
     ConfigError
-        For an option the loader does not accept.
+        For an option the loader does not accept, another metric than a named
+        dataset's, or an unknown policy.
     """
     raw = read_dataset(name_or_path, **options)
     complete, report = resolve_missing(raw.matrix, missing)

@@ -133,33 +133,56 @@ def first_crossing_mdad(
 
     Parameters
     ----------
-    pairs, agreeing : int arrays of shape (n_bins,)
-        Pairs pooled over runs in each 0.005-wide |gap| bin, and how many agree.
-    threshold : float
+    pairs : numpy.ndarray
+        Int array of shape (n_bins,), 1 <= n_bins <= 201: the target pairs pooled
+        over runs in each 0.005-wide |gap| bin (bin b holds gaps in [b/200, (b+1)/200),
+        see `mdad.metrics.pairs.gap_bins`).
+    agreeing : numpy.ndarray
+        Int array of the same shape: how many of each bin's pairs agree (their
+        estimated gap has the reference gap's sign, `mdad.metrics.pairs.agreement`),
+        at most `pairs`.
+    threshold : float, default 0.8
         Agreement probability to reach, in (0, 1).
-    n_resamples : int
-        Bootstrap resamples per bin.
+    n_resamples : int, default 1000
+        Bootstrap resamples per bin, at least 1.
     rng : numpy.random.Generator
-    max_gap : float, optional
-        The largest |gap| among the pairs (fraction); default the lower edge of the
-        last non-empty bin, a lower bound on it.
-    tied_pairs : int
+        The source of the bootstrap draws (keyword only, required).
+    max_gap : float or None, default None
+        The largest |gap| among the pairs (accuracy fraction, in [0, 1], or NaN for no
+        pair); None: the lower edge of the last non-empty bin, a lower bound on it.
+    tied_pairs : int, default 0
         How many of the pairs have a reference gap of exactly 0 (reported only).
+
+    Returns
+    -------
+    MdadResult
+        The MDAD and its 95% interval as accuracy fractions (0.05 = 5 points), with
+        `estimator` ``first-crossing``. Censored, never a number: `mdad` is NaN when
+        no bin's mean agreement reaches `threshold` (the MDAD is then larger than
+        `max_gap`), and an interval bound is NaN (unbounded) when its quantile never
+        reaches it. `crossing_pairs` counts the pairs in the bin that sets the MDAD
+        (0 when not reached).
+
+    Raises
+    ------
+    ConfigError
+        For a threshold outside (0, 1), fewer than 1 resample, no Generator, a
+        `max_gap` that is not a gap in [0, 1], NaN or None, or a negative
+        `tied_pairs`, naming the parameter.
+    DataError
+        For counts that are not whole, negative, of two shapes, not 1-D, with no bin or
+        more than 201, or with more agreeing pairs than pairs; or `tied_pairs` above the
+        pairs counted.
+
+    See Also
+    --------
+    `smooth_mdad` : MDAD from a monotone fit, bootstrapped over runs.
 
     Examples
     --------
     >>> rng = np.random.default_rng(0)
     >>> first_crossing_mdad(np.array([2, 1, 1]), np.array([1, 0, 1]), rng=rng).mdad
     0.01
-
-    Raises
-    ------
-    ConfigError
-        For a threshold outside (0, 1), fewer than 1 resample, no Generator, or a
-        negative `tied_pairs`, naming the parameter.
-    DataError
-        For counts that are not whole, negative, of two shapes, or with more agreeing
-        pairs than pairs.
     """
     pairs, agreeing = _checked(pairs, agreeing, 1, threshold, n_resamples, rng, tied_pairs,
                                max_gap)
@@ -285,9 +308,36 @@ def smooth_mdad(
 
     Parameters
     ----------
-    run_pairs, run_agreeing : int arrays of shape (n_runs, n_bins)
-        Per-run pair and agreement counts in each |gap| bin.
-    max_gap, tied_pairs : as in `first_crossing_mdad`.
+    run_pairs : numpy.ndarray
+        Int array of shape (n_runs, n_bins), 1 <= n_bins <= 201: each run's target
+        pairs in each 0.005-wide |gap| bin (a row is `first_crossing_mdad`'s `pairs`
+        for one run).
+    run_agreeing : numpy.ndarray
+        Int array of the same shape: how many of them agree, at most `run_pairs`.
+    threshold : float, default 0.8
+        Agreement probability to reach, in (0, 1).
+    n_resamples : int, default 1000
+        Bootstrap resamples of the runs, at least 1.
+    rng : numpy.random.Generator
+        The source of the bootstrap draws (keyword only, required).
+    max_gap : float or None, default None
+        As in `first_crossing_mdad`: the largest |gap| among the pairs (accuracy
+        fraction); None: the lower edge of the last non-empty bin.
+    tied_pairs : int, default 0
+        As in `first_crossing_mdad`: pairs with a reference gap of exactly 0 (reported
+        only).
+
+    Returns
+    -------
+    MdadResult
+        The MDAD and its 95% interval as accuracy fractions (0.05 = 5 points), with
+        `estimator` ``smooth``; `mdad` is NaN when the fit never reaches `threshold`,
+        and an interval bound NaN when unbounded (see Notes).
+
+    Raises
+    ------
+    ConfigError, DataError
+        As `first_crossing_mdad` does (for 2-D counts).
 
     Notes
     -----
@@ -295,11 +345,6 @@ def smooth_mdad(
     an interval bound that falls on such resamples is NaN (unbounded). One run cannot
     show how runs vary (every resample is that run): its interval is [0, unbounded],
     not the zero-width one its resamples would give.
-
-    Raises
-    ------
-    ConfigError, DataError
-        As `first_crossing_mdad` does.
     """
     run_pairs, run_agreeing = _checked(run_pairs, run_agreeing, 2, threshold, n_resamples,
                                        rng, tied_pairs, max_gap)

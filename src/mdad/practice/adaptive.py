@@ -497,19 +497,59 @@ def start_adaptive_test(dataset: Dataset, *, budget: int, batch: int = 1,
                         metric: str | None = None, seed: int = 0,
                         models: Sequence[str] | Sequence[int] | np.ndarray | None = None
                         ) -> AdaptiveTest:
-    """Fit `method`'s IRT model on every model of `dataset` (or only `models`: names,
-    or indices into its models), cross-validate the test on held-out models, and
-    return a test whose first batch is pending.
+    """Start an adaptive test of one new model over `dataset`'s items.
+
+    Fits `method`'s IRT model on every model of `dataset` (or only `models`),
+    cross-validates the whole test on held-out models (5 folds by model: each fold's
+    models take the test with the same budget and batch size on their real answers,
+    and the error of the estimate after each batch is stored), and returns a test
+    whose first batch is pending. The test then alternates between `next_items` and
+    `record` (or `apply_results`) until the budget is spent or the ability's standard
+    error falls below `target_se`; between batches it lives in a JSON state file
+    (`AdaptiveTest.save` / `AdaptiveTest.load`).
+
+    Parameters
+    ----------
+    dataset : Dataset
+        The benchmark's models and items (`load_dataset`); at least 10 models, so that
+        the test can be fitted and cross-validated.
+    budget : int
+        The most items the test gives, in 1..the dataset's items (keyword only,
+        required).
+    batch : int, default 1
+        Items per batch, in 1..`budget`.
+    target_se : float or None, default None
+        Stop early once the ability's standard error (on the IRT scale, not accuracy)
+        falls below it; a finite number > 0. None: run to the budget.
+    method : str, default "adaptive"
+        ``adaptive`` (a 1-D IRT model) or ``adaptive-md`` (3-D).
+    metric : str or None, default None
+        The metric the data was read with; None: the dataset's own. It must not differ
+        from the one `dataset` was read with.
+    seed : int, default 0
+        Seed of the fit and the cross-validation, >= 0.
+    models : sequence of str, sequence of int, numpy.ndarray or None, default None
+        The models to fit on: names, or distinct indices into the dataset's models.
+        None: every model.
+
+    Returns
+    -------
+    AdaptiveTest
+        The test, its first batch pending (`next_items`); its estimate
+        (`AdaptiveTest.estimate`) is the predicted accuracy on all the dataset's items
+        as a fraction, with a 95% interval.
 
     Raises
     ------
     ConfigError
         For an unknown method, a budget outside 1..n_items, a batch outside
-        1..budget, or a target_se that is not a finite positive number.
+        1..budget, a target_se that is not a finite positive number, a negative seed,
+        another `metric` than the data's, `models` indices repeated or out of range, or
+        fewer than 10 models.
     DataError
         When every model gave the same answers, or the test would be a state
         `STATE_SCHEMA` refuses (item ids with control characters, a fit beyond
-        `PARAMETER_BOUND`).
+        `PARAMETER_BOUND`); for an unknown or repeated model name in `models`.
     """
     from mdad.selection.threads import one_thread
 

@@ -261,30 +261,76 @@ def select_microbenchmark(dataset: Dataset, method: str, size: int, *, seed: int
                           allow_other_version: bool = False, metric: str | None = None,
                           progress: SelectProgress | None = None,
                           spawn_worker: bool = False) -> MicroBenchmarkFile:
-    """Choose `size` items of `dataset` (or of the item ids in `pool`) with `method`,
-    using every model of the dataset as a source, or only `models` (names, or indices
-    into the dataset's models): held-out evaluation selects from some models and
-    estimates the others. The file records how many models and which (a hash of
-    their names), and `estimate` says so when they are not all.
+    """Choose a micro-benchmark of `size` items of `dataset` with `method`, ready to save.
 
-    `study_dir` is a finished study of the method (see `mdad plan --run`) whose seen
-    split's MDAD curve is interpolated; without it, methods with an analytic MDAD get
-    theirs and other methods uniform random sampling's, marked as such. `metric` is
-    the metric the data was read with (default the dataset's own). `progress` is
-    called with (fits done, total fits, what) at the start and as each fit finishes:
-    the selection and, unless its samples are simple random ones, the 5 folds
-    of the cross-validated error, which may take seconds each. `spawn_worker` lets
-    slow fits (the first still running after `SPAWN_AFTER_SECONDS`) use a second core
-    through a spawned worker process (see `run_fits`; a script must then guard its
-    work with ``if __name__ == "__main__":``); the numbers are the same either way.
+    The items are chosen from the whole dataset (or the item ids in `pool`), using
+    every model of the dataset as a source, or only `models`: held-out evaluation
+    selects from some models and estimates the others. The file records how many
+    models and which (a hash of their names), and `estimate` says so when they are
+    not all. Besides the items, the file holds the estimator, the reference models'
+    accuracy and answers, the MDAD at this size and, unless each sample is a simple
+    random one, the cross-validated error that calibrates the interval.
+
+    Parameters
+    ----------
+    dataset : Dataset
+        The benchmark's models and items (`load_dataset`).
+    method : str
+        The selection method (see `mdad methods`); one that chooses one fixed subset
+        (not an adaptive one).
+    size : int
+        Items to choose, in 1..the largest size `method` can build from the pool (or
+        within the study's sizes, with `study_dir`).
+    seed : int, default 0
+        Seed of the selection, >= 0.
+    pool : list of str or None, default None
+        Item ids to choose from (each once, all the dataset's); the estimate, the
+        reference accuracies and the MDAD are then the pool's. None: every item.
+    models : sequence of str, sequence of int, numpy.ndarray or None, default None
+        The source models: names, or distinct indices into the dataset's models.
+        None: every model.
+    threshold : float, default 0.8
+        The agreement probability that defines MDAD, in (0, 1).
+    study_dir : pathlib.Path or None, default None
+        A finished study of the method (see `mdad plan --run`) whose seen split's MDAD
+        curve is interpolated; without it, methods with an analytic MDAD get theirs
+        and other methods uniform random sampling's, marked as such.
+    allow_other_version : bool, default False
+        Accept a `study_dir` made on another version of this dataset's data (its
+        sha256 differs).
+    metric : str or None, default None
+        The metric the data was read with; None: the dataset's own. It must not
+        differ from the one `dataset` was read with.
+    progress : SelectProgress or None, default None
+        Called with (fits done, total fits, what) at the start and as each fit
+        finishes: the selection and, unless its samples are simple random ones, the 5
+        folds of the cross-validated error, which may take seconds each.
+    spawn_worker : bool, default False
+        Let slow fits (the first still running after `SPAWN_AFTER_SECONDS`) use a
+        second core through a spawned worker process (see `run_fits`; a script must
+        then guard its work with ``if __name__ == "__main__":``); the numbers are the
+        same either way.
+
+    Returns
+    -------
+    MicroBenchmarkFile
+        The micro-benchmark, to save with its ``save`` method and read back with
+        ``MicroBenchmarkFile.load`` (`estimate_score`, `compare_models`). Its MDAD is
+        an accuracy fraction, None when not reached (then above `max_gap`).
 
     Raises
     ------
     ConfigError
-        For an unknown method, a size outside 1..pool size (or the study's sizes), an
-        unknown pool item, or a `study_dir` with a `pool` smaller than the dataset.
+        For an unknown method or one that chooses items per model, a size outside
+        1..pool size (or the study's sizes), a negative seed, a threshold outside
+        (0, 1), a `progress` that is not callable, another `metric` than the data's, an
+        unknown or repeated pool item, `models` indices repeated or out of range, too
+        few models for the method, or a `study_dir` with a `pool` smaller than the
+        dataset, of another benchmark, of another threshold or (unless allowed) of other
+        data.
     DataError
-        For an unknown or repeated model in `models`.
+        For an unknown or repeated model in `models`; for a `study_dir` that is not a
+        readable study or has no seen-split rows for the method.
     """
     return select_microbenchmarks(
         dataset, method, [size], seed=seed, pool=pool, models=models, threshold=threshold,
@@ -299,11 +345,52 @@ def select_microbenchmarks(dataset: Dataset, method: str, sizes: Sequence[int], 
                            study_dir: Path | None = None, allow_other_version: bool = False,
                            metric: str | None = None, progress: SelectProgress | None = None,
                            spawn_worker: bool = False) -> list[MicroBenchmarkFile]:
-    """`select_microbenchmark` at each of `sizes`, in their order: the same files, but
-    the sizes share each pool's work (anchor points' correlations, tinyBenchmarks' IRT
-    fit), so that several sizes cost little more than one. `progress` counts the same
-    fits (the selection and its cross-validation folds), each now for every size.
-    Raises as `select_microbenchmark` does, and for `sizes` that are not whole numbers."""
+    """`select_microbenchmark` at each of `sizes`, in their order.
+
+    The same files as one `select_microbenchmark` call per size, but the sizes share
+    each pool's work (anchor points' correlations, tinyBenchmarks' IRT fit), so that
+    several sizes cost little more than one.
+
+    Parameters
+    ----------
+    dataset : Dataset
+        As in `select_microbenchmark`.
+    method : str
+        As in `select_microbenchmark`.
+    sizes : Sequence[int]
+        The sizes, a non-empty list of whole numbers, each in 1..the largest size
+        `method` can build from the pool (or within the study's sizes).
+    seed : int, default 0
+        As in `select_microbenchmark`.
+    pool : list of str or None, default None
+        As in `select_microbenchmark`.
+    models : sequence of str, sequence of int, numpy.ndarray or None, default None
+        As in `select_microbenchmark`.
+    threshold : float, default 0.8
+        As in `select_microbenchmark`.
+    study_dir : pathlib.Path or None, default None
+        As in `select_microbenchmark`.
+    allow_other_version : bool, default False
+        As in `select_microbenchmark`.
+    metric : str or None, default None
+        As in `select_microbenchmark`.
+    progress : SelectProgress or None, default None
+        As in `select_microbenchmark`: it counts the same fits (the selection and its
+        cross-validation folds), each now for every size.
+    spawn_worker : bool, default False
+        As in `select_microbenchmark`.
+
+    Returns
+    -------
+    list of MicroBenchmarkFile
+        One micro-benchmark per size, in the order of `sizes`.
+
+    Raises
+    ------
+    ConfigError, DataError
+        As `select_microbenchmark` does, and for `sizes` that are not a non-empty list
+        of whole numbers.
+    """
     check_type(dataset, Dataset, "dataset", "a Dataset (mdad.load_dataset(name))")
     check_read_with(dataset, metric)
     check_whole(seed, "seed", minimum=0)
@@ -484,8 +571,27 @@ def _answers_json(scores: np.ndarray) -> list[Any]:
 
 
 def lm_eval_tasks(lm_eval_items: list[str] | None) -> list[str] | None:
-    """The tasks of ``task/doc_id`` items, sorted: what lm-eval's ``--tasks`` needs to run
-    exactly the selected items (a task left out of --samples would run in full)."""
+    """The tasks of ``task/doc_id`` items, sorted.
+
+    What lm-eval's ``--tasks`` needs to run exactly the selected items (a task left out
+    of ``--samples`` would run in full).
+
+    Parameters
+    ----------
+    lm_eval_items : list of str or None
+        Item names ``task/doc_id`` (`MicroBenchmarkFile.lm_eval_items`), or None when
+        the dataset has no lm-eval mapping.
+
+    Returns
+    -------
+    list of str or None
+        The distinct tasks, sorted; None when `lm_eval_items` is None.
+
+    Raises
+    ------
+    ConfigError
+        When `lm_eval_items` is not a list of ``task/doc_id`` names.
+    """
     if lm_eval_items is None:
         return None
     if isinstance(lm_eval_items, str) or not all(
@@ -521,15 +627,38 @@ def check_same_benchmark(bundle: MicroBenchmarkFile, name: str) -> None:
 
 def with_reference(bundle: MicroBenchmarkFile, dataset: Dataset, *,
                    allow_other_version: bool = False) -> tuple[MicroBenchmarkFile, str]:
-    """`bundle` compared with `dataset`'s models (accuracy on all items, answers on the
-    micro-benchmark's items) instead of the saved ones, and a warning when the data's
-    version differs and that was allowed.
+    """`bundle` compared with `dataset`'s models instead of the saved ones.
+
+    The file's reference models, their accuracy (on all the dataset's items) and their
+    answers (on the micro-benchmark's items) are replaced by `dataset`'s, so that a new
+    model is estimated and compared against them.
+
+    Parameters
+    ----------
+    bundle : MicroBenchmarkFile
+        The saved micro-benchmark (``MicroBenchmarkFile.load(path)``).
+    dataset : Dataset
+        The same benchmark's data (`load_dataset`), holding every item of the
+        micro-benchmark.
+    allow_other_version : bool, default False
+        Accept data whose sha256 differs from the file's (another version of the same
+        benchmark); the warning returned says so.
+
+    Returns
+    -------
+    bundle : MicroBenchmarkFile
+        A copy of `bundle` with `dataset`'s models as its reference models.
+    warning : str
+        A warning naming both sha256 when the data's version differs and that was
+        allowed; "" otherwise.
 
     Raises
     ------
     ConfigError
-        When `dataset`'s sha256 differs from the file's and `allow_other_version` is
-        False.
+        For a `bundle` or `dataset` of the wrong type; when `dataset` is another named
+        benchmark than the file's; when the file stands for a pool of items whose ids it
+        does not record; when `dataset`'s sha256 differs from the file's and
+        `allow_other_version` is False.
     DataError
         When `dataset` lacks some of the micro-benchmark's items.
     """
@@ -687,8 +816,24 @@ def _fold_estimates(matrix: ResponseMatrix, selector: MethodDefaults, sizes: lis
 
 
 def lm_eval_samples_json(bundle: MicroBenchmarkFile) -> dict[str, list[int]]:
-    """``{task: [doc indices]}`` for lm-evaluation-harness's ``--samples`` option (see
-    `samples_by_task`)."""
+    """The micro-benchmark's items as lm-evaluation-harness's ``--samples`` option wants them.
+
+    Parameters
+    ----------
+    bundle : MicroBenchmarkFile
+        The saved micro-benchmark, whose dataset maps to lm-eval tasks.
+
+    Returns
+    -------
+    dict of str to list of int
+        ``{task: [doc indices]}``, tasks and indices ascending (see `samples_by_task`).
+
+    Raises
+    ------
+    ConfigError
+        When the dataset has no lm-evaluation-harness task mapping (its items are not
+        named ``task/doc_id``).
+    """
     if bundle.lm_eval_items is None:
         raise ConfigError(f"dataset {bundle.dataset} has no lm-evaluation-harness task "
                           "mapping; --format lm-eval needs items named task/doc_id")

@@ -299,8 +299,36 @@ class Comparison(Footing):
 
 def compare_models(bundle: MicroBenchmarkFile, first: ItemScores, second: ItemScores, *,
                    allow_partial: bool = False) -> Comparison:
-    """The paired difference of two models on the items both answered, judged by
-    `RULE`.
+    """Compare two models on a micro-benchmark: is their gap real?
+
+    The paired difference of the two models' estimates on the items both answered,
+    judged by `RULE`: A is reliably above B when estimate(A) - estimate(B) is at least
+    the MDAD for that many items, its paired 95% interval excludes 0, and the exact
+    two-sided McNemar test of the items only one of them got right (a score above 0.5
+    counts as right) gives p < 0.05. An MDAD not reached at that many items makes
+    neither model reliably better.
+
+    Parameters
+    ----------
+    bundle : MicroBenchmarkFile
+        The saved micro-benchmark (``MicroBenchmarkFile.load(path)``): its items, its
+        estimator and its MDAD curve.
+    first, second : ItemScores
+        The two models' scores on the file's items (`read_model_scores`): one score in
+        [0, 1] per item, NaN for an item not answered.
+    allow_partial : bool, default False
+        Judge from the items both models answered when they share fewer than the
+        micro-benchmark holds (its MDAD then read at that many items); without it, any
+        missing item is refused.
+
+    Returns
+    -------
+    Comparison
+        The difference estimate(first) - estimate(second) and its paired 95% interval
+        (accuracy fractions), the counts of items only one model got right, the McNemar
+        p-value, the verdict (``"reliable"`` or ``"too close to call"``), the winner
+        (None when too close) and the reason, with the items used and the MDAD for them
+        (`Footing`).
 
     Raises
     ------
@@ -309,7 +337,7 @@ def compare_models(bundle: MicroBenchmarkFile, first: ItemScores, second: ItemSc
     DataError
         For scores that are not the file's items' (`check_results`); when the two share
         fewer items than the micro-benchmark holds and `allow_partial` is False, or
-        share none.
+        share none; or when they share a number of items the file has no MDAD for.
     """
     check_results(bundle, first, "first")
     check_results(bundle, second, "second")

@@ -115,23 +115,53 @@ class Estimate(Footing):
 
 def estimate_score(bundle: MicroBenchmarkFile, results: ItemScores, *,
                    allow_partial: bool = False) -> Estimate:
-    """Estimate `results`' model's full accuracy from the micro-benchmark, and list the
+    """Estimate a model's full-benchmark accuracy from its answers to a micro-benchmark.
+
+    Estimates `results`' model's accuracy on the whole benchmark (or the file's pool)
+    with the micro-benchmark's own estimator, gives its 95% interval, and lists the
     reference models it is reliably above or below (`LIST_RULE`).
 
-    The 95% interval (`accuracy_interval`): for a simple random sample, the exact
-    interval of n of N items drawn without replacement (`hypergeometric_interval`;
-    Wilson's for partial-credit scores); for every other
-    method, the Neyman belt calibrated on the file's held-out models
-    (`mdad.practice.calibration`), its spread scaled by sqrt(size / n) when only n
-    items were answered. With `allow_partial`, items the results lack are left out:
-    linear estimators are re-weighted over the rest, IRT estimators re-fitted on the
-    answered anchors; Anchor Points' predictor refuses.
+    Parameters
+    ----------
+    bundle : MicroBenchmarkFile
+        The saved micro-benchmark (``MicroBenchmarkFile.load(path)``): its items, its
+        estimator, its calibration and its reference models.
+    results : ItemScores
+        The model's scores on the file's items (`read_model_scores`): one score in
+        [0, 1] per item, NaN for an item not answered.
+    allow_partial : bool, default False
+        Estimate from the answered items only when some are missing; without it, any
+        missing item is refused.
+
+    Returns
+    -------
+    Estimate
+        The estimated accuracy and its 95% interval (accuracy fractions, 0.05 = 5
+        points), how the interval was made, the reference models the model is reliably
+        above, below or too close to call, and the items used with the MDAD for them
+        (`Footing`). The lists are empty when the estimate is `beyond` the reference
+        models or `unexplained`.
 
     Raises
     ------
+    ConfigError
+        For a `bundle` or `results` of the wrong type.
     DataError
-        For missing items without `allow_partial`, or an estimator that cannot work
-        on the answered subset.
+        For scores that are not the file's items' (`check_results`); for missing items
+        without `allow_partial`, none answered, or a number answered the file has no MDAD
+        for; or for an estimator that cannot work on the answered subset.
+
+    Notes
+    -----
+    The 95% interval (`accuracy_interval`): for a simple random sample, the exact
+    interval of n of N items drawn without replacement (`hypergeometric_interval`;
+    Wilson's for partial-credit scores); for every other method, the Neyman belt
+    calibrated on the file's held-out models (`mdad.practice.calibration`), its spread
+    scaled by sqrt(size / n) when only n items were answered.
+
+    With `allow_partial`, items the results lack are left out: linear estimators are
+    re-weighted over the rest, IRT estimators re-fitted on the answered anchors; Anchor
+    Points' predictor refuses.
     """
     check_results(bundle, results, "results")
     observed = ~np.isnan(results.scores)

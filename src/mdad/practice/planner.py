@@ -66,11 +66,26 @@ def pair_structure(correctness: np.ndarray, subtask_codes: np.ndarray,
                    pairs: tuple[np.ndarray, np.ndarray] | None = None) -> PairStructure:
     """Disagreement counts of every pair (i < j) of models, or of the given `pairs`.
 
+    For each pair and subtask, how many items only the first model got right and how
+    many only the second did (a score above 0.5 counts as right), with the pair's
+    accuracy gap on the pool: what `analytic_mdad` and `size_for_gap` read.
+
     Parameters
     ----------
-    correctness : 0/1 array of shape (n_models, n_items)
-    subtask_codes : int array of shape (n_items,)
-    pairs : (first, second) model index arrays; all pairs i < j when None.
+    correctness : numpy.ndarray
+        Scores of shape (n_models, n_items), in [0, 1] (0/1, or partial credit read
+        as right above 0.5); no NaN.
+    subtask_codes : numpy.ndarray
+        Int array of shape (n_items,): each item's subtask code, >= 0.
+    pairs : tuple of (numpy.ndarray, numpy.ndarray) or None, default None
+        (first, second) model index arrays of one shape; None: all pairs i < j.
+
+    Returns
+    -------
+    PairStructure
+        `only_first` and `only_second`, int arrays of shape (n_pairs, n_subtasks); the
+        items per subtask, `subtask_sizes` (n_subtasks,); and the pairs' accuracy gap
+        on the pool (first minus second, fractions), `gap` (n_pairs,).
 
     Raises
     ------
@@ -227,12 +242,48 @@ class AnalyticMdad:
 
 def analytic_mdad(structure: PairStructure, size: int, *, threshold: float = DEFAULT_THRESHOLD,
                   stratified: bool = False, against: str = "full") -> AnalyticMdad:
-    """The paper's first-crossing MDAD (fraction) of `size`-item random micro-benchmarks
-    over the pairs of `structure`, from their agreement probabilities.
+    """The analytic MDAD of `size`-item random micro-benchmarks over the pairs of `structure`.
 
-    Not reached (value None) when no non-empty bin's mean probability reaches
-    `threshold`, which is always the case when no pair differs (every probability
-    is 0) or there is no pair.
+    The paper's first-crossing MDAD (accuracy fraction), from the pairs' agreement
+    probabilities (`agreement_probability`, the normal approximation with continuity
+    correction): the first 0.005-wide bin of |gap| whose mean probability reaches
+    `threshold`. No sampling: the same structure and size give the same MDAD.
+
+    Parameters
+    ----------
+    structure : PairStructure
+        The disagreement counts of the model pairs (`pair_structure`).
+    size : int
+        Items in the micro-benchmark, in 1..the pool's items.
+    threshold : float, default 0.8
+        The agreement probability that defines MDAD, in (0, 1).
+    stratified : bool, default False
+        False: uniform random sampling. True: subtask-equal sampling, size / k items
+        from each of the k subtasks, each with its own finite population correction.
+    against : str, default "full"
+        ``"full"``: pairs are ranked as the whole pool ranks them (finite population
+        correction). ``"universe"``: the pool is a sample of its task, items drawn with
+        replacement (no correction), so even the whole pool has an MDAD.
+
+    Returns
+    -------
+    AnalyticMdad
+        The MDAD (`value`, a fraction), the largest |gap| between the pairs, how many
+        pairs it is computed from and how many differ, and the pairs in the bin that
+        sets it. Not reached (`value` None, then larger than `max_gap`) when no
+        non-empty bin's mean probability reaches `threshold`, which is always the case
+        when no pair differs (every probability is 0) or there is no pair.
+
+    Raises
+    ------
+    ConfigError
+        For a `structure` that is not a `PairStructure`, a `stratified` that is not a
+        bool, an `against` other than full or universe, a threshold outside (0, 1), or
+        a size outside 1..the pool's items.
+
+    See Also
+    --------
+    size_for_gap : the smallest size whose analytic MDAD is at most a gap.
     """
     _check_options(structure, stratified, against)
     check_open_unit(threshold, "threshold")
@@ -335,9 +386,42 @@ class Plan:
 def size_for_gap(structure: PairStructure, gap: float, *, threshold: float = DEFAULT_THRESHOLD,
                  stratified: bool = False, max_size: int | None = None,
                  against: str = "full") -> tuple[int, AnalyticMdad]:
-    """The smallest size whose analytic MDAD is at most `gap`, and that MDAD; the
-    largest size (with its MDAD, possibly not reached) when none is. A bisection:
-    MDAD falls with size, and an unreached MDAD is above every gap."""
+    """The smallest size whose analytic MDAD is at most `gap`, and that MDAD.
+
+    A bisection over sizes with `analytic_mdad`: MDAD falls with size, and an
+    unreached MDAD is above every gap. When no size up to `max_size` reaches `gap`,
+    the answer is that largest size with its MDAD (possibly not reached).
+
+    Parameters
+    ----------
+    structure : PairStructure
+        The disagreement counts of the model pairs (`pair_structure`).
+    gap : float
+        The accuracy gap to resolve, a fraction in (0, 1) (0.02 is 2 points).
+    threshold : float, default 0.8
+        The agreement probability that defines MDAD, in (0, 1).
+    stratified : bool, default False
+        As in `analytic_mdad`: subtask-equal rather than uniform sampling.
+    max_size : int or None, default None
+        The largest size to consider, in 1..the pool's items; None: the whole pool.
+    against : str, default "full"
+        As in `analytic_mdad`: ``"full"`` or ``"universe"``.
+
+    Returns
+    -------
+    size : int
+        The smallest size whose MDAD is at most `gap`; when none is, the largest size
+        considered.
+    mdad : AnalyticMdad
+        That size's analytic MDAD (`value` a fraction, None when not reached). Check
+        it against `gap` to tell the two cases apart.
+
+    Raises
+    ------
+    ConfigError
+        For a gap outside (0, 1), and as `analytic_mdad` does (a `max_size` outside
+        1..the pool's items too).
+    """
     _check_options(structure, stratified, against)
     if not isinstance(gap, numbers.Real) or not 0.0 < gap < 1.0:
         raise ConfigError(f"gap must be in (0, 1) (a fraction: 0.02 is 2 points); got {gap}",

@@ -66,21 +66,48 @@ def check_metric(bundle: MicroBenchmarkFile, metric: str | None, *,
 def read_model_scores(path: Path, bundle: MicroBenchmarkFile, *, metric: str | None = None,
                       allow_other_metric: bool = False,
                       allow_mixed_settings: bool = False) -> ItemScores:
-    """One model's scores on the micro-benchmark's items, read from its per-item
-    results: an lm-eval ``--log_samples`` folder or file, or a CSV with columns
-    ``item_id`` and ``correct``.
+    """Read one model's scores on a micro-benchmark's items from its per-item results.
 
-    Not `mdad.data.read_results`, which reads many models' results into a
-    `ResponseMatrix`: this reads one model's, matched to `bundle`'s items.
+    The results are an lm-eval ``--log_samples`` folder or file, or a CSV with columns
+    ``item_id`` and ``correct``. Not `mdad.data.read_results`, which reads many models'
+    results into a `ResponseMatrix`: this reads one model's, matched to `bundle`'s
+    items.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        The model's results: an lm-eval ``--log_samples`` folder or ``.jsonl`` file
+        (only the sample files of the micro-benchmark's tasks are read), or a ``.csv``
+        file of ``item_id,correct``.
+    bundle : MicroBenchmarkFile
+        The saved micro-benchmark whose items are read (``MicroBenchmarkFile.load(path)``).
+    metric : str or None, default None
+        The lm-eval metric to read (e.g. ``acc``, ``acc_norm``); None: the one the
+        micro-benchmark was built on. No other metric stands in for it.
+    allow_other_metric : bool, default False
+        Accept a `metric` other than the micro-benchmark's, whose MDAD and estimator
+        hold for its own only.
+    allow_mixed_settings : bool, default False
+        Accept lm-eval runs of mixed n-shot settings (the reader's note says so).
+
+    Returns
+    -------
+    ItemScores
+        The model's name, one score in [0, 1] per item of the micro-benchmark in its
+        order (NaN for an item the results lack), the items missing, how many result
+        items are outside the micro-benchmark (ignored), and the fingerprint of the
+        files read.
 
     Raises
     ------
     ConfigError
-        For a `metric` other than the micro-benchmark's, unless `allow_other_metric`.
+        For a `path` that is not a path, or a `metric` other than the
+        micro-benchmark's, unless `allow_other_metric`.
     DataError
         For a file with several models, duplicated items, no item of the
         micro-benchmark at all, or items that are not the dataset's (results for another
-        task or dataset); lm-eval runs of mixed n-shot unless `allow_mixed_settings`.
+        task or dataset); lm-eval runs of mixed n-shot unless `allow_mixed_settings`;
+        lm-eval results for a dataset with no lm-eval task mapping.
     """
     check_path(path, "path")
     check_metric(bundle, metric, allow_other_metric=allow_other_metric)

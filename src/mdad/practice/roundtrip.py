@@ -95,14 +95,55 @@ class RoundTrip:
 def round_trip(dataset: Dataset, method: str, sizes: Sequence[int], *,
                seeds: Sequence[int] = (0, 1), folds: int = 5, split: str = "folds",
                progress: Callable[[str], None] | None = None) -> RoundTrip:
-    """Held-out round trips of `method` at each of `sizes` (see the module docstring).
+    """Held-out round trips of `method` at each of `sizes`: do `estimate`'s intervals hold?
+
+    The dataset's models are split into folds; each fold's micro-benchmarks (every size
+    at once) are selected from the other models (`select_microbenchmarks(...,
+    models=...)`) and every model of the fold is estimated from its real answers on the
+    selected items (`estimate_score`), with its 95% interval and its above and below
+    lists. An adaptive method is started on the other models (`start_adaptive_test(...,
+    models=...)`) and the fold's models take the test (batch 1) on their real answers,
+    read after each of `sizes` answers. See the module docstring.
+
+    Parameters
+    ----------
+    dataset : Dataset
+        The benchmark's models and items (`load_dataset`).
+    method : str
+        The selection method, or an adaptive one (``adaptive``, ``adaptive-md``).
+    sizes : Sequence[int]
+        Micro-benchmark sizes (for an adaptive method, items answered): a non-empty
+        list of whole numbers >= 1.
+    seeds : Sequence[int], default (0, 1)
+        Seeds, a non-empty list of whole numbers >= 0: each draws its own folds and
+        selections.
+    folds : int, default 5
+        Folds of the models, at least 2 (with ``split="folds"``).
+    split : str, default "folds"
+        ``"folds"``: every model is held out once per seed. ``"top"`` (or
+        ``"bottom"``): select from the models outside the top (bottom) decile of
+        accuracy and estimate that decile: new models beyond the reference models.
+    progress : Callable[[str], None] or None, default None
+        Called with one line of text as each seed's fold is done.
+
+    Returns
+    -------
+    RoundTrip
+        One row per (size, seed, held-out model): the model's true accuracy, its
+        estimate and 95% interval (accuracy fractions), the reference models listed
+        above or below it and how many of those are wrong, whether the estimate was
+        flagged as beyond the reference models, and the model's decile group.
+        `RoundTrip.summary` gives the coverage by size.
 
     Raises
     ------
     ConfigError
         For a dataset that is not a `Dataset`, sizes or seeds that are not non-empty
         lists of whole numbers, an unknown split, fewer than 2 folds, or a progress
-        that is not a function.
+        that is not a function; and as `select_microbenchmarks` or
+        `start_adaptive_test` do (an unknown method, a size it cannot build).
+    DataError
+        As `select_microbenchmarks` or `start_adaptive_test` do.
     """
     from mdad.practice.adaptive_state import ADAPTIVE_METHODS
 

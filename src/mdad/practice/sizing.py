@@ -57,28 +57,67 @@ def plan(dataset: Dataset, *, gap: float | None = None, size: int | str | None =
          allow_other_version: bool = False, against: str = "full") -> Plan:
     """Answer one planning question for `dataset`'s models and items.
 
-    Exactly one of `gap` (a fraction: the smallest size whose MDAD is at most it) and
-    `size` (that size's MDAD; ``"all"`` for the largest size the method can build, the
-    whole benchmark for random) is given. Random methods are computed analytically
-    from every pair of the dataset's models over all its items, measured `against`
-    the full benchmark (finite population correction) or the task's universe of items
-    (none). Any other method needs a finished study (`study_dir`, its mdad.csv) whose
-    MDAD curve on the seen split (``against="full"``) or the unseen split
-    (``"universe"``) is interpolated. An MDAD that is not reached is None, never a
-    number; nor is one that the study says cannot be measured (`measurable` False).
+    Either the smallest micro-benchmark size whose MDAD is at most `gap`, or the MDAD
+    of a given `size`: exactly one of the two is given. Random methods are computed
+    analytically from every pair of the dataset's models over all its items, measured
+    `against` the full benchmark (finite population correction) or the task's universe
+    of items (none). Any other method needs a finished study (`study_dir`, its
+    mdad.csv) whose MDAD curve on the seen split (``against="full"``) or the unseen
+    split (``"universe"``) is interpolated. An MDAD that is not reached is None, never
+    a number; nor is one that the study says cannot be measured (`measurable` False).
 
-    A study of another benchmark (both named datasets, `mdad.data.registry.DATASETS` or
-    ``synthetic:<shape>``, with different names) is refused whatever
-    `allow_other_version` says; that flag accepts a study of another version of this
-    dataset's data (its sha256 differs), and the answer's `study_data_note` says so.
+    Parameters
+    ----------
+    dataset : Dataset
+        The benchmark's models and items (`load_dataset`).
+    gap : float or None, default None
+        An accuracy gap as a fraction in (0, 1) (0.02 is 2 points): the answer is the
+        smallest size whose MDAD is at most it.
+    size : int or str or None, default None
+        A micro-benchmark size in 1..the largest size `method` can build from the
+        dataset's items (a whole number, or its text): the answer is that size's MDAD.
+        ``"all"`` is that largest size, the whole benchmark for random.
+    method : str, default "random"
+        The selection method (see `mdad methods`).
+    study_dir : pathlib.Path or None, default None
+        A finished study of `method` on this dataset (the folder `mdad run` wrote),
+        whose MDAD curve is interpolated; required for a method with no analytic MDAD,
+        and used instead of the analytic MDAD when given.
+    target_models : list of str or None, default None
+        Names of models to compare (at least 2): the answer then says what share of
+        their pairs differ by at least the MDAD (`settled_share`).
+    threshold : float, default 0.8
+        The agreement probability that defines MDAD, in (0, 1); a study must have used
+        the same.
+    allow_other_version : bool, default False
+        Accept a study of another version of this dataset's data (its sha256 differs);
+        the answer's `study_data_note` then says so. A study of another benchmark
+        (both named datasets, `mdad.data.registry.DATASETS` or ``synthetic:<shape>``,
+        with different names) is refused whatever it says.
+    against : str, default "full"
+        ``"full"``: the MDAD against the full benchmark (finite population correction;
+        a study's seen split). ``"universe"``: against the task's universe of items (no
+        correction; a study's unseen split).
+
+    Returns
+    -------
+    Plan
+        The size and its MDAD (accuracy fraction; None when not reached, then larger
+        than `max_gap`), whether it was reached, the pairs it rests on, how it was
+        found (``"analytic"`` or ``"interpolated"``) and, with `target_models`, the
+        share of their pairs it settles. `size` is None when no size reaches `gap`.
 
     Raises
     ------
     ConfigError
         For both or neither of gap and size, a gap outside (0, 1), a size outside
-        the pool, an unknown target model or reference, fewer than 2 target models,
-        a method with no study, or a study of another benchmark or (unless allowed)
-        of other data.
+        the pool (or the study's sizes), a threshold outside (0, 1), an unknown
+        reference (`against` other than full or universe), an unknown method, fewer
+        than 2 target models, a method with no study, or a study of another
+        benchmark, of another threshold, or (unless allowed) of other data.
+    DataError
+        For an unknown or repeated target model; for a `study_dir` that is not a
+        readable study folder, or has no rows for `method` on the split read.
     """
     check_type(dataset, Dataset, "dataset", "a Dataset (mdad.load_dataset(name))")
     if (gap is None) == (size is None):

@@ -268,10 +268,29 @@ class StudyFolder:
 
 
 def read_study_folder(path: Path) -> StudyFolder:
-    """Read the study folder `path`.
+    """Read a finished study folder back: its configuration and tables.
+
+    For a per-subtask study the tables are the pooled block (`subtask` = "(pooled)"),
+    whose sizes are totals over subtasks. An mdad.csv of mdad 0.1, which wrote "never
+    reached" as 0.5, is read as censored.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        The folder `mdad run` (or `conduct_study`) wrote: config.json, mdad.csv,
+        summary.csv and results.parquet.
+
+    Returns
+    -------
+    StudyFolder
+        The folder's path, config.json's content, and its tables: mdad.csv (one row per
+        method, size, source count and split), summary.csv (one row per method, size
+        and source count) and results.parquet (one row per estimate).
 
     Raises
     ------
+    ConfigError
+        For a `path` that is not a path.
     DataError
         When a file is missing, unreadable or does not hold a study (see
         `mdad.study.folder_checks`), naming it.

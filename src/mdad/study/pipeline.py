@@ -123,13 +123,33 @@ def load_study_data(request: StudyRequest) -> Dataset:
 
 
 def prepare_study(request: StudyRequest, *, dataset: Dataset | None = None) -> PreparedStudy:
-    """Load the request's data (unless `dataset` is it, loaded by `load_study_data`)
-    and validate its plan, before any work.
+    """Load a study request's data and validate its plan, before any work.
+
+    The unset target and source counts take the dataset's defaults; a per-subtask
+    request is planned for each subtask. Nothing is computed or written: the returned
+    study is what `conduct_study` runs, and its notices are what a user should see
+    before the work starts.
+
+    Parameters
+    ----------
+    request : StudyRequest
+        What to study and how: the dataset, the study's parameters (`StudyConfig`),
+        the load options, and whether per subtask.
+    dataset : Dataset or None, default None
+        The request's data, already loaded by `load_study_data(request)`; None: it is
+        loaded here.
+
+    Returns
+    -------
+    PreparedStudy
+        The request with its dataset, its validated plan (one per subtask for a
+        per-subtask study), the number of cells to compute, and the plan's notices.
 
     Raises
     ------
     ConfigError, DataError
-        For a request that cannot be run on this data, naming the parameter.
+        For a request that cannot be run on this data, naming the parameter; for data
+        that cannot be loaded.
     """
     if dataset is None:
         dataset = load_study_data(request)
@@ -150,8 +170,37 @@ def prepare_study(request: StudyRequest, *, dataset: Dataset | None = None) -> P
 def resume_study(out_dir: str | Path, *, backend: Backend | None = None,
                  progress: ProgressReporter | None = None,
                  command: list[str] | None = None) -> StudyOutcome:
-    """Continue the interrupted study that was writing to `out_dir`, with its saved
-    request (`conduct_study` with `resume`; the same parameters)."""
+    """Continue the interrupted study that was writing to `out_dir`.
+
+    Its saved request is read from the checkpoint beside `out_dir`, prepared again
+    (`prepare_study`) and run by `conduct_study` with `resume`: finished cells are
+    reused, the rest computed.
+
+    Parameters
+    ----------
+    out_dir : str or pathlib.Path
+        The folder the interrupted study was writing to.
+    backend : Backend or None, default None
+        As in `conduct_study`.
+    progress : ProgressReporter or None, default None
+        As in `conduct_study`.
+    command : list of str or None, default None
+        As in `conduct_study`: a resumed study records the command it started with
+        (kept in its checkpoint), not this one.
+
+    Returns
+    -------
+    StudyOutcome
+        As `conduct_study` returns.
+
+    Raises
+    ------
+    ConfigError, DataError
+        When `out_dir` has no interrupted study or its request cannot be read, the data
+        changed since it started, or as `prepare_study` and `conduct_study` do.
+    StudyInterrupted
+        As `conduct_study` does.
+    """
     out_dir = Path(out_dir).expanduser()
     return conduct_study(prepare_study(saved_request(out_dir)), out_dir, resume=True,
                          backend=backend, progress=progress, command=command)
@@ -175,29 +224,51 @@ def conduct_study(prepared: PreparedStudy, out_dir: str | Path, *, resume: bool 
                   ) -> StudyOutcome:
     """Run a study and write its folder `out_dir`.
 
+    Computes every cell of the prepared plan, evaluates the tables, and writes
+    config.json, mdad.csv, agreement.csv, summary.csv and results.parquet to `out_dir`.
+    Finished cells are saved as they complete, so an interrupted study can resume
+    (`resume_study`). The library never prints: notices come back in the outcome and
+    progress goes to `progress`.
+
     Parameters
     ----------
-    prepared : the request with its data and plan, validated (`prepare_study`).
-    out_dir : the study folder to write; it must not exist or be empty. Finished
-        cells are saved beside it (see `checkpoint_dir`) as they complete.
-    resume : continue the interrupted study that was writing to `out_dir`, reusing
-        what it finished; the request must be the saved one (`resume_study` reads
-        it).
-    backend : where runs are computed (`mdad.study.backends.choose_backend`; None:
-        "auto", one process per core). The numbers do not depend on it.
-    progress : called with a `StudyProgress` as cells finish, then once for the
-        metrics.
-    command, version : recorded in config.json; a resumed study records the command it
-        started with (kept in its checkpoint), not the one that resumed it.
+    prepared : PreparedStudy
+        The request with its data and plan, validated (`prepare_study`).
+    out_dir : str or pathlib.Path
+        The study folder to write; it must not exist or be empty. Finished cells are
+        saved beside it (see `checkpoint_dir`) as they complete.
+    resume : bool, default False
+        Continue the interrupted study that was writing to `out_dir`, reusing what it
+        finished; the request must be the saved one (`resume_study` reads it), on the
+        same data.
+    backend : Backend or None, default None
+        Where runs are computed (`mdad.study.backends.choose_backend`; None: "auto",
+        one process per core). The numbers do not depend on it.
+    progress : ProgressReporter or None, default None
+        Called with a `StudyProgress` as cells finish, then once for the metrics.
+    command : list of str or None, default None
+        The command line recorded in config.json; a resumed study records the command
+        it started with (kept in its checkpoint), not the one that resumed it.
+    version : str or None, default None
+        The mdad version recorded in config.json; None: the installed one.
+
+    Returns
+    -------
+    StudyOutcome
+        The folder written, its tables, its config.json content, and every notice of
+        the plan and the runs (also in config.json).
 
     Raises
     ------
     ConfigError, DataError
         Before any work, for a `prepared` that is not a PreparedStudy, a `backend` that
-        is not a Backend, or a folder that cannot be used; during it, for a write that
-        fails (naming what was saved).
+        is not a Backend, or a folder that cannot be used (not empty, holding an
+        interrupted study without `resume`, or with `resume` another request or changed
+        data); during it, for a write that fails (naming what was saved).
     StudyInterrupted
-        On KeyboardInterrupt or another interrupt, once the workers have stopped.
+        On KeyboardInterrupt or another interrupt, once the workers have stopped; what
+        was finished stays in the checkpoint for `resume_study` (removed when nothing
+        was).
     """
     from mdad._version import version as installed
     from mdad.study.backends import Backend, choose_backend
