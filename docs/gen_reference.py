@@ -68,7 +68,8 @@ def api_page() -> str:
                 continue
             seen.add(home)
             lines += [f"::: {home}", "    options:", "      heading_level: 3",
-                      "      show_root_full_path: false", ""]
+                      "      show_root_heading: true", "      show_root_full_path: false",
+                      ""]
         constants = [name for name in module.__all__ if not name.startswith("__")
                      and not (inspect.isclass(getattr(module, name))
                               or inspect.isfunction(getattr(module, name)))]

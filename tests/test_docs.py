@@ -170,3 +170,23 @@ def test_the_site_builds_strictly(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     for page in ("reference/cli", "reference/api", "reference/methods"):
         assert (tmp_path / "site" / page / "index.html").stat().st_size > 10_000, page
+    # every exported class and function is a heading of the API reference
+    import importlib
+    import inspect
+
+    api = (tmp_path / "site" / "reference" / "api" / "index.html").read_text(encoding="utf-8")
+    packages = ["mdad", *(f"mdad.{name}" for name in ("data", "selection", "metrics",
+                                                      "practice", "study", "irt", "report"))]
+    missing = []
+    for package in packages:
+        module = importlib.import_module(package)
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if inspect.isclass(obj) or inspect.isfunction(obj):
+                anchor = f'<h3 id="{obj.__module__}.{obj.__qualname__}"'
+                if anchor not in api:
+                    missing.append(f"{package}.{name}")
+    assert not missing, missing
+    cli = (tmp_path / "site" / "reference" / "cli" / "index.html").read_text(encoding="utf-8")
+    for command in ("mdad run", "mdad estimate", "mdad adaptive start", "mdad data list"):
+        assert f"Usage: {command} " in cli, command
