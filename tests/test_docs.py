@@ -1,13 +1,13 @@
 """Every example of the documentation runs, against the real data (issue 38).
 
-The README and every page under ``docs/`` are read as a user reads them: each
-````bash`` and ````python`` block is run in order, in a fresh folder per page (so a
-page's later blocks see the files its earlier ones wrote), with ``mdad`` and the
-project's Python first on ``PATH`` and ``MDAD_DATA`` pointing at the shared data. A
-````text`` block after a run block is that block's output as the page shows it: each
-of its lines, whitespace collapsed, must appear in the real output, in order (a line
-``...`` skips any amount). A block the tests cannot run says why on the line before it,
-``<!-- not run: REASON -->``, and the page shows the reason's substance in its text.
+The README and every page under ``docs/`` are read as a user reads them: each fenced
+bash and python block runs in order, in a fresh folder per page (so a page's later
+blocks see the files its earlier ones wrote), with ``mdad`` and the project's Python
+first on ``PATH`` and ``MDAD_DATA`` pointing at the shared data. A fenced text block
+after a run block is that block's output as the page shows it: each of its lines,
+whitespace collapsed, must appear in the real output, in order (a line ``...`` skips
+any amount). A block that cannot run here says why on the line before it,
+``<!-- not run: REASON -->``; the reasons are few and of known kinds (test below).
 
 ``mkdocs build --strict`` builds the site: a broken link, a missing anchor, a
 reference the API pages cannot resolve or a docstring griffe cannot parse fails it.
