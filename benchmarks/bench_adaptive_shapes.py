@@ -1,0 +1,101 @@
+"""Adaptive against static micro-benchmarks, method x size x benchmark shape (issue 39).
+
+For each shape, one `mdad run` study with the static methods the issue names and the
+adaptive ones, at 10, 25, 50 and 100 items: GPQA with its 420 real models and 50 runs,
+the synthetic shapes with 1,000 models and 20 runs (S = 300, seed 0 everywhere). Prints
+per shape and size the seen and unseen first-crossing MDAD in points (`>x`: not reached
+within x), each method's item exposure (`distinct_items`, `top_item_share`), and whether
+the best adaptive method's seen MDAD is at most every static method's.
+
+A study folder already under --out is read, not run again (delete it to re-measure).
+
+Usage: python benchmarks/bench_adaptive_shapes.py [--shapes gpqa,synthetic:bbh]
+       [--out benchmarks/out/adaptive-shapes] [--workers 0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+STATIC = ("random", "subtask-equal", "anchor-points", "tinybenchmarks-pirt",
+          "tinybenchmarks-gpirt")
+ADAPTIVE = ("adaptive", "adaptive-md")
+SIZES = (10, 25, 50, 100)
+SHAPES = {  # shape -> the options of its study
+    "gpqa": ("--runs", "50"),
+    "synthetic:mmlu-pro": ("--models", "1000", "--runs", "20"),
+    "synthetic:bbh": ("--models", "1000", "--runs", "20"),
+    "synthetic:mmlu": ("--models", "1000", "--runs", "20"),
+}
+
+
+def study(shape: str, out: Path, workers: str) -> tuple[Path, float | None]:
+    """The study folder of `shape` under `out`, run unless it is there; its seconds."""
+    folder = out / shape.replace(":", "-")
+    if (folder / "mdad.csv").exists():
+        return folder, None
+    out.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "mdad", "run", shape, *SHAPES[shape],
+                    "--methods", ",".join(STATIC + ADAPTIVE),
+                    "--sizes", ",".join(map(str, SIZES)), "--workers", workers,
+                    "--out", str(folder)], check=True)
+    return folder, time.perf_counter() - start
+
+
+def cell(row: pd.Series) -> str:
+    if not row["reached"]:
+        return f">{100 * row['max_gap']:.1f}"
+    return f"{100 * row['mdad']:.1f}"
+
+
+def table(shape: str, folder: Path) -> list[str]:
+    mdad = pd.read_csv(folder / "mdad.csv")
+    summary = pd.read_csv(folder / "summary.csv").set_index(["method", "size"])
+    lines = [f"\n{shape} ({folder})",
+             f"{'method':22} {'size':>4} {'seen':>7} {'unseen':>7} {'distinct':>8} "
+             f"{'top share':>9}"]
+    wins = []
+    for size in SIZES:
+        rows = mdad[mdad["size"] == size]
+        seen = rows[rows.split == "seen"].set_index("method")
+        unseen = rows[rows.split == "unseen"].set_index("method")
+        for method in STATIC + ADAPTIVE:
+            if method not in seen.index:
+                continue
+            exposure = summary.loc[(method, size)]
+            lines.append(f"{method:22} {size:>4} {cell(seen.loc[method]):>7} "
+                         f"{cell(unseen.loc[method]):>7} {exposure.distinct_items:>8.1f} "
+                         f"{exposure.top_item_share:>9.2f}")
+        # an unreached MDAD is above every reached one
+        value = seen["mdad"].where(seen["reached"], 1.0 + seen["max_gap"])
+        best_adaptive = min(value[m] for m in ADAPTIVE if m in seen.index)
+        best_static = min(value[m] for m in STATIC if m in seen.index)
+        wins.append(f"{size}: {'yes' if best_adaptive <= best_static else 'no'}")
+    lines.append("best adaptive seen MDAD <= every static one: " + ", ".join(wins))
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shapes", default=",".join(SHAPES))
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/out/adaptive-shapes"))
+    parser.add_argument("--workers", default="0")
+    args = parser.parse_args()
+    for shape in args.shapes.split(","):
+        if shape not in SHAPES:
+            parser.error(f"--shapes: {shape!r} is not one of {', '.join(SHAPES)}")
+        folder, seconds = study(shape, args.out, args.workers)
+        print("\n".join(table(shape, folder)))
+        if seconds is not None:
+            print(f"({seconds:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
