@@ -232,6 +232,53 @@ def test_default_sizes_a_method_cannot_build_are_dropped_for_it_alone(tmp_path: 
                                        sources=(30,)))
 
 
+def test_a_resumed_study_whose_methods_now_build_other_sizes_is_refused(tmp_path: Path):
+    """The saved runs hold each method's sizes as planned when the study started. After
+    an upgrade of mdad or of a plug-in a method may build other sizes: resuming would mix
+    runs of two plans (a traceback, or a size with runs missing). It is one line."""
+    from mdad.study import StudyInterrupted, StudyRequest, conduct_study, prepare_study
+    from mdad.study.backends import choose_backend
+    from mdad.study.pipeline import checkpoint_dir
+
+    matrix = synthetic(subtask_sizes=(40, 30, 50))  # subtask-equal: at most 45 of 60
+    frame = pd.DataFrame(matrix.correctness.T, columns=matrix.model_names)
+    frame.insert(0, "subtask", matrix.subtasks)
+    frame.insert(0, "item_id", matrix.item_ids)
+    data = tmp_path / "three.csv"
+    frame.to_csv(data, index=False)
+    request = StudyRequest(str(data), StudyConfig(methods=("random", "subtask-equal"),
+                                                  n_runs=3, n_targets=10, sources=(30,),
+                                                  n_resamples=20))
+
+    def stop(state) -> None:
+        if state.stage == "cells" and state.cells_done == 5:
+            raise KeyboardInterrupt
+
+    out = tmp_path / "study"
+    with pytest.raises(StudyInterrupted):
+        conduct_study(prepare_study(request), out, backend=choose_backend("in-process"),
+                      progress=stop)
+    saved_path = checkpoint_dir(out) / "request.json"
+    original = saved_path.read_text()
+    saved = json.loads(original)
+    sizes = {"random": [10, 25, 50], "subtask-equal": [10, 25]}
+    assert saved["layout"][0] == sizes
+    for layout in ([{"random": [10, 25, 50], "subtask-equal": [10, 25, 50]}], None):
+        if layout is None:  # a checkpoint written before the layout was kept
+            saved.pop("layout")
+        else:  # subtask-equal could build size 50 when the study started
+            saved["layout"] = layout
+        saved_path.write_text(json.dumps(saved))
+        with pytest.raises(ConfigError, match=r"^resume .*: the study now plans other "
+                                              r"sizes for its methods than when it started"):
+            conduct_study(prepare_study(request), out, resume=True)
+    saved_path.write_text(original)  # its runs are named by the file's digest
+    outcome = conduct_study(prepare_study(request), out, resume=True)
+    assert set(zip(outcome.tables.mdad.method, outcome.tables.mdad["size"], strict=True)) == {
+        ("random", 10), ("random", 25), ("random", 50), ("subtask-equal", 10),
+        ("subtask-equal", 25)}
+
+
 # ----------------------------------------------------------------------- the CLI
 
 

@@ -286,7 +286,7 @@ def conduct_study(prepared: PreparedStudy, out_dir: str | Path, *, resume: bool 
     chosen.check()
     sha256 = prepared.dataset.matrix.sha256
     command = _open_checkpoint(checkpoint, out_dir, prepared.request, sha256, resume=resume,
-                               command=command)
+                               command=command, layout=_layout(prepared))
     started = time.perf_counter()
     try:
         computed = _compute(prepared, chosen, checkpoint, progress, started)
@@ -324,12 +324,22 @@ def conduct_study(prepared: PreparedStudy, out_dir: str | Path, *, resume: bool 
     return StudyOutcome(out_dir, tables, config, (*prepared.notices, *notices), prepared)
 
 
+def _layout(prepared: PreparedStudy) -> list[dict[str, list[int]]]:
+    """The sizes each method runs at, per plan: what the saved runs' arrays hold."""
+    plans = [s.plan for s in prepared.subtasks] if prepared.subtasks else [prepared.plan]
+    return [{name: list(plan.sizes_of(name)) for name in plan.config.methods}
+            for plan in plans]
+
+
 def _open_checkpoint(checkpoint: StudyCheckpoint, out_dir: Path, request: StudyRequest,
-                     sha256: str | None, *, resume: bool,
-                     command: list[str] | None = None) -> list[str] | None:
-    """Lock the checkpoint and record the request and the `command` that started it, or
-    check the request against the saved one; the command the study started with (a
-    resumed study's own, ``mdad run --resume DIR``, cannot repeat it)."""
+                     sha256: str | None, *, resume: bool, command: list[str] | None = None,
+                     layout: list[dict[str, list[int]]] | None = None) -> list[str] | None:
+    """Lock the checkpoint and record the request, the `command` that started it and
+    the cells' `layout`, or check them against the saved ones; the command the study
+    started with (a resumed study's own, ``mdad run --resume DIR``, cannot repeat it).
+
+    The same request can plan other cells after an upgrade of mdad or of a method's
+    plug-in (a size it can now build, or no longer): the saved runs would not fit them."""
     exists = checkpoint.folder.exists()
     if exists and not resume:
         raise ConfigError(f"out_dir {out_dir} has an interrupted study ({checkpoint.folder}); "
@@ -340,7 +350,8 @@ def _open_checkpoint(checkpoint: StudyCheckpoint, out_dir: Path, request: StudyR
     checkpoint.lock()
     try:
         remove_stale_staging(out_dir)
-        checkpoint.start({"request": request.to_json(), "sha256": sha256, "command": command})
+        checkpoint.start({"request": request.to_json(), "sha256": sha256, "command": command,
+                          "layout": layout})
         saved = checkpoint.request()
         if saved.get("request") != json.loads(json.dumps(request.to_json())):
             raise ConfigError(f"resume {out_dir} continues the saved request as it was; "
@@ -348,6 +359,15 @@ def _open_checkpoint(checkpoint: StudyCheckpoint, out_dir: Path, request: StudyR
         if saved.get("sha256") != sha256:
             raise ConfigError(f"resume {out_dir}: the data changed since the study started "
                               "(sha256 differs); start a new study", parameters=("resume",))
+        kept = saved.get("layout")
+        if kept is None and layout is not None:  # saved before the layout was: every
+            kept = [dict.fromkeys(plan, sorted({s for v in plan.values() for s in v}))
+                    for plan in layout]  # method ran at every size of its plan
+        if layout is not None and kept != layout:
+            raise ConfigError(f"resume {out_dir}: the study now plans other sizes for its "
+                              "methods than when it started (mdad or a method's plug-in "
+                              "changed: a method can build other sizes); start a new study",
+                              parameters=("resume",))
     except BaseException:
         checkpoint.unlock()
         raise
