@@ -247,37 +247,42 @@ EVERY_OTHER = ("import numpy as np\n"
                "        return MicroBenchmark.plain_mean(np.arange(0, 2 * size, 2))\n")
 
 
-@pytest.mark.parametrize("entry, code, message", [
+UNNAMED = ("method plugin module mdad_every_other registers {name!r}, which no entry point "
+           "of mdad.methods names (or its own failed to load); give it its own entry point "
+           "({name} = \"mdad_every_other:{cls}\")")
+
+
+@pytest.mark.parametrize("entry, code, broken, works", [
     ("every-other = mdad_every_other:EveryOther", EVERY_OTHER.format(name="everyother"),
-     "method plugin every-other = mdad_every_other:EveryOther: the entry point is named "
-     "'every-other' but its class EveryOther is registered as 'everyother'; rename the "
-     "entry point to everyother or register the class as every-other"),
+     {"every-other": "method plugin every-other = mdad_every_other:EveryOther: the entry "
+                     "point is named 'every-other' but its class EveryOther is registered "
+                     "as 'everyother'; rename the entry point to everyother or register the "
+                     "class as every-other",
+      "everyother": UNNAMED.format(name="everyother", cls="EveryOther")}, None),
     ("every-other = mdad_every_other", EVERY_OTHER.format(name="everyother"),
-     "method plugin every-other = mdad_every_other: the entry point is named 'every-other' "
-     "but its module registers 'everyother'; rename the entry point to everyother or "
-     "register the method as every-other"),
+     {"every-other": "method plugin every-other = mdad_every_other: the entry point is "
+                     "named 'every-other' but its module registers 'everyother'; rename the "
+                     "entry point to everyother or register the method as every-other",
+      "everyother": UNNAMED.format(name="everyother", cls="EveryOther")}, None),
     ("every-other = mdad_every_other", EVERY_OTHER.format(name="every-other")
      + "@register('stowaway')\nclass Stowaway(EveryOther):\n    pass\n",
-     "method plugin every-other = mdad_every_other: also registers 'stowaway', which no "
-     "entry point of mdad.methods names; give it its own entry point (stowaway = "
-     "\"module:Class\")"),
+     {"stowaway": UNNAMED.format(name="stowaway", cls="Stowaway")}, "every-other"),
 ], ids=["class", "module", "unnamed"])
 def test_an_entry_point_named_otherwise_than_its_method_is_refused(
-        tmp_path: Path, entry: str, code: str, message: str):
+        tmp_path: Path, entry: str, code: str, broken: dict[str, str], works: str | None):
     """The entry point's name is the method's: a method registered under another name
-    makes a broken plugin, named by its entry point, with both names and the fix."""
+    makes a broken plugin, named by its entry point, with both names and the fix; a
+    method that no entry point names is not the package's either, and says so."""
     root = _dist_info(tmp_path / "site", "every-other", entry, "mdad_every_other", code)
     rows, text = methods_listing(mdad("methods", cwd=tmp_path, path=[root, FIXTURE]))
-    assert f"every-other: broken plugin, not available: {message}" in text
-    assert "everyother" not in rows and "stowaway" not in rows and "toy" in rows
+    for name, message in broken.items():
+        assert f"{name}: broken plugin, not available: {message}" in text
+    assert "toy" in rows and (works is None or "broken" not in rows[works])
     data = _small_csv(tmp_path)
-    proc = mdad("run", data, "--methods", "every-other", *SMALL_RUN, "--out",
-                tmp_path / "run", cwd=tmp_path, path=[root])
-    assert one_error(proc) == message
-    proc = mdad("run", data, "--methods", "everyother", *SMALL_RUN, "--out",
-                tmp_path / "run", cwd=tmp_path, path=[root])
-    assert one_error(proc).startswith("unknown method 'everyother' (did you mean "
-                                      "'every-other'?)")
+    for name, message in broken.items():
+        proc = mdad("run", data, "--methods", name, *SMALL_RUN, "--out", tmp_path / "run",
+                    cwd=tmp_path, path=[root])
+        assert one_error(proc) == message
 
 
 def test_two_entry_points_may_name_two_methods_of_one_module(tmp_path: Path):
@@ -340,3 +345,37 @@ def test_sizes_a_plugin_cannot_build_are_dropped_for_it_alone(tmp_path: Path):
     ok(mdad("report", run_dir, cwd=tmp_path, path=[root]))
     page = " ".join((run_dir / "report.html").read_text(encoding="utf-8").split())
     assert "capped is not run at 50 items: it cannot build that many from the seen pool." in page
+
+
+def test_no_verdict_depends_on_the_order_plugins_load_in(tmp_path: Path):
+    """Review: a plugin that imports another's module and then fails took that module's
+    method down with it ("registers no method"), and a package whose module-form entry
+    point registers its method in a submodule was refused. Every verdict now reads
+    what all of them registered. A plugin that calls sys.exit() on import is broken,
+    not the end of every command."""
+    site = tmp_path / "site"
+    _dist_info(site, "good", "good = mdad_good", "mdad_good",
+               EVERY_OTHER.format(name="good"))
+    _dist_info(site, "abroken", "abroken = mdad_abroken", "mdad_abroken",
+               "import mdad_good\nraise RuntimeError('abroken: no config')\n")
+    _dist_info(site, "exits", "exits = mdad_exits", "mdad_exits",
+               "import sys\nsys.exit('plugin exits: missing config')\n")
+    package = site / "mdad_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("from mdad_pkg import inner\n")
+    (package / "inner.py").write_text(EVERY_OTHER.format(name="pkg-method"))
+    _dist_info(site, "pkg", "pkg-method = mdad_pkg")
+    rows, text = methods_listing(mdad("methods", cwd=tmp_path, path=[site]))
+    assert "broken" not in rows["good"] and "broken" not in rows["pkg-method"]
+    assert ("abroken: broken plugin, not available: method plugin abroken = mdad_abroken "
+            "(entry point group mdad.methods) failed to load: RuntimeError: abroken: no "
+            "config; fix or uninstall it") in text
+    assert ("exits: broken plugin, not available: method plugin exits = mdad_exits (entry "
+            "point group mdad.methods) failed to load: SystemExit: plugin exits: missing "
+            "config; fix or uninstall it") in text
+    proc = mdad("run", _small_csv(tmp_path), "--methods", "random,good,pkg-method",
+                "--sizes", "10", *SMALL_RUN, "--out", tmp_path / "run", cwd=tmp_path,
+                path=[site])
+    assert proc.returncode == 0, proc.stderr
+    warnings = [line for line in proc.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 2 and all("abroken" in w or "exits" in w for w in warnings)

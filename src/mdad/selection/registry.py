@@ -41,14 +41,12 @@ class MethodRegistry(Mapping[str, type[MethodDefaults]]):
         self._plugins_loaded = False
         self._broken: dict[str, ConfigError] = {}
         self._loading: str | None = None  # the entry point being loaded, if any
-        # what the entry point being loaded registers, kept only if all of it loads
-        self._staged: dict[str, type[MethodDefaults]] | None = None
 
     def add(self, name: str, cls: type) -> None:
         """Register `cls` as `name`; a plugin may not reuse a registered name."""
         _check_name(name, self._loading)
         _check_method_class(name, cls)
-        if name in self._classes or name in (self._staged or {}):
+        if name in self._classes:
             if self._loading is not None:
                 raise ConfigError(f"method plugin {self._loading} registers {name!r}, a name "
                                   "already taken by a built-in or another plugin; rename it")
@@ -58,7 +56,7 @@ class MethodRegistry(Mapping[str, type[MethodDefaults]]):
             raise ConfigError(f"method plugin {self._loading} sets in_paper for {name!r}; "
                               "only the paper's own methods are in the paper")
         cls.name = name
-        (self._classes if self._staged is None else self._staged)[name] = cls
+        self._classes[name] = cls
 
     def builtin(self) -> dict[str, type[MethodDefaults]]:
         """The methods registered so far without reading entry points."""
@@ -71,72 +69,90 @@ class MethodRegistry(Mapping[str, type[MethodDefaults]]):
 
     @property
     def broken(self) -> Mapping[str, ConfigError]:
-        """The plugins that failed to load: entry point name -> their one-line error
-        (loading the plugins first)."""
+        """The plugins that failed to load: entry point (or method) name -> their
+        one-line error (loading the plugins first)."""
         self._load_plugins()
         return MappingProxyType(self._broken)
 
     def _load_plugins(self) -> None:
+        """Import every entry point, then judge each on what all of them registered,
+        so that no verdict depends on the order of loading (one plugin's module may
+        import another's, or fail after registering)."""
         if self._plugins_loaded:
             return
         self._plugins_loaded = True
         from importlib.metadata import entry_points
 
+        builtin = list(self._classes)
         found = sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
-        keys = {entry.name for entry in found}
+        loaded: dict[str, Any] = {}
         for entry in found:
-            self._loading, self._staged = f"{entry.name} = {entry.value}", {}
+            self._loading = f"{entry.name} = {entry.value}"
             try:
-                self._load_entry_point(entry, keys)
-                self._classes.update(self._staged)
-            except Exception as exc:  # any failure of someone else's code: that plugin's
+                _check_name(entry.name, self._loading)
+                loaded[entry.name] = entry.load()
+            # any failure of someone else's code, sys.exit() too, is that plugin's
+            except (Exception, SystemExit) as exc:
                 self._broken.setdefault(entry.name, _plugin_error(self._loading, exc))
             finally:
-                self._loading, self._staged = None, None
+                self._loading = None
+        named: set[str] = set()
+        for entry in found:
+            if entry.name not in loaded:
+                continue
+            self._loading = f"{entry.name} = {entry.value}"
+            try:
+                self._check_entry_point(entry.name, loaded[entry.name], builtin)
+                named.add(entry.name)
+            except ConfigError as exc:
+                self._broken.setdefault(entry.name, _plugin_error(self._loading, exc))
+            finally:
+                self._loading = None
+        plugins = sorted(name for name in self._classes if name not in builtin)
+        for name in plugins:
+            if name in named:
+                continue
+            cls = self._classes[name]
+            self._broken.setdefault(name, ConfigError(
+                f"method plugin module {cls.__module__} registers {name!r}, which no entry "
+                f"point of {ENTRY_POINT_GROUP} names (or its own failed to load); give it "
+                f"its own entry point ({name} = \"{cls.__module__}:{cls.__qualname__}\")"))
+        self._classes = {name: self._classes[name]
+                         for name in [*builtin, *(p for p in plugins if p in named)]}
 
-    def _load_entry_point(self, entry: Any, keys: set[str]) -> None:
+    def _check_entry_point(self, key: str, loaded: Any, builtin: list[str]) -> None:
         """A "module:Class" value registers the class under the entry point's name
-        unless `register` already did, under that name; a bare module registers on
-        import, the entry point's name among its methods. Anything else, a module that
-        registers nothing, a method registered under another name than its entry
-        point's, or one no entry point names, is refused: its methods would be missing,
-        or named otherwise than the package says, without a word."""
-        _check_name(entry.name, self._loading)
-        loaded = entry.load()
-        staged = self._staged or {}
-        registered = {**self._classes, **staged}
+        unless `register` already did, under that name; a bare module (or package)
+        registers on import, the entry point's name among its methods. Anything else,
+        a module that registers nothing, or a method registered under another name than
+        its entry point's, is refused: its methods would be missing, or named otherwise
+        than the package says, without a word."""
         if isinstance(loaded, type):
-            names = [name for name, cls in registered.items() if cls is loaded]
+            names = [name for name, cls in self._classes.items() if cls is loaded]
             if not names:
-                self.add(entry.name, loaded)
-            elif entry.name not in names:
+                self.add(key, loaded)
+            elif key not in names:
                 raise ConfigError(
-                    f"method plugin {self._loading}: the entry point is named "
-                    f"{entry.name!r} but its class {loaded.__name__} is registered as "
-                    f"{names[0]!r}; rename the entry point to {names[0]} or register the "
-                    f"class as {entry.name}")
+                    f"method plugin {self._loading}: the entry point is named {key!r} but "
+                    f"its class {loaded.__name__} is registered as {names[0]!r}; rename the "
+                    f"entry point to {names[0]} or register the class as {key}")
         elif not isinstance(loaded, ModuleType):
             raise ConfigError(f"method plugin {self._loading}: names "
                               f"{type(loaded).__name__} {loaded!r}, neither a method class "
                               "nor a module; point the entry point at the class")
         else:
-            names = [name for name, cls in registered.items()
-                     if name in staged or cls.__module__ == loaded.__name__]
+            prefix = loaded.__name__
+            names = [name for name, cls in self._classes.items() if name not in builtin
+                     and (cls.__module__ == prefix or cls.__module__.startswith(prefix + "."))]
             if not names:
                 raise ConfigError(f"method plugin {self._loading}: the module registers no "
                                   "method; decorate its class with @mdad.selection.register("
                                   "NAME) or point the entry point at the class")
-            if entry.name not in names:
+            if key not in names:
                 raise ConfigError(
-                    f"method plugin {self._loading}: the entry point is named "
-                    f"{entry.name!r} but its module registers {names[0]!r}; rename the "
-                    f"entry point to {names[0]} or register the method as {entry.name}")
-        unnamed = [name for name in staged if name not in keys]
-        if unnamed:
-            raise ConfigError(
-                f"method plugin {self._loading}: also registers {unnamed[0]!r}, which no "
-                f"entry point of {ENTRY_POINT_GROUP} names; give it its own entry point "
-                f"({unnamed[0]} = \"module:Class\")")
+                    f"method plugin {self._loading}: the entry point is named {key!r} but "
+                    f"its module registers {names[0]!r}; rename the entry point to "
+                    f"{names[0]} or register the method as {key}")
 
     def __getitem__(self, name: str) -> type[MethodDefaults]:
         self._load_plugins()
