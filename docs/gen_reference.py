@@ -13,7 +13,6 @@ import sys
 
 import mkdocs_gen_files
 
-SUBPACKAGES = ("data", "selection", "metrics", "practice", "study", "irt", "report")
 HELP_WIDTH = "100"
 
 
@@ -51,12 +50,26 @@ def cli_page() -> str:
     return "\n".join(lines)
 
 
+def public_packages() -> list[str]:
+    """mdad and every package of it with an `__all__` (the public API), the CLI's aside."""
+    import pkgutil
+
+    import mdad
+
+    names = ["mdad"]
+    for info in pkgutil.walk_packages(mdad.__path__, "mdad."):
+        if info.ispkg and not info.name.startswith("mdad.cli"):
+            if hasattr(importlib.import_module(info.name), "__all__"):
+                names.append(info.name)
+    return names
+
+
 def api_page() -> str:
     lines = ["# Python API reference", "",
              "Generated from the docstrings of every exported name (`__all__`) when the "
              "site is built. Other modules are internal: see [Python API](python-api.md).",
              ""]
-    for package in ("mdad", *(f"mdad.{name}" for name in SUBPACKAGES)):
+    for package in public_packages():
         module = importlib.import_module(package)
         lines += [f"## `{package}`", ""]
         for name in module.__all__:

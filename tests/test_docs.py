@@ -64,6 +64,15 @@ def collapse(text: str) -> str:
     return " ".join(text.split())
 
 
+def find_whole(text: str, wanted: str, start: int) -> int:
+    """Where `wanted` occurs in `text` from `start` without cutting a number short at
+    either end ("size": 100 is not in "size": 1000, nor 0.1 in 0.12); -1 if nowhere."""
+    pattern = re.compile(r"(?<![\d.])" * wanted[:1].isdigit() + re.escape(wanted)
+                         + r"(?!\.?\d)" * wanted[-1:].isdigit())
+    match = pattern.search(text, start)
+    return match.start() if match else -1
+
+
 def check_output(expected: str, actual: str, where: str) -> None:
     """Each line of `expected`, whitespace collapsed, appears in `actual` after the
     previous one; a `...` line skips."""
@@ -73,9 +82,15 @@ def check_output(expected: str, actual: str, where: str) -> None:
         wanted = collapse(line)
         if not wanted or wanted == "...":
             continue
-        found = seen.find(wanted, at)
+        found = find_whole(seen, wanted, at)
         assert found >= 0, f"{where}: the page shows {wanted!r}, the run printed:\n{actual}"
         at = found + len(wanted)
+
+
+def comment_numbers(code: str) -> list[str]:
+    """The decimal numbers a bash block's comments state, such as a result's."""
+    return [number for line in code.splitlines() if " # " in line
+            for number in re.findall(r"\d+\.\d+", line.split(" # ", 1)[1])]
 
 
 def run_block(block: Block, folder: Path, where: str) -> str:
@@ -121,6 +136,8 @@ def test_every_example_of_the_page_runs_and_prints_what_it_shows(page, tmp_path)
         output = run_block(block, tmp_path, where)
         for expected in block.outputs:
             check_output(expected, output, where)
+        for number in comment_numbers(block.code):  # a number said in a comment is checked
+            assert find_whole(collapse(output), number, 0) >= 0, f"{where}: # ... {number}"
 
 
 def test_the_blocks_not_run_are_few_and_say_why():
@@ -156,7 +173,7 @@ def test_an_output_block_is_checked_against_the_run():
     """The checker itself: a shown line absent from the output, or out of order, fails."""
     actual = "a  1.0 [0.5, 2.0]\nwrapped\nline  here\nb 2"
     check_output("a 1.0 [0.5, 2.0]\n...\nwrapped line here\nb 2", actual, "x")
-    for wrong in ("a 1.1", "b 2\na 1.0"):
+    for wrong in ("a 1.1", "b 2\na 1.0", "a 1", "0.5, 2", "b 2\nb 2"):
         with pytest.raises(AssertionError):
             check_output(wrong, actual, "x")
 
@@ -175,8 +192,14 @@ def test_the_site_builds_strictly(tmp_path):
     import inspect
 
     api = (tmp_path / "site" / "reference" / "api" / "index.html").read_text(encoding="utf-8")
-    packages = ["mdad", *(f"mdad.{name}" for name in ("data", "selection", "metrics",
-                                                      "practice", "study", "irt", "report"))]
+    import pkgutil
+
+    import mdad
+
+    packages = ["mdad", *(info.name for info in pkgutil.walk_packages(mdad.__path__, "mdad.")
+                          if info.ispkg and not info.name.startswith("mdad.cli")
+                          and hasattr(importlib.import_module(info.name), "__all__"))]
+    assert "mdad.study.backends" in packages
     missing = []
     for package in packages:
         module = importlib.import_module(package)
