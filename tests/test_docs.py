@@ -21,6 +21,7 @@ import re
 import signal
 import subprocess
 import sys
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,7 +30,9 @@ from helpers import shared_data
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
-FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```\s*$", re.S | re.M)
+# a fenced block, indented too (inside a list item)
+FENCE = re.compile(r"^(?P<indent> *)```(?P<kind>\w*)[^\n]*\n(?P<code>.*?)^(?P=indent)```[ \t]*$",
+                   re.S | re.M)
 NOT_RUN = re.compile(r"<!-- not run: (.+?) -->\s*$")
 RUNNABLE = {"bash", "python"}
 BLOCK_SECONDS = 600
@@ -49,7 +52,7 @@ def blocks(page: Path) -> list[Block]:
     text = page.read_text(encoding="utf-8")
     found: list[Block] = []
     for match in FENCE.finditer(text):
-        kind, code = match.group(1), match.group(2)
+        kind, code = match["kind"], textwrap.dedent(match["code"])
         line = text.count("\n", 0, match.start()) + 1
         before = text[:match.start()].rstrip("\n").rsplit("\n", 1)[-1]
         reason = NOT_RUN.search(before)
@@ -148,6 +151,14 @@ def test_the_blocks_not_run_are_few_and_say_why():
     assert len(skipped) <= 8, skipped
     reasons = ("install", "test suite", "lm-eval", "Hugging Face Hub", "several machines")
     assert not [s for s in skipped if not any(word in s[2] for word in reasons)], skipped
+
+
+def test_every_fence_of_every_page_is_read():
+    """A block the parser missed would be skipped without a word (an indented one was)."""
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        fences = sum(1 for line in text.splitlines() if line.lstrip().startswith("```"))
+        assert fences == 2 * len(list(FENCE.finditer(text))), page_id(page)
 
 
 def test_the_examples_reach_the_shared_data_through_mdad_data():
