@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from scipy.optimize import brentq, minimize_scalar
 from scipy.special import expit
 
-from mdad.irt.cat import administer, fisher_information, posterior_ability
+from mdad.irt.cat import administer, fisher_information, posterior_ability, sigmoid
 from mdad.selection import get_method
 from mdad.selection.base import SeenPool
 
@@ -133,6 +133,17 @@ def test_multidimensional_map_is_the_mode_of_the_log_posterior():
     hessian = np.einsum("nk,nkd,nke->nde", p * (1 - p), a, a) + np.eye(2)
     np.testing.assert_allclose(np.einsum("nde,nef->ndf", covariance, hessian),
                                np.stack([np.eye(2)] * 3), atol=1e-10)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(-1e6, 1e6), min_size=1, max_size=50))
+def test_sigmoid_is_scipys_expit_to_the_last_bits(values):
+    """The tests' logistic is within 2.3e-16 of expit, in [0, 1], and symmetric."""
+    z = np.array(values)
+    p = sigmoid(z)
+    assert p.shape == z.shape and np.all((p >= 0) & (p <= 1))
+    np.testing.assert_allclose(p, expit(z), rtol=0, atol=2.3e-16)
+    np.testing.assert_allclose(p + sigmoid(-z), 1.0, rtol=0, atol=4.5e-16)
 
 
 def test_multidimensional_selection_maximises_the_determinant_gain():

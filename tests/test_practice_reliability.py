@@ -738,6 +738,30 @@ def test_several_sizes_at_once_are_the_files_one_size_at_a_time_gives(method):
             select_microbenchmarks(data, method, bad)
 
 
+def test_a_shared_cache_fits_tinybenchmarks_variants_once_and_changes_no_file(monkeypatch):
+    # a round trip of map, p-IRT and gp-IRT costs one set of fits, not three
+    from mdad.selection import tinybenchmarks
+
+    data = as_dataset(irt_matrix(n_models=40, n_items=60))
+    train = [*range(0, 40, 2), 1, 3, 5, 7, 9]
+    alone = {method: select_microbenchmarks(data, method, [5, 12], seed=3, models=train)
+             for method in ("tinybenchmarks-map", "tinybenchmarks-pirt")}
+    fits = []
+    real_fit = tinybenchmarks.fit_irt
+    monkeypatch.setattr(tinybenchmarks, "fit_irt",
+                        lambda *args, **kwargs: fits.append(1) or real_fit(*args, **kwargs))
+    cache: dict = {}
+    for method, files in alone.items():
+        assert select_microbenchmarks(data, method, [5, 12], seed=3, models=train,
+                                      cache=cache) == files
+    assert len(fits) == 1 + 5  # the selection's pool and the 5 folds', fitted once each
+    assert select_microbenchmarks(data, "tinybenchmarks-map", [5], seed=4, models=train,
+                                  cache=cache)[0] == select_microbenchmarks(
+        data, "tinybenchmarks-map", [5], seed=4, models=train)[0]  # another seed: its own
+    with pytest.raises(ConfigError, match="cache must be a dict or None; got list"):
+        select_microbenchmarks(data, "random", [5], cache=[])
+
+
 @pytest.mark.parametrize(("method", "needs"), [("tinybenchmarks-gpirt", 3),
                                               ("anchor-points", 2)])
 def test_select_refuses_fewer_models_than_the_method_needs(method, needs):

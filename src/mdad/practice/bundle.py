@@ -344,7 +344,8 @@ def select_microbenchmarks(dataset: Dataset, method: str, sizes: Sequence[int], 
                            threshold: float = DEFAULT_THRESHOLD,
                            study_dir: Path | None = None, allow_other_version: bool = False,
                            metric: str | None = None, progress: SelectProgress | None = None,
-                           spawn_worker: bool = False) -> list[MicroBenchmarkFile]:
+                           spawn_worker: bool = False, cache: dict[Any, Any] | None = None
+                           ) -> list[MicroBenchmarkFile]:
     """`select_microbenchmark` at each of `sizes`, in their order.
 
     The same files as one `select_microbenchmark` call per size, but the sizes share
@@ -379,6 +380,13 @@ def select_microbenchmarks(dataset: Dataset, method: str, sizes: Sequence[int], 
         cross-validation folds), each now for every size.
     spawn_worker : bool, default False
         As in `select_microbenchmark`.
+    cache : dict or None, default None
+        A dict to pass to several calls on the same dataset, models and seed: they then
+        share their pools' work, each pool built once (tinyBenchmarks' MAP, p-IRT and
+        gp-IRT variants fit one IRT model; a round trip of the three costs about one).
+        The files are the same as without it. It keeps every pool it builds (the
+        models' scores and the fits) for as long as it lives; fits run in a spawned
+        worker are not kept. None: nothing shared.
 
     Returns
     -------
@@ -398,6 +406,7 @@ def select_microbenchmarks(dataset: Dataset, method: str, sizes: Sequence[int], 
     if progress is not None and not callable(progress):
         raise ConfigError("progress must be a function of (done, total, step) or None",
                           parameters=("progress",))
+    check_type(cache, dict | None, "cache", "a dict or None")
     if isinstance(sizes, int | str) or not isinstance(sizes, Sequence | np.ndarray):
         raise ConfigError(f"sizes must be a list of sizes; got {sizes!r}",
                           parameters=("sizes",))
@@ -451,7 +460,7 @@ def select_microbenchmarks(dataset: Dataset, method: str, sizes: Sequence[int], 
               else ""))
     selected = _select_and_validate(matrix, selector, sizes, seed, cross_validate,
                                     lambda done, step: report(done, total, step),
-                                    spawn_worker, None if curves else find_curves)
+                                    spawn_worker, None if curves else find_curves, cache)
     truth = matrix.accuracy()
     names = [str(m) for m in matrix.model_names]
     spec = dataset.spec
@@ -711,7 +720,24 @@ def _pool_matrix(matrix: ResponseMatrix, pool: list[str] | None) -> ResponseMatr
 
 
 def _seen_pool(matrix: ResponseMatrix, seed: np.random.SeedSequence,
-               models: np.ndarray | None = None) -> SeenPool:
+               models: np.ndarray | None = None,
+               cache: dict[Any, Any] | None = None) -> SeenPool:
+    """The pool of `matrix`'s items and `models` (None: all), its shared work drawn
+    from `seed`; the one `cache` holds for the same data, models and seed, if any."""
+    if cache is None:
+        return _new_pool(matrix, seed, models)
+    digest = hashlib.sha256()
+    for names in (matrix.model_names, matrix.item_ids):
+        digest.update("\n".join(map(str, names)).encode() + b"\0")
+    key = ("seen-pool", matrix.sha256, digest.hexdigest(), seed.entropy,
+           tuple(seed.spawn_key), None if models is None else np.asarray(models).tobytes())
+    if key not in cache:
+        cache[key] = _new_pool(matrix, seed, models)
+    return cache[key]
+
+
+def _new_pool(matrix: ResponseMatrix, seed: np.random.SeedSequence,
+              models: np.ndarray | None) -> SeenPool:
     rows = slice(None) if models is None else models
     return SeenPool(matrix.scores(rows), matrix.gold_confidence(rows),
                     np.unique(matrix.subtask_codes, return_inverse=True)[1], seed=seed)
@@ -731,7 +757,8 @@ def lm_eval_ids(ids: list[str], task: str | None) -> list[str] | None:
 def _select_and_validate(matrix: ResponseMatrix, selector: MethodDefaults,
                          sizes: list[int], seed: int, cross_validate: bool,
                          finished: Callable[[int, str], None], spawn_worker: bool = False,
-                         meanwhile: Callable[[], None] | None = None
+                         meanwhile: Callable[[], None] | None = None,
+                         cache: dict[Any, Any] | None = None
                          ) -> list[tuple[MicroBenchmark, np.ndarray | None]]:
     """For each of `sizes`: the micro-benchmark selected from every model, and (when
     `cross_validate`) the method's estimate of each model, shape (n_models,), by a
@@ -744,14 +771,20 @@ def _select_and_validate(matrix: ResponseMatrix, selector: MethodDefaults,
     (`run_fits`: here, and in a spawned worker when the first fit is slow; in a thread
     per core for a method whose fits release Python's lock, which then also import
     the method's `libraries_after_fit` while they run, as they do `meanwhile`).
-    `finished(steps done, step)` follows each fit.
+    `finished(steps done, step)` follows each fit. The pools come from `cache` when it
+    holds them (see `select_microbenchmarks`).
     """
     folds = cross_validation_folds(seed, matrix.n_models)
-    tasks = [(_select, (selector, _seen_pool(matrix, streams.stream(seed, "pool")), sizes,
+    tasks = [(_select, (selector, _seen_pool(matrix, streams.stream(seed, "pool"),
+                                             cache=cache), sizes,
                         streams.stream(seed, "select")))]
     if cross_validate:
-        tasks += [(_fold_estimates, (matrix, selector, sizes, seed, k, folds[k]))
-                  for k in range(CV_FOLDS)]
+        for k in range(CV_FOLDS):
+            train = np.setdiff1d(np.arange(matrix.n_models), folds[k])
+            pool = _seen_pool(matrix, streams.stream(seed, "cross-validation", "pool", k),
+                              train, cache)
+            tasks.append((_fold_estimates, (pool, matrix.scores(folds[k]), selector, sizes,
+                                            seed, k)))
     threads = _threads(selector, matrix, len(tasks))
 
     def alongside() -> None:
@@ -786,7 +819,7 @@ def _select_and_validate(matrix: ResponseMatrix, selector: MethodDefaults,
 def _threads(selector: MethodDefaults, matrix: ResponseMatrix, tasks: int) -> int:
     """Threads for `tasks` fits of `selector` on `matrix`: one per core for fits that
     release Python's lock, as many as the available memory holds at once; else 1."""
-    if not selector.releases_gil:
+    if not selector.fits_release_gil(matrix.n_models, matrix.n_items):
         return 1
     return fit_threads(tasks, selector.fit_memory(matrix.n_models, matrix.n_items))
 
@@ -797,19 +830,17 @@ def _select(selector: MethodDefaults, pool: SeenPool, sizes: list[int],
     return [selector.select(pool, size, rng=np.random.default_rng(seed)) for size in sizes]
 
 
-def _fold_estimates(matrix: ResponseMatrix, selector: MethodDefaults, sizes: list[int],
-                    seed: int, k: int, held: np.ndarray) -> list[np.ndarray]:
-    """For each of `sizes`, the estimated accuracy of the `held` models (fold `k`),
-    shape (len(held),), by a micro-benchmark selected on the other models.
+def _fold_estimates(pool: SeenPool, scores: np.ndarray, selector: MethodDefaults,
+                    sizes: list[int], seed: int, k: int) -> list[np.ndarray]:
+    """For each of `sizes`, the estimated accuracy of fold `k`'s models from their
+    `scores` (n_held, n_items), shape (n_held,), by a micro-benchmark selected on
+    `pool`, the other models.
 
     The estimate reads the held-out models' scores, never their gold-option confidence,
     even for a method that selects by confidences (`uses_confidence`): a user's results
     give scores (`read_model_scores`), and the interval must be calibrated on the
     estimates a user gets. (A study estimates its targets from their confidences, as
     the paper does; on data without confidences the two are the same.)"""
-    train = np.setdiff1d(np.arange(matrix.n_models), held)
-    pool = _seen_pool(matrix, streams.stream(seed, "cross-validation", "pool", k), train)
-    scores = matrix.scores(held)
     draws = streams.stream(seed, "cross-validation", "select", k)
     return [selector.select(pool, size, rng=np.random.default_rng(draws)).estimate(scores)
             for size in sizes]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -94,7 +94,8 @@ class RoundTrip:
 
 def round_trip(dataset: Dataset, method: str, sizes: Sequence[int], *,
                seeds: Sequence[int] = (0, 1), folds: int = 5, split: str = "folds",
-               progress: Callable[[str], None] | None = None) -> RoundTrip:
+               progress: Callable[[str], None] | None = None,
+               cache: dict[Any, Any] | None = None) -> RoundTrip:
     """Held-out round trips of `method` at each of `sizes`: do `estimate`'s intervals hold?
 
     The dataset's models are split into folds; each fold's micro-benchmarks (every size
@@ -125,6 +126,11 @@ def round_trip(dataset: Dataset, method: str, sizes: Sequence[int], *,
         accuracy and estimate that decile: new models beyond the reference models.
     progress : Callable[[str], None] or None, default None
         Called with one line of text as each seed's fold is done.
+    cache : dict or None, default None
+        Passed to `select_microbenchmarks`: give one dict to the round trips of several
+        methods of one dataset, seeds, folds and split, and they share their pools'
+        work (tinyBenchmarks' MAP, p-IRT and gp-IRT variants fit one IRT model); the
+        results are the same as without. Unused by adaptive methods.
 
     Returns
     -------
@@ -171,7 +177,7 @@ def round_trip(dataset: Dataset, method: str, sizes: Sequence[int], *,
             if method in ADAPTIVE_METHODS:
                 parts = _adaptive(dataset, method, sizes, selection_seed, train, held)
             else:
-                parts = _static(dataset, method, sizes, selection_seed, train, held)
+                parts = _static(dataset, method, sizes, selection_seed, train, held, cache)
             for size, estimate, low, high, listed, wrong, beyond in parts:
                 for key, value in (("size", np.full(held.size, size)),
                                    ("seed", np.full(held.size, seed)), ("model", held),
@@ -205,13 +211,14 @@ def _held_out(group: np.ndarray, split: str, folds: int, seed: int) -> list[np.n
 
 
 def _static(dataset: Dataset, method: str, sizes: Sequence[int], seed: int,
-            train: np.ndarray, held: np.ndarray) -> list[tuple]:
+            train: np.ndarray, held: np.ndarray, cache: dict[Any, Any] | None) -> list[tuple]:
     """For each of `sizes`: (size, estimates, lows, highs, listed and wrong counts,
     notices) of the `held` models by a micro-benchmark of that size selected from the
     `train` models."""
     from mdad.practice.bundle import select_microbenchmarks
 
-    bundles = select_microbenchmarks(dataset, method, sizes, seed=seed, models=train)
+    bundles = select_microbenchmarks(dataset, method, sizes, seed=seed, models=train,
+                                     cache=cache)
     return [(size, *_estimates(dataset, bundle, held))
             for size, bundle in zip(sizes, bundles, strict=True)]
 

@@ -307,6 +307,13 @@ class MethodDefaults:
         return 0
 
     @classmethod
+    def fits_release_gil(cls, n_models: int, n_items: int) -> bool:
+        """Whether its fits on a pool of `n_models` x `n_items` spend their time in code
+        that releases Python's lock, so that `mdad select` runs them in threads
+        (default: `releases_gil`, whatever the shape)."""
+        return cls.releases_gil
+
+    @classmethod
     def warm_up(cls) -> None:
         """Load the compiled code its fits run (default: none), before `mdad select`
         starts them in threads: loading holds Python's lock, which the imports beside
