@@ -769,6 +769,13 @@ def test_the_study_table_splits_by_split_on_a_narrow_terminal(tmp_path: Path) ->
     assert [str(t.title).split("; ")[1] for t in tables] == ["seen split", "unseen split"]
     for table in tables:
         narrow.print(table)
+    # the last caption explains the marks the tables show, and only those
+    cells = " ".join(str(cell) for table in tables for column in table.columns
+                     for cell in column.cells)
+    assert tables[0].caption is None
+    for mark, legend in (("†", "† few pairs"), ("‡", "‡ the first-crossing"),
+                         ("> ", "> x: not reached")):
+        assert (mark in cells) == (legend in str(tables[-1].caption or "")), mark
     lines = text.getvalue().splitlines()
     assert max(map(len, lines)) <= 80 and "…" not in text.getvalue()  # nothing cut
     for split in ("seen", "unseen"):

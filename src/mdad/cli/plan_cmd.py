@@ -157,7 +157,7 @@ def _against_text(answer, n_items: int) -> str:
     if answer.how != "analytic":
         pool = "its seen pool" if answer.split == "seen" else "its unseen items"
         return (f"Measured against {pool}: the study ranks pairs by their accuracy on the "
-                f"{answer.split} split (--against {answer.against}).")
+                f"{answer.split} split (--against sets only an analytic MDAD's reference).")
     if answer.against == "universe":
         return ("Measured against the universe: the benchmark is taken as a sample of its "
                 "task (items drawn with replacement, no finite population correction).")

@@ -37,13 +37,8 @@ def study_table(mdad: pd.DataFrame, summary: pd.DataFrame, title: str,
     if not show_sources:
         title += f"; {summary.sources.iloc[0]} sources"
     shown = as_shown(mdad)
-    caption = ("† few pairs behind the value (see the note); ‡ the first-crossing and smooth "
-               "MDAD differ widely; > x: not reached within the largest gap observed, x")
-    if not shown.measurable.all():
-        caption += (f"; {NOT_MEASURABLE}: too few target pairs differ for any MDAD (see the "
-                    "note)")
     table = Table(title=literal(title), title_justify="left", box=box.SIMPLE_HEAD,
-                  caption=caption, caption_justify="left")
+                  caption_justify="left")
     table.add_column("method", no_wrap=True)
     table.add_column("size", justify="right")
     if show_sources:
@@ -59,6 +54,7 @@ def study_table(mdad: pd.DataFrame, summary: pd.DataFrame, title: str,
         table.add_column(f"tau {name}" if split is None else "tau", justify="right")
     keyed = shown.assign(thin=flagged_mask(mdad)).set_index(
         ["method", "size", "sources", "split"])
+    marks: set[str] = set()
     for row in summary.itertuples(index=False):
         key = (row.method, row.size, row.sources)
         cells = [str(row.method), str(row.size)] + ([str(row.sources)] if show_sources else [])
@@ -66,16 +62,27 @@ def study_table(mdad: pd.DataFrame, summary: pd.DataFrame, title: str,
             m = keyed.loc[(*key, name)]
             if not m.measurable:  # the note says none can be measured: no number at all
                 cells += [NOT_MEASURABLE, "—"]
+                marks.add(NOT_MEASURABLE)
                 continue
             cells.append(interval(m.mdad, m.mdad_low, m.mdad_high, m.max_gap)
                          + (" †" if m.thin else ""))
             cells.append(censored(m.mdad_smooth, m.max_gap)
                          + (" ‡" if estimates_disagree(m) else ""))
+            marks.update(mark for mark in ("†", "‡", ">") if mark in cells[-2] + cells[-1])
         if len(pair_counts) > 1:
             cells.append(f"{int(keyed.loc[(*key, splits[0])].pairs):,}")
         cells.append(points(row.mae_seen if split != "unseen" else row.mae_unseen))
         cells += [f"{getattr(row, f'kendall_tau_{name}'):.2f}" for name in splits]
         table.add_row(*(literal(cell) for cell in cells))
+    # only the marks the table shows
+    legend = {"†": "† few pairs behind the value (see the note)",
+              "‡": "‡ the first-crossing and smooth MDAD differ widely",
+              ">": "> x: not reached within the largest gap observed, x",
+              NOT_MEASURABLE: f"{NOT_MEASURABLE}: too few target pairs differ for any MDAD "
+                              "(see the note)"}
+    shown_marks = [text for mark, text in legend.items() if mark in marks]
+    if shown_marks:
+        table.caption = literal("; ".join(shown_marks))
     return table
 
 
@@ -90,7 +97,8 @@ def study_tables(console, mdad: pd.DataFrame, summary: pd.DataFrame, title: str
         return [table]
     seen, unseen = (study_table(mdad, summary, f"{title}; {name} split", split=name)
                     for name in ("seen", "unseen"))
-    seen.caption = None  # the marks are explained once, under the last
+    # the marks of both splits are explained once, under the last
+    seen.caption, unseen.caption = None, table.caption
     return [seen, unseen]
 
 
