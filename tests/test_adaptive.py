@@ -144,6 +144,33 @@ def test_sigmoid_is_scipys_expit_to_the_last_bits(values):
     assert p.shape == z.shape and np.all((p >= 0) & (p <= 1))
     np.testing.assert_allclose(p, expit(z), rtol=0, atol=2.3e-16)
     np.testing.assert_allclose(p + sigmoid(-z), 1.0, rtol=0, atol=4.5e-16)
+    assert sigmoid(values[0]).shape == () and sigmoid(values[0]) == pytest.approx(
+        expit(values[0]), abs=2.3e-16)
+
+
+def test_a_session_s_past_answers_stay_put_and_its_copy_is_its_own():
+    """What a session returned is not changed by its later steps, and a copy advances
+    apart from it, as the tests a study's sizes resume need."""
+    from mdad.irt.cat import AdaptiveSession
+
+    rng = np.random.default_rng(8)
+    a, b = rng.normal(0, 1, (60, 3)), rng.normal(0, 1, 60)
+    scores = (rng.random((4, 60)) < 0.5).astype(float)
+    session = AdaptiveSession(a, b, 4)
+    session.advance(scores, 10)
+    run, items, answers = session.result(), session.items, session.answers
+    kept = [run.items.copy(), items.copy(), answers.copy(), run.estimates.copy()]
+    twin = session.copy()
+    twin.advance(scores, 30)  # past every buffer's room
+    session.advance(scores, 20)
+    for now, before in zip([run.items, items, answers, run.estimates], kept, strict=True):
+        np.testing.assert_array_equal(now, before)
+    np.testing.assert_array_equal(twin.items[:, :30], session.items)
+    assert twin.n_steps == 40 and session.n_steps == 30
+    again = AdaptiveSession(a, b, 4)
+    again.advance(scores, 40)
+    np.testing.assert_array_equal(twin.items, again.items)
+    np.testing.assert_array_equal(twin.result().estimates, again.result().estimates)
 
 
 def test_multidimensional_selection_maximises_the_determinant_gain():
@@ -220,7 +247,7 @@ def test_sizes_that_resume_a_shorter_test_equal_a_test_from_the_start(name):
     targets = (np.random.default_rng(6).random((9, 40)) < 0.5).astype(float)
     method = get_method(name)
     shared_pool = _pool(3)
-    for size in (5, 12, 3):
+    for size in (5, 20, 17, 35, 3):  # 20 and 35 grow a resumed test's buffers
         resumed = method.select(shared_pool, size, rng=np.random.default_rng(0))
         alone = method.select(_pool(3), size, rng=np.random.default_rng(0))
         got, got_exposure = resumed.estimate_with_exposure(targets)

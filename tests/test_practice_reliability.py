@@ -758,6 +758,12 @@ def test_a_shared_cache_fits_tinybenchmarks_variants_once_and_changes_no_file(mo
     assert select_microbenchmarks(data, "tinybenchmarks-map", [5], seed=4, models=train,
                                   cache=cache)[0] == select_microbenchmarks(
         data, "tinybenchmarks-map", [5], seed=4, models=train)[0]  # another seed: its own
+    # the same names with other answers: a pool of its own, never another data's fits
+    other = as_dataset(irt_matrix(n_models=40, n_items=60, seed=1))
+    assert list(other.matrix.model_names) == list(data.matrix.model_names)
+    assert select_microbenchmarks(other, "tinybenchmarks-map", [5], seed=3, models=train,
+                                  cache=cache)[0] == select_microbenchmarks(
+        other, "tinybenchmarks-map", [5], seed=3, models=train)[0]
     with pytest.raises(ConfigError, match="cache must be a dict or None; got list"):
         select_microbenchmarks(data, "random", [5], cache=[])
 

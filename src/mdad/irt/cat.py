@@ -29,11 +29,12 @@ def sigmoid(z: np.ndarray) -> np.ndarray:
     """The logistic function ``(1 + tanh(z / 2)) / 2``, without overflow for any z: the
     one logistic of the adaptive tests, in the study and in practice.
 
-    A new array of z's shape. Within 2.3e-16 of scipy's `expit` everywhere, and 2.5
-    times as fast (numpy's tanh is vectorised, expit is not); it reaches exactly 0 or 1
-    where expit is within 1e-17 of them (|z| > 37), which no estimate here can see.
+    A new float64 array of z's shape (0-d for a number). Within 2.3e-16 of scipy's
+    `expit` everywhere, and 2.5 times as fast (numpy's tanh is vectorised, expit is
+    not); it reaches exactly 0 or 1 where expit is within about 1e-16 of them (|z| >
+    37), which no estimate here can see.
     """
-    out = np.multiply(z, 0.5)
+    out = np.multiply(z, 0.5, out=np.empty(np.shape(z)))
     np.tanh(out, out=out)
     out *= 0.5
     out += 0.5
@@ -293,7 +294,8 @@ class AdaptiveSession:
         buffers (doubling) when full."""
         end = self._steps + items.shape[1]
         if end > self._given["items"].shape[1]:
-            room = max(end, 2 * self._given["items"].shape[1], 16)
+            room = min(max(end, 2 * self._given["items"].shape[1], 16),
+                       self.available.shape[1])
             for name, buffer in self._given.items():
                 grown = np.empty((buffer.shape[0], room, *buffer.shape[2:]), buffer.dtype)
                 grown[:, :self._steps] = buffer[:, :self._steps]
@@ -362,7 +364,9 @@ class AdaptiveSession:
         twin = copy.copy(self)
         for name in ("available", "ability", "covariance"):
             setattr(twin, name, getattr(self, name).copy())
-        twin._given = {name: buffer.copy() for name, buffer in self._given.items()}
+        # the answers so far only: a test resumed from it grows its own room
+        twin._given = {name: buffer[:, :self._steps].copy()
+                       for name, buffer in self._given.items()}
         twin.rng = copy.deepcopy(self.rng)
         return twin
 

@@ -386,7 +386,8 @@ def select_microbenchmarks(dataset: Dataset, method: str, sizes: Sequence[int], 
         gp-IRT variants fit one IRT model; a round trip of the three costs about one).
         The files are the same as without it. It keeps every pool it builds (the
         models' scores and the fits) for as long as it lives; fits run in a spawned
-        worker are not kept. None: nothing shared.
+        worker are not kept. A pool is found by its contents (scores, confidences,
+        subtasks) and seed, never by names. None: nothing shared.
 
     Returns
     -------
@@ -723,24 +724,19 @@ def _seen_pool(matrix: ResponseMatrix, seed: np.random.SeedSequence,
                models: np.ndarray | None = None,
                cache: dict[Any, Any] | None = None) -> SeenPool:
     """The pool of `matrix`'s items and `models` (None: all), its shared work drawn
-    from `seed`; the one `cache` holds for the same data, models and seed, if any."""
-    if cache is None:
-        return _new_pool(matrix, seed, models)
-    digest = hashlib.sha256()
-    for names in (matrix.model_names, matrix.item_ids):
-        digest.update("\n".join(map(str, names)).encode() + b"\0")
-    key = ("seen-pool", matrix.sha256, digest.hexdigest(), seed.entropy,
-           tuple(seed.spawn_key), None if models is None else np.asarray(models).tobytes())
-    if key not in cache:
-        cache[key] = _new_pool(matrix, seed, models)
-    return cache[key]
-
-
-def _new_pool(matrix: ResponseMatrix, seed: np.random.SeedSequence,
-              models: np.ndarray | None) -> SeenPool:
+    from `seed`; the one `cache` holds for the same values and seed, if any (keyed on
+    the pool's contents: the names of models or items say nothing of their scores)."""
     rows = slice(None) if models is None else models
-    return SeenPool(matrix.scores(rows), matrix.gold_confidence(rows),
+    pool = SeenPool(matrix.scores(rows), matrix.gold_confidence(rows),
                     np.unique(matrix.subtask_codes, return_inverse=True)[1], seed=seed)
+    if cache is None:
+        return pool
+    digest = hashlib.blake2b(repr((seed.entropy, tuple(seed.spawn_key))).encode())
+    for values in (pool.correctness, pool.confidence, pool.subtask_codes):
+        array = np.ascontiguousarray(values)
+        digest.update(repr((array.shape, array.dtype.str)).encode())
+        digest.update(array.tobytes())
+    return cache.setdefault(("seen-pool", digest.hexdigest()), pool)
 
 
 def lm_eval_ids(ids: list[str], task: str | None) -> list[str] | None:
@@ -779,12 +775,12 @@ def _select_and_validate(matrix: ResponseMatrix, selector: MethodDefaults,
                                              cache=cache), sizes,
                         streams.stream(seed, "select")))]
     if cross_validate:
-        for k in range(CV_FOLDS):
-            train = np.setdiff1d(np.arange(matrix.n_models), folds[k])
-            pool = _seen_pool(matrix, streams.stream(seed, "cross-validation", "pool", k),
-                              train, cache)
-            tasks.append((_fold_estimates, (pool, matrix.scores(folds[k]), selector, sizes,
-                                            seed, k)))
+        # each fold builds its pool when it runs, and drops it then (an Anchor Points
+        # pool holds three n_items x n_items arrays) unless `cache` keeps it; a spawned
+        # worker gets none (its copy would not come back)
+        tasks += [(_fold_estimates, (matrix, selector, sizes, seed, k, folds[k],
+                                     None if spawn_worker else cache))
+                  for k in range(CV_FOLDS)]
     threads = _threads(selector, matrix, len(tasks))
 
     def alongside() -> None:
@@ -830,17 +826,22 @@ def _select(selector: MethodDefaults, pool: SeenPool, sizes: list[int],
     return [selector.select(pool, size, rng=np.random.default_rng(seed)) for size in sizes]
 
 
-def _fold_estimates(pool: SeenPool, scores: np.ndarray, selector: MethodDefaults,
-                    sizes: list[int], seed: int, k: int) -> list[np.ndarray]:
-    """For each of `sizes`, the estimated accuracy of fold `k`'s models from their
-    `scores` (n_held, n_items), shape (n_held,), by a micro-benchmark selected on
-    `pool`, the other models.
+def _fold_estimates(matrix: ResponseMatrix, selector: MethodDefaults, sizes: list[int],
+                    seed: int, k: int, held: np.ndarray,
+                    cache: dict[Any, Any] | None = None) -> list[np.ndarray]:
+    """For each of `sizes`, the estimated accuracy of the `held` models (fold `k`),
+    shape (len(held),), by a micro-benchmark selected on the other models (their pool
+    from `cache` when it holds it).
 
     The estimate reads the held-out models' scores, never their gold-option confidence,
     even for a method that selects by confidences (`uses_confidence`): a user's results
     give scores (`read_model_scores`), and the interval must be calibrated on the
     estimates a user gets. (A study estimates its targets from their confidences, as
     the paper does; on data without confidences the two are the same.)"""
+    train = np.setdiff1d(np.arange(matrix.n_models), held)
+    pool = _seen_pool(matrix, streams.stream(seed, "cross-validation", "pool", k), train,
+                      cache)
+    scores = matrix.scores(held)
     draws = streams.stream(seed, "cross-validation", "select", k)
     return [selector.select(pool, size, rng=np.random.default_rng(draws)).estimate(scores)
             for size in sizes]
