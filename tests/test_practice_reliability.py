@@ -738,6 +738,34 @@ def test_several_sizes_at_once_are_the_files_one_size_at_a_time_gives(method):
             select_microbenchmarks(data, method, bad)
 
 
+@pytest.mark.parametrize("method", ["tinybenchmarks-pirt", "tinybenchmarks-gpirt"])
+@pytest.mark.parametrize("answered", [20, 13, 1])
+def test_irt_lists_score_each_model_once_and_agree_with_each_pair(method, answered):
+    # estimate's lists compare a model with many reference models at once; each pair
+    # must come out as compare's paired_difference gives it
+    from mdad.practice.compare import paired_difference, verdicts_against
+
+    data = as_dataset(irt_matrix(n_models=40, n_items=60))
+    bundle = select_microbenchmark(data, method, 20, seed=0, models=list(range(30)))
+    references = bundle.reference_scores()
+    model = references[3].copy()
+    model[answered:] = np.nan
+    observed = ~np.isnan(model)
+    others = np.arange(len(references))
+    first = verdicts_against(bundle, model, references, observed, 0.05, reference=others)
+    again = verdicts_against(bundle, model, references, observed, 0.05, reference=others)
+    apart = verdicts_against(bundle, model, references, observed, 0.05)
+    for k, other in enumerate(references):
+        pair = paired_difference(bundle, model, other, observed)
+        np.testing.assert_allclose([first.difference[k], first.low[k], first.high[k]],
+                                   [pair.difference, pair.low, pair.high], atol=1e-12)
+    assert first.difference[3] == 0.0  # itself: exactly no difference
+    for verdicts in (again, apart):
+        np.testing.assert_allclose(verdicts.low, first.low, atol=1e-12)
+        np.testing.assert_array_equal(verdicts.reliable, first.reliable)
+    assert list(bundle._jackknives) == [observed.tobytes()]  # kept for the next model
+
+
 def test_a_shared_cache_fits_tinybenchmarks_variants_once_and_changes_no_file(monkeypatch):
     # a round trip of map, p-IRT and gp-IRT costs one set of fits, not three
     from mdad.selection import tinybenchmarks

@@ -127,6 +127,10 @@ class MicroBenchmarkFile:
     # the belts fitted so far, by confidence: an estimate reads each more than once
     _belts: dict[float, Calibration | None] = field(default_factory=dict, init=False,
                                                     repr=False, compare=False)
+    # the reference models' IRT jackknife estimates so far, by observed items: every
+    # estimate's lists compare the model with them
+    _jackknives: dict[bytes, dict[int, np.ndarray]] = field(
+        default_factory=dict, init=False, repr=False, compare=False)
 
     def calibration(self, confidence: float = 0.95) -> Calibration | None:
         """The held-out calibration of the 95% interval, or None when the file has none
@@ -217,6 +221,22 @@ class MicroBenchmarkFile:
         rows = [np.frombuffer(a.encode("ascii"), dtype=np.uint8) - ord("0")
                 if isinstance(a, str) else np.asarray(a) for a in self.reference_answers]
         return np.asarray(rows, dtype=np.float64).reshape(len(rows), len(self.items))
+
+    def reference_jackknife(self, observed: np.ndarray, indices: np.ndarray) -> np.ndarray:
+        """The IRT jackknife estimates (`estimators.irt_jackknife_estimates`) of the
+        reference models `indices` (int array) on the `observed` items (bool, (size,)),
+        shape (len(indices), observed.sum() + 1); kept for the next call on the same
+        items, as the lists of every model estimated on this file ask for them."""
+        from mdad.practice.estimators import irt_jackknife_estimates
+
+        indices = np.asarray(indices, dtype=np.int64)
+        kept = self._jackknives.setdefault(np.asarray(observed, dtype=bool).tobytes(), {})
+        missing = [int(i) for i in dict.fromkeys(indices.tolist()) if i not in kept]
+        if missing:
+            rows = irt_jackknife_estimates(self, self.reference_scores()[missing], observed)
+            kept.update(zip(missing, rows, strict=True))
+        return np.array([kept[int(i)] for i in indices]).reshape(indices.size,
+                                                                 int(observed.sum()) + 1)
 
     def mdad_at(self, size: int) -> tuple[bool, float | None]:
         """(known, value) of the MDAD for `size` items: known False when the file's curve

@@ -76,16 +76,50 @@ class Verdicts:
 
 
 def verdicts_against(bundle: MicroBenchmarkFile, scores: np.ndarray, others: np.ndarray,
-                     observed: np.ndarray, mdad: float | None) -> Verdicts:
+                     observed: np.ndarray, mdad: float | None,
+                     reference: np.ndarray | None = None) -> Verdicts:
     """`RULE` for the model with `scores` (size,) against each row of `others`
-    (n_others, size), on the `observed` items, one pair at a time through
-    `paired_difference` (the arithmetic `compare` does, so both always agree)."""
-    difference, low, high = np.empty((3, others.shape[0]))
-    for k, other in enumerate(others):
-        paired = paired_difference(bundle, scores, other, observed)
-        difference[k], low[k], high[k] = paired.difference, paired.low, paired.high
+    (n_others, size), on the `observed` items, with the arithmetic of
+    `paired_difference` (which `compare` uses, so both always agree): one pair at a
+    time, or for IRT estimators all at once from each model's jackknife estimates,
+    the reference models' kept on the bundle when `reference` gives the rows' indices
+    among them."""
+    if bundle.estimator["kind"] == "irt":
+        difference, low, high = _irt_pairs(bundle, scores, others, observed, reference)
+    else:
+        difference, low, high = np.empty((3, others.shape[0]))
+        for k, other in enumerate(others):
+            paired = paired_difference(bundle, scores, other, observed)
+            difference[k], low[k], high[k] = paired.difference, paired.low, paired.high
     p_value = mcnemar_p(scores[observed], others[:, observed])
     return Verdicts(difference, low, high, is_reliable(difference, low, high, mdad, p_value))
+
+
+def _irt_pairs(bundle: MicroBenchmarkFile, scores: np.ndarray, others: np.ndarray,
+               observed: np.ndarray, reference: np.ndarray | None
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`paired_difference`'s (difference, low, high) of an IRT estimator for the model
+    against each row of `others`, each an array of shape (n_others,): the model's
+    jackknife estimates are scored once, not once per pair."""
+    from mdad.practice.estimators import irt_jackknife_estimates, jackknife_difference
+
+    model = irt_jackknife_estimates(bundle, np.nan_to_num(scores)[None, :], observed)
+    rows = (irt_jackknife_estimates(bundle, np.nan_to_num(others), observed)
+            if reference is None else bundle.reference_jackknife(observed, reference))
+    difference, variance = jackknife_difference(model, rows)
+    n = int(observed.sum())
+    fpc = max((bundle.pool_size - n) / max(bundle.pool_size - 1, 1), 0.0)
+    same = ~np.any(np.nan_to_num(scores)[observed] != np.nan_to_num(others)[:, observed],
+                   axis=1)
+    # equal answers score equally in one pair's batch: no difference and no spread,
+    # where two batches can leave last bits
+    difference, variance = np.where(same, 0.0, difference), np.where(same, 0.0, variance)
+    half = Z95 * np.sqrt(np.maximum(variance, 0.0) * fpc)
+    low, high = np.maximum(difference - half, -1.0), np.minimum(difference + half, 1.0)
+    for k in np.flatnonzero(~((half > 0) | (fpc == 0))):  # no spread: as the pair does
+        paired = paired_difference(bundle, scores, others[k], observed)
+        difference[k], low[k], high[k] = paired.difference, paired.low, paired.high
+    return difference, low, high
 
 
 def mcnemar_p(first: np.ndarray, second: np.ndarray) -> np.ndarray:

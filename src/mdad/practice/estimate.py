@@ -210,7 +210,7 @@ def _listed(bundle: MicroBenchmarkFile, scores: np.ndarray, observed: np.ndarray
     # compare's verdict on the two models' answers, for the candidates only
     candidates = np.flatnonzero(ahead | behind)
     verdicts = verdicts_against(bundle, scores, bundle.reference_scores()[candidates],
-                                observed, mdad)
+                                observed, mdad, reference=candidates)
     agrees = np.zeros(truth.size, dtype=bool)
     agrees[candidates] = verdicts.reliable & (np.sign(verdicts.difference)
                                               == np.where(ahead, 1, -1)[candidates])

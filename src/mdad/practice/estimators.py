@@ -68,25 +68,67 @@ def irt_estimates(bundle: MicroBenchmarkFile, scores: np.ndarray,
     if weight == 0.0:
         return pirt
     weights = np.where(observed, item_weights(bundle), 0.0)
-    anchor = np.sum(weights * np.nan_to_num(responses), axis=1) / weights.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):  # no anchor observed: NaN
+        anchor = np.sum(weights * np.nan_to_num(responses), axis=1) / weights.sum(axis=1)
     return weight * anchor + (1 - weight) * pirt
+
+
+# predicted cells (rows x items) the jackknife scores at once: 160 MB of float64
+_JACKKNIFE_CELLS = 20_000_000
+
+
+def irt_jackknife_estimates(bundle: MicroBenchmarkFile, rows: np.ndarray,
+                            observed: np.ndarray) -> np.ndarray:
+    """Each row's IRT estimate (`irt_estimates`) on the observed anchors, then with
+    each observed anchor left out in turn.
+
+    Parameters
+    ----------
+    rows : float array of shape (n_rows, size), scores (NaN-free).
+    observed : bool array of shape (size,).
+
+    Returns
+    -------
+    float array of shape (n_rows, k + 1), k the observed anchors: column 0 on all of
+    them, column j + 1 without the j-th. A row's values do not depend on the other
+    rows (their abilities are fitted apart; only the last bits of a batched fit can).
+    """
+    kept = np.flatnonzero(observed)
+    masks = np.repeat(observed[None, :], kept.size + 1, axis=0)
+    masks[np.arange(1, kept.size + 1), kept] = False  # row j + 1 leaves anchor j out
+    n_items = len(bundle.estimator["difficulty"]) + len(bundle.estimator["others_difficulty"])
+    block = max(1, _JACKKNIFE_CELLS // ((kept.size + 1) * n_items))
+    out = np.empty((rows.shape[0], kept.size + 1))
+    for start in range(0, rows.shape[0], block):
+        part = rows[start:start + block]
+        estimates = irt_estimates(bundle, np.repeat(part, kept.size + 1, axis=0),
+                                  np.tile(masks, (part.shape[0], 1)))
+        out[start:start + block] = estimates.reshape(part.shape[0], kept.size + 1)
+    return out
+
+
+def jackknife_difference(first: np.ndarray, second: np.ndarray
+                         ) -> tuple[np.ndarray, np.ndarray]:
+    """The difference of two models' estimates and its delete-one jackknife variance,
+    from their `irt_jackknife_estimates` rows (shapes (..., k + 1) that broadcast):
+    arrays of the broadcast shape without the last axis; the variance is inf for
+    fewer than 2 anchors."""
+    differences = np.asarray(first) - np.asarray(second)
+    k = differences.shape[-1] - 1
+    if k < 2:
+        return differences[..., 0], np.full(differences.shape[:-1], np.inf)
+    left_out = differences[..., 1:]
+    centred = left_out - left_out.mean(axis=-1, keepdims=True)
+    return differences[..., 0], (k - 1) / k * np.sum(centred**2, axis=-1)
 
 
 def irt_jackknife(bundle: MicroBenchmarkFile, pair: np.ndarray,
                    observed: np.ndarray) -> tuple[float, float]:
     """The IRT estimators' difference of the two rows of `pair` on the observed anchors,
     and its delete-one jackknife variance over those anchors."""
-    kept = np.flatnonzero(observed)
-    masks = np.repeat(observed[None, :], kept.size + 1, axis=0)
-    masks[np.arange(1, kept.size + 1), kept] = False  # row k + 1 leaves anchor k out
-    rows = np.repeat(pair, kept.size + 1, axis=0)  # first model's rows, then the second's
-    estimates = irt_estimates(bundle, rows, np.vstack([masks, masks]))
-    differences = estimates[: kept.size + 1] - estimates[kept.size + 1:]
-    if kept.size < 2:
-        return float(differences[0]), np.inf
-    left_out = differences[1:]
-    variance = (kept.size - 1) / kept.size * np.sum((left_out - left_out.mean()) ** 2)
-    return float(differences[0]), float(variance)
+    first, second = irt_jackknife_estimates(bundle, pair, observed)
+    difference, variance = jackknife_difference(first, second)
+    return float(difference), float(variance)
 
 
 def estimates_of(bundle: MicroBenchmarkFile, scores: np.ndarray,
