@@ -193,9 +193,8 @@ def item_gain(ability: np.ndarray, covariance: np.ndarray, discrimination: np.nd
         return discrimination[:, 0] ** 2 * p * (1.0 - p)
     # a' Cov a as one product with the items' outer products a a' (D*D columns): 6 times
     # faster than summing (discrimination @ covariance) * discrimination over D
-    n_items, dims = discrimination.shape
-    outer = (discrimination[:, :, None] * discrimination[:, None, :]).reshape(n_items, -1)
-    spread = covariance.reshape(-1, dims * dims) @ outer.T
+    dims = discrimination.shape[1]
+    spread = covariance.reshape(-1, dims * dims) @ _outer(discrimination).T
     return p * (1.0 - p) * spread
 
 

@@ -405,9 +405,9 @@ def select_microbenchmarks(dataset: Dataset, method: str, sizes: Sequence[int], 
         share their pools' work, each pool built once (tinyBenchmarks' MAP, p-IRT and
         gp-IRT variants fit one IRT model; a round trip of the three costs about one).
         The files are the same as without it. It keeps every pool it builds (the
-        models' scores and the fits) for as long as it lives; fits run in a spawned
-        worker are not kept. A pool is found by its contents (scores, confidences,
-        subtasks) and seed, never by names. None: nothing shared.
+        models' scores and the fits) for as long as it lives; with `spawn_worker`, the
+        cross-validation folds' pools are not kept. A pool is found by its contents
+        (scores, confidences, subtasks) and seed, never by names. None: nothing shared.
 
     Returns
     -------
