@@ -174,10 +174,15 @@ def test_report_under_low_memory_never_hangs(tmp_path: Path) -> None:
 def test_a_killed_fit_worker_is_one_line(tmp_path: Path) -> None:
     """The OOM killer ends a process with SIGKILL: select's fit worker, killed so, is one
     line naming it and how to go on, and no micro-benchmark file. (tinyBenchmarks'
-    compiled fits run in threads, with no worker: its MAP fit on a larger benchmark
-    is slow enough to start one.)"""
-    process = subprocess.Popen([str(MDAD), "select", "synthetic:bbh", "--method",
-                                "tinybenchmarks-map", "--size", "50", "--out", "mb.json"],
+    compiled fits run in threads, with no worker, and so does its MAP fit from a
+    million models x items: on 150 models x 5,761 items it is slow enough to start one.)"""
+    from mdad.data import load_dataset
+
+    names = load_dataset("synthetic:bbh").matrix.model_names[:150]
+    (tmp_path / "models.txt").write_text("\n".join(map(str, names)) + "\n")
+    process = subprocess.Popen([str(MDAD), "select", "synthetic:bbh", "--models", "models.txt",
+                                "--method", "tinybenchmarks-map", "--size", "50",
+                                "--out", "mb.json"],
                                cwd=tmp_path, text=True,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                start_new_session=True)
@@ -196,8 +201,8 @@ def test_a_killed_fit_worker_is_one_line(tmp_path: Path) -> None:
     proc = subprocess.CompletedProcess(process.args, process.returncode, stdout,
                                        "\n".join(errors) + "\n")
     line = assert_user_error(proc, r"a worker process ended abruptly")
-    assert line.endswith("ask for less (lower --size) or free some memory (close other "
-                         "programs), then run it again")
+    assert line.endswith("ask for less (lower --models or --size) or free some memory "
+                         "(close other programs), then run it again")
     assert not (tmp_path / "mb.json").exists()
 
 
