@@ -102,11 +102,12 @@ def _set(path: tuple, value: object):
 
 # (field, where in it, strategy of values wrong for it whatever the other fields hold)
 WRONG = [
-    ("format", (), JUNK.filter(lambda v: v != "mdad-adaptive/1")),
+    ("format", (), JUNK.filter(lambda v: v not in ("mdad-adaptive/1", "mdad-adaptive/2"))),
     ("mdad_version", (), NOT_A_STR | CONTROL | st.just("")),
     ("dataset", (), NOT_A_STR | CONTROL | st.just("")),
     ("sha256", (), NOT_A_STR | st.sampled_from(["0" * 63, "G" * 64, "A" * 64, "0" * 65])),
-    ("method", (), JUNK.filter(lambda v: v not in ("adaptive", "adaptive-md"))),
+    ("method", (), JUNK.filter(lambda v: v not in ("adaptive", "adaptive-md", "adaptive-cv"))),
+    ("choice", (), JUNK.filter(lambda v: v is not None)),  # adaptive (1-D) chooses nothing
     ("metric", (), NOT_A_STR | CONTROL),
     ("item_ids", (), NOT_A_LIST | st.just([])),
     ("item_ids", (0,), NOT_A_STR | CONTROL | st.just("")),
@@ -218,7 +219,7 @@ def test_a_format_1_state_reads_with_the_older_interval_and_says_so(saved_state)
 
 def test_an_extra_or_missing_field_is_named(saved_state):
     with pytest.raises(DataError, match=r"^state.json: field 'extra' is not part of an "
-                       r"mdad-adaptive/2 state; start a new test$"):
+                       r"mdad-adaptive/3 state; start a new test$"):
         AdaptiveTest.from_json({**saved_state, "extra": 1}, "state.json")
     with pytest.raises(DataError, match=r"^state.json: field 'pending' is missing; start a new "
                        r"test$"):

@@ -346,7 +346,7 @@ def test_models_tied_at_a_decile_do_not_empty_a_fold_beyond():
     for row in tied:
         row[rng.choice(30, 15, replace=False)] = 1.0  # every model at 50%
     with one_thread():
-        assert _fit_and_cross_validate(tied, 3, 10, 1, 0)[3] is None
+        assert _fit_and_cross_validate(tied, "adaptive-md", 10, 1, 0).calibration is None
         tied[0] = 1.0  # one model apart: 23 tied at the bottom decile's edge
-        _, counts, error, belts = _fit_and_cross_validate(tied, 3, 10, 1, 0)
-    assert len(counts) == len(error) == len(belts) == 11
+        fitted = _fit_and_cross_validate(tied, "adaptive-md", 10, 1, 0)
+    assert len(fitted.answered) == len(fitted.error) == len(fitted.calibration) == 11

@@ -124,7 +124,8 @@ def start(
     target_se: Annotated[float | None, typer.Option(
         help="Stop early once the ability's standard error is below this.")] = None,
     method: Annotated[str, typer.Option(
-        help="adaptive (a 1-D IRT fit) or adaptive-md (3-D).")] = "adaptive",
+        help="adaptive (a 1-D IRT fit), adaptive-md (3-D) or adaptive-cv (dimension, "
+             "prior and stop chosen by cross-validation for the budget).")] = "adaptive",
     metric: Annotated[str | None, typer.Option(
         help="lm-eval metric field, for an lm-eval samples folder (as `mdad run`).")] = None,
     missing: Annotated[MissingPolicy, typer.Option(help="Missing cells, as in `mdad run`."
@@ -145,12 +146,15 @@ def start(
                                    method=method, metric=data_metric(data, metric),
                                    seed=seed)
         test.save(out)
-        literal_console().print(
-            f"wrote {out}: an adaptive test of up to {budget} items ({method}, batches of "
-            f"{batch}) over {len(test.item_ids)} items of {data.name}, fitted on "
+        console = literal_console()
+        if test.choice is not None:
+            console.print(f"chosen by cross-validation: {test.choice.describe()}")
+        console.print(
+            f"wrote {out}: an adaptive test of up to {test.budget} items ({method}, batches "
+            f"of {test.batch}) over {len(test.item_ids)} items of {data.name}, fitted on "
             f"{data.matrix.n_models} models; cross-validated error "
             f"{points(test.cv_error[0])} points before any answer, "
-            f"{points(test.cv_error[-1])} after {budget}")
+            f"{points(test.cv_error[-1])} after {test.budget}")
         _write_batch(test, out)
         _say_how_to_run_the_batch(test, out)
 

@@ -36,6 +36,7 @@ from mdad._version import version
 from mdad.data.registry import Dataset
 from mdad.errors import ConfigError, DataError, check_integer, check_path, check_type, check_whole
 from mdad.irt.cat import AdaptiveSession, best_items, posterior_ability, predicted_accuracy, sigmoid
+from mdad.irt.cat_cv import AdaptiveChoice
 from mdad.practice.adaptive_state import (
     ADAPTIVE_METHODS,
     LM_EVAL_NAME,
@@ -118,6 +119,8 @@ class AdaptiveTest:
     cv_error: list[float]
     # per cv_answered, `Calibration.to_list()`; None for a /1 state or too few models
     cv_calibration: list[list[float]] | None = None
+    # adaptive-cv's cross-validated model; its stop is the budget
+    choice: AdaptiveChoice | None = None
     answers: dict[str, float] = field(default_factory=dict)
     pending: list[str] = field(default_factory=list)
     round: int = 0
@@ -368,6 +371,7 @@ class AdaptiveTest:
             "batch": self.batch, "target_se": self.target_se,
             "cv_answered": self.cv_answered, "cv_error": self.cv_error,
             "cv_calibration": self.cv_calibration,
+            "choice": None if self.choice is None else self.choice.to_json(),
             "answers": [[item, value] for item, value in self.answers.items()],
             "pending": self.pending, "round": self.round, "applied": self.applied,
         }
@@ -484,6 +488,7 @@ def _validated(data: object, where: str, fix: str = "start a new test") -> Adapt
         cv_answered=list(data["cv_answered"]), cv_error=[float(x) for x in data["cv_error"]],
         cv_calibration=(None if data["cv_calibration"] is None
                         else [[float(x) for x in row] for row in data["cv_calibration"]]),
+        choice=None if data["choice"] is None else AdaptiveChoice.from_json(data["choice"]),
         answers={item: float(value) for item, value in data["answers"]},
         pending=list(data["pending"]), round=data["round"], applied=list(data["applied"]),
         mdad_version=data["mdad_version"])
@@ -522,7 +527,10 @@ def start_adaptive_test(dataset: Dataset, *, budget: int, batch: int = 1,
         Stop early once the ability's standard error (on the IRT scale, not accuracy)
         falls below it; a finite number > 0. None: run to the budget.
     method : str, default "adaptive"
-        ``adaptive`` (a 1-D IRT model) or ``adaptive-md`` (3-D).
+        ``adaptive`` (a 1-D IRT model), ``adaptive-md`` (3-D), or ``adaptive-cv``: the
+        dimension, prior scale and stop chosen by cross-validation on those folds for
+        the budget (`mdad.irt.cat_cv`); its test's budget is then the chosen stop, and
+        `AdaptiveTest.choice` says what was chosen and why.
     metric : str or None, default None
         The metric the data was read with; None: the dataset's own. It must not differ
         from the one `dataset` was read with.
@@ -580,7 +588,6 @@ def start_adaptive_test(dataset: Dataset, *, budget: int, batch: int = 1,
     if matrix.n_models < 2 * CV_FOLDS:
         raise ConfigError(f"an adaptive test needs at least {2 * CV_FOLDS} models to fit and "
                           f"cross-validate; {dataset.name} has {matrix.n_models}")
-    dims = ADAPTIVE_METHODS[method]
     scores = np.asarray(matrix.scores(), dtype=np.float64)
     if (scores == scores[:1]).all():
         # Its cross-validated error would be 0: these models agree, a new one may not.
@@ -588,8 +595,7 @@ def start_adaptive_test(dataset: Dataset, *, budget: int, batch: int = 1,
                         "cannot learn which items tell models apart, nor how well it "
                         "estimates a model unlike them; use data whose models differ")
     with one_thread():
-        model, answered, error, calibration = _fit_and_cross_validate(scores, dims, budget,
-                                                                      batch, seed)
+        fitted = _fit_and_cross_validate(scores, method, budget, batch, seed)
     ids = [str(i) for i in matrix.item_ids]
     spec = dataset.spec
     lm_eval = lm_eval_ids(ids, spec.lm_eval_task if spec else None)
@@ -599,9 +605,11 @@ def start_adaptive_test(dataset: Dataset, *, budget: int, batch: int = 1,
         dataset=dataset.name, sha256=matrix.sha256 or "", method=method,
         metric=metric or dataset.metric or (spec.lm_eval_metric if spec else "acc"),
         item_ids=ids,
-        lm_eval_items=lm_eval, discrimination=model.discrimination_,
-        difficulty=model.difficulty_, budget=budget, batch=batch, target_se=target_se,
-        cv_answered=answered, cv_error=error, cv_calibration=calibration)
+        lm_eval_items=lm_eval, discrimination=fitted.discrimination,
+        difficulty=fitted.model.difficulty_, budget=fitted.answered[-1],
+        batch=min(batch, fitted.answered[-1]), target_se=target_se,
+        cv_answered=fitted.answered, cv_error=fitted.error,
+        cv_calibration=fitted.calibration, choice=fitted.choice)
     test.next_items()
     # the state it will be: what `load` refuses is refused now, before a file is written
     return _validated(test.to_json(), f"the adaptive test of {dataset.name}",
@@ -629,14 +637,31 @@ def run_batches(discrimination: np.ndarray, difficulty: np.ndarray, scores: np.n
     return counts, np.array(estimates)
 
 
-def _fit_and_cross_validate(scores: np.ndarray, dims: int, budget: int, batch: int,
-                            seed: int) -> tuple[MultidimensionalIrt, list[int], list[float],
-                                                list[list[float]] | None]:
-    """The standardised fit on every model, and after each batch of held-out models'
-    tests (5 folds, each fitted on the other models): the answers so far, the root
-    mean square error against their accuracy on all items, and the Neyman belt of
-    their estimates (`Calibration.to_list()`; None with fewer models than
-    `calibration.MIN_MODELS`).
+@dataclass(frozen=True)
+class _Fitted:
+    """What `_fit_and_cross_validate` gives back: the standardised fit on every model
+    with its discriminations scaled by the prior scale, the cross-validated choice
+    (adaptive-cv only), the answers after each held-out batch up to the test's stop,
+    the root mean square error there, and the belts (None with too few models)."""
+
+    model: MultidimensionalIrt
+    discrimination: np.ndarray
+    choice: AdaptiveChoice | None
+    answered: list[int]
+    error: list[float]
+    calibration: list[list[float]] | None
+
+
+def _fit_and_cross_validate(scores: np.ndarray, method: str, budget: int, batch: int,
+                            seed: int) -> _Fitted:
+    """The fit of `method`'s test on every model, and its held-out tests (5 folds by
+    model, each fitted on the other models, the same budget and batches): the error
+    of the estimate after each batch, and its Neyman belts.
+
+    `adaptive-cv` first cross-validates every candidate of `mdad.irt.cat_cv` (dimension
+    and prior scale) on those folds, and takes the one, and the stop, with the least
+    held-out error; `adaptive` and `adaptive-md` are its candidates (1, 1.0) and (3,
+    1.0), fitted with the same seeds, so that it would give the same test.
 
     A multidimensional test's belt also reads two folds beyond: the bottom decile of
     the models, tested by a fit on the others, and the top decile likewise. Their
@@ -651,13 +676,29 @@ def _fit_and_cross_validate(scores: np.ndarray, dims: int, budget: int, batch: i
     estimates of the beyond folds, by fits whose abilities are scaled without those
     models, spread far more than a model past its belt's range is read.
 
-    The fits (six, eight with the folds beyond) are independent, each with its own
-    seed, and run in a thread per core (their passes over the data release Python's
-    lock): the same numbers on any machine. The caller holds a one-BLAS-thread limit."""
-    from mdad.practice.fit_pool import run_fits
+    The fits are independent, each with its own seed, and run in a thread per core
+    (their passes over the data release Python's lock): the same numbers on any
+    machine. The caller holds a one-BLAS-thread limit."""
+    from mdad.irt.cat_cv import DIMS, PRIOR_SCALES, CrossValidatedTests
 
     truth = scores.mean(axis=1)
     folds = cross_validation_folds(seed, scores.shape[0])
+    fixed = ADAPTIVE_METHODS[method]
+    candidates = DIMS if fixed is None else (fixed,)
+    keys = [(k, dims) for dims in candidates for k in range(len(folds))]
+    tasks = [(_fold_fit, (scores, dims, streams.rng(seed, "cross-validation", "fit", k),
+                          folds[k])) for k, dims in keys]
+    fits = dict(zip(keys, _run(tasks, scores), strict=True))
+    path = [*range(0, budget, batch), budget]
+    cv = CrossValidatedTests(scores, folds, lambda k, dims: fits[k, dims], path=path,
+                             dims=candidates,
+                             prior_scales=PRIOR_SCALES if fixed is None else (1.0,))
+    choice = cv.choose(budget) if fixed is None else None
+    dims, scale, stop = (fixed, 1.0, budget) if choice is None else (
+        choice.dims, choice.prior_scale, choice.stop)
+    counts = [int(c) for c in cv.checkpoints(stop)]
+    estimates = cv.estimates(dims, scale, stop)
+
     belt = scores.shape[0] >= MIN_MODELS and np.ptp(truth) >= 1e-6
     beyond: dict[str, np.ndarray] = {}
     if belt and dims > 1:
@@ -667,26 +708,26 @@ def _fit_and_cross_validate(scores: np.ndarray, dims: int, budget: int, batch: i
             if held.size and scores.shape[0] - held.size >= MIN_MODELS:
                 beyond[side] = held
     tasks = [(_standardised_fit, (scores, dims, streams.rng(seed, "fit")))]
-    tasks += [(_fold_test, (scores, dims, budget, batch,
-                            streams.rng(seed, "cross-validation", "fit", k), held))
-              for k, held in enumerate(folds)]
-    tasks += [(_fold_test, (scores, dims, budget, batch,
+    tasks += [(_fold_test, (scores, dims, scale, stop, batch,
                             streams.rng(seed, "cross-validation", "beyond", side), held))
               for side, held in beyond.items()]
+    model, *beyond_tests = _run(tasks, scores)
+    error = [float(v) for v in np.sqrt(((estimates - truth[None, :]) ** 2).mean(axis=1))]
+    calibration = None
+    if belt:
+        belt_truth = np.concatenate([truth, *(truth[held] for held in beyond.values())])
+        belt_estimates = np.hstack([estimates, *(test[1] for test in beyond_tests)])
+        calibration = [Calibration.fit(belt_truth, row, widen_past=True).to_list()
+                       for row in belt_estimates]
+    return _Fitted(model, model.discrimination_ * scale, choice, counts, error, calibration)
+
+
+def _run(tasks: list, scores: np.ndarray) -> list[Any]:
+    """The tasks' results, in their order (`run_fits`, a thread per core)."""
+    from mdad.practice.fit_pool import run_fits
+
     results = dict(run_fits(tasks, spawn_after=None, threads=_fit_threads(scores, len(tasks))))
-    counts = results[1][0]
-    estimates = np.empty((len(counts), scores.shape[0]))
-    for k, held in enumerate(folds):
-        estimates[:, held] = results[k + 1][1]
-    error = np.sqrt(((estimates - truth[None, :]) ** 2).mean(axis=1))
-    if not belt:
-        return results[0], counts, [float(v) for v in error], None
-    belt_truth = np.concatenate([truth, *(truth[held] for held in beyond.values())])
-    belt_estimates = np.hstack([estimates, *(results[len(folds) + 1 + k][1]
-                                             for k in range(len(beyond)))])
-    calibration = [Calibration.fit(belt_truth, row, widen_past=True).to_list()
-                   for row in belt_estimates]
-    return results[0], counts, [float(v) for v in error], calibration
+    return [results[k] for k in range(len(tasks))]
 
 
 def _standardised_fit(scores: np.ndarray, dims: int,
@@ -696,13 +737,20 @@ def _standardised_fit(scores: np.ndarray, dims: int,
     return fit_irt(scores, dims, rng).standardised()
 
 
-def _fold_test(scores: np.ndarray, dims: int, budget: int, batch: int,
+def _fold_fit(scores: np.ndarray, dims: int, rng: np.random.Generator,
+              held: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The standardised fit on the models outside `held`: (discrimination (n_items,
+    dims), difficulty)."""
+    model = _standardised_fit(np.delete(scores, held, axis=0), dims, rng)
+    return model.discrimination_, model.difficulty_
+
+
+def _fold_test(scores: np.ndarray, dims: int, scale: float, budget: int, batch: int,
                rng: np.random.Generator, held: np.ndarray) -> tuple[list[int], np.ndarray]:
-    """The `held` models' tests (`run_batches`) by a fit on the other models."""
-    train = np.setdiff1d(np.arange(scores.shape[0]), held)
-    model = _standardised_fit(scores[train], dims, rng)
-    discrimination = model.discrimination_ if dims > 1 else model.discrimination_[:, 0]
-    return run_batches(discrimination, model.difficulty_, scores[held], budget, batch)
+    """The `held` models' tests (`run_batches`) by a fit on the other models, its
+    discriminations scaled by `scale`."""
+    a, b = _fold_fit(scores, dims, rng, held)
+    return run_batches(a * scale, b, scores[held], budget, batch)
 
 
 def _fit_threads(scores: np.ndarray, tasks: int) -> int:

@@ -12,10 +12,13 @@ from typing import Any
 from mdad.data.synthetic import IDENTITY as SYNTHETIC_IDENTITY
 from mdad.errors import DataError
 
-STATE_FORMAT = "mdad-adaptive/2"
-# also read: /1 states lack `cv_calibration`; their interval is the older one, and says so
-OLDER_STATE_FORMAT = "mdad-adaptive/1"
-ADAPTIVE_METHODS = {"adaptive": 1, "adaptive-md": 3}  # method -> IRT dimensions
+STATE_FORMAT = "mdad-adaptive/3"
+# also read: /2 states lack `choice` (none of their methods chooses); /1 states also lack
+# `cv_calibration`: their interval is the older one, and says so
+OLDER_STATE_FORMATS = ("mdad-adaptive/2", "mdad-adaptive/1")
+# method -> IRT dimensions (None: chosen by cross-validation, in the state's `choice`)
+ADAPTIVE_METHODS: dict[str, int | None] = {"adaptive": 1, "adaptive-md": 3, "adaptive-cv": None}
+MAX_DIMS = 10
 # The most |discrimination| and |difficulty| a state may hold. Standardised fits of the
 # real data stay far inside: GPQA's 420 models |a| <= 3.3, |b| <= 4.6; MMLU-Pro's 29
 # models (10,326 items) |a| <= 11.2, |b| <= 16.3 (1-D and 3-D, seed 0); 8 to 12 GPQA
@@ -78,16 +81,42 @@ def _calibration_rows(value: object, state: dict[str, Any]) -> bool:
 
     if value is None:
         return True
-    return state["format"] == STATE_FORMAT and _list_of(
+    return state["format"] != "mdad-adaptive/1" and _list_of(
         value, lambda row: _list_of(row, lambda x: _real(x, -1e6, 1e6), LIST_LENGTH)
         and Calibration.valid_list(row), len(state["cv_answered"]))
+
+
+_CHOICE_FIELDS = ("dims", "prior_scale", "stop", "budget", "error", "candidates", "folds",
+                  "models")
+
+
+def _choice(value: object, state: dict[str, Any]) -> bool:
+    """Null for a method of fixed dimension; for `adaptive-cv`, `AdaptiveChoice.to_json()`."""
+    if ADAPTIVE_METHODS[state["method"]] is not None:
+        return value is None
+    n_items = len(state["item_ids"])
+    return (isinstance(value, dict) and sorted(value) == sorted(_CHOICE_FIELDS)
+            and _whole(value["dims"], 1, MAX_DIMS) and _real(value["prior_scale"], 1e-3, 1e3)
+            and _whole(value["budget"], 1, n_items)
+            and _whole(value["stop"], 1, value["budget"])
+            and _real(value["error"], 0, 1) and _whole(value["folds"], 2, 10**6)
+            and _whole(value["models"], 2, 10**9)
+            and _list_of(value["candidates"], lambda c: isinstance(c, list) and len(c) == 4
+                         and _whole(c[0], 1, MAX_DIMS) and _real(c[1], 1e-3, 1e3)
+                         and _whole(c[2], 1, value["budget"]) and _real(c[3], 0, 1))
+            and 0 < len(value["candidates"]) <= 100)
+
+
+def _dims(state: dict[str, Any]) -> int:
+    fixed = ADAPTIVE_METHODS[state["method"]]
+    return fixed if fixed is not None else int(state["choice"]["dims"])
 
 
 # field -> (its rule, for the message; the check, given the fields above it, all valid).
 # One table, read top to bottom: every field's type and range, and how fields relate.
 STATE_SCHEMA: dict[str, tuple[str, Callable[[Any, dict[str, Any]], bool]]] = {
-    "format": (f"must be {STATE_FORMAT!r} (or {OLDER_STATE_FORMAT!r})",
-               lambda v, s: v in (STATE_FORMAT, OLDER_STATE_FORMAT)),
+    "format": (f"must be {STATE_FORMAT!r} (or {' or '.join(map(repr, OLDER_STATE_FORMATS))})",
+               lambda v, s: v in (STATE_FORMAT, *OLDER_STATE_FORMATS)),
     "mdad_version": ("must be printable text", lambda v, s: _text(v)),
     "dataset": ("must be printable text", lambda v, s: _text(v)),
     "sha256": ("must be 64 lowercase hex digits, a synthetic dataset's identity, or empty",
@@ -95,6 +124,9 @@ STATE_SCHEMA: dict[str, tuple[str, Callable[[Any, dict[str, Any]], bool]]] = {
                    _HEX64.fullmatch(v) or SYNTHETIC_IDENTITY.fullmatch(v)))),
     "method": (f"must be one of {', '.join(ADAPTIVE_METHODS)}",
                lambda v, s: isinstance(v, str) and v in ADAPTIVE_METHODS),
+    "choice": ("must be null for adaptive and adaptive-md; for adaptive-cv, the "
+               "cross-validated choice (dims, prior_scale, stop, budget, error, candidates, "
+               "folds, models)", _choice),
     "metric": ("must be printable text", lambda v, s: _text(v)),
     "item_ids": ("must be a non-empty list of distinct printable strings",
                  lambda v, s: _distinct_texts(v) and len(v) > 0),
@@ -104,12 +136,13 @@ STATE_SCHEMA: dict[str, tuple[str, Callable[[Any, dict[str, Any]], bool]]] = {
                           and len(v) == len(s["item_ids"]))),
     "discrimination": (f"must hold one row per item of as many numbers as the method's "
                        f"dimensions, each within +-{PARAMETER_BOUND:g}", lambda v, s: _list_of(
-                           v, lambda row: _list_of(row, _parameter, ADAPTIVE_METHODS[
-                               s["method"]]), len(s["item_ids"]))),
+                           v, lambda row: _list_of(row, _parameter, _dims(s)),
+                           len(s["item_ids"]))),
     "difficulty": (f"must hold one number per item, each within +-{PARAMETER_BOUND:g}",
                    lambda v, s: _list_of(v, _parameter, len(s["item_ids"]))),
-    "budget": ("must be a whole number from 1 to the number of items",
-               lambda v, s: _whole(v, 1, len(s["item_ids"]))),
+    "budget": ("must be a whole number from 1 to the number of items (adaptive-cv: the "
+               "choice's stop)", lambda v, s: _whole(v, 1, len(s["item_ids"])) and (
+                   s["choice"] is None or v == s["choice"]["stop"])),
     "batch": ("must be a whole number from 1 to the budget",
               lambda v, s: _whole(v, 1, s["budget"])),
     "target_se": ("must be null or a finite number > 0",
@@ -118,7 +151,7 @@ STATE_SCHEMA: dict[str, tuple[str, Callable[[Any, dict[str, Any]], bool]]] = {
     "cv_error": ("must hold one number in [0, 1] per cv_answered",
                  lambda v, s: _list_of(v, lambda x: _real(x, 0, 1), len(s["cv_answered"]))),
     "cv_calibration": ("must be null, or one calibration (19 numbers, as "
-                       "Calibration.to_list) per cv_answered (a format /2 state)",
+                       "Calibration.to_list) per cv_answered (from format /2 on)",
                        _calibration_rows),
     "answers": ("must be [item, score in [0, 1]] pairs of distinct items of the test, at "
                 "most the budget", _pairs),
@@ -134,7 +167,7 @@ STATE_SCHEMA: dict[str, tuple[str, Callable[[Any, dict[str, Any]], bool]]] = {
 
 
 def checked_state(data: object, where: str, fix: str = "start a new test") -> dict[str, Any]:
-    """`data` checked against `STATE_SCHEMA`, a /1 state given its null calibration.
+    """`data` checked against `STATE_SCHEMA`, an older state given its null fields.
 
     Raises
     ------
@@ -143,7 +176,9 @@ def checked_state(data: object, where: str, fix: str = "start a new test") -> di
     """
     if not isinstance(data, dict):
         raise DataError(f"{where}: not an adaptive test state (a JSON object expected); {fix}")
-    if data.get("format") == OLDER_STATE_FORMAT and "cv_calibration" not in data:
+    if data.get("format") in OLDER_STATE_FORMATS and "choice" not in data:
+        data = {**data, "choice": None}  # their methods choose nothing
+    if data.get("format") == "mdad-adaptive/1" and "cv_calibration" not in data:
         data = {**data, "cv_calibration": None}  # /1 had none: the older interval
     for name, (rule, check) in STATE_SCHEMA.items():
         if name not in data:

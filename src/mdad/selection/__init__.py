@@ -13,6 +13,7 @@ from mdad.selection import strata as _strata  # noqa: F401
 from mdad.selection import anchor_points as _anchor_points  # noqa: F401
 from mdad.selection import tinybenchmarks as _tinybenchmarks  # noqa: F401
 from mdad.selection import adaptive as _adaptive  # noqa: F401
+from mdad.selection import adaptive_cv as _adaptive_cv  # noqa: F401
 # isort: on
 from mdad.selection.base import (
     ItemExposure,
