@@ -250,19 +250,25 @@ def _adaptive(dataset: Dataset, method: str, sizes: Sequence[int], seed: int,
               train: np.ndarray, held: np.ndarray) -> list[tuple]:
     """The `held` models' adaptive tests (batch 1) by a test started on the `train`
     models, read after each of `sizes` answers: (size, estimate, low, high, 0, 0,
-    beyond)."""
+    beyond). A test that chooses its model for its budget (`adaptive-cv`) is started
+    once per size, with that size as its budget, and read where it stops."""
     from mdad.practice.adaptive import run_batches, start_adaptive_test
+    from mdad.practice.adaptive_state import ADAPTIVE_METHODS
 
-    test = start_adaptive_test(dataset, budget=max(sizes), seed=seed, method=method,
-                               models=train)
     scores = dataset.matrix.scores(held).astype(np.float64)
-    a = test.discrimination if test.discrimination.shape[1] > 1 else test.discrimination[:, 0]
-    counts, estimates = run_batches(a, test.difficulty, scores, max(sizes), 1)
+    zeros = np.zeros(held.size, dtype=np.int64)
+    chooses = ADAPTIVE_METHODS[method] is None
     parts = []
-    for size in sizes:
-        estimate = estimates[counts.index(size)]
-        low, high = test.interval_at(estimate, size)
-        zeros = np.zeros(held.size, dtype=np.int64)
-        parts.append((size, estimate, low, high, zeros, zeros,
-                      test.beyond_at(estimate, size)))
+    for budget in (sizes if chooses else [max(sizes)]):
+        test = start_adaptive_test(dataset, budget=budget, seed=seed, method=method,
+                                   models=train)
+        a = test.discrimination
+        counts, estimates = run_batches(a if a.shape[1] > 1 else a[:, 0], test.difficulty,
+                                        scores, test.budget, 1)
+        for size in ([budget] if chooses else sizes):
+            given = min(size, test.budget)  # a chosen test may stop before its budget
+            estimate = estimates[counts.index(given)]
+            low, high = test.interval_at(estimate, given)
+            parts.append((size, estimate, low, high, zeros, zeros,
+                          test.beyond_at(estimate, given)))
     return parts
