@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from mdad.errors import DataError
 from mdad.irt.cat import AdaptiveSession, best_items, item_gain
-from mdad.irt.cat_cv import CrossValidatedTests, AdaptiveChoice, series
+from mdad.irt.cat_cv import AdaptiveChoice, CrossValidatedTests, series
 from mdad.selection import get_method
 from mdad.selection.base import SeenPool
 

@@ -683,38 +683,43 @@ def _fit_and_cross_validate(scores: np.ndarray, method: str, budget: int, batch:
 
     truth = scores.mean(axis=1)
     folds = cross_validation_folds(seed, scores.shape[0])
+    belt = scores.shape[0] >= MIN_MODELS and np.ptp(truth) >= 1e-6
+    beyond: dict[str, np.ndarray] = {}
+    for side, group in (("bottom", 0), ("top", 2)):
+        held = np.flatnonzero(deciles(truth) == group)
+        # ties at a decile's edge can take most models: fit on enough of the rest
+        if belt and held.size and scores.shape[0] - held.size >= MIN_MODELS:
+            beyond[side] = held
+
+    def final_tasks(dims: int, scale: float, stop: int) -> list:
+        """The fit on every model; a multidimensional test's belt reads the folds beyond."""
+        return [(_standardised_fit, (scores, dims, streams.rng(seed, "fit")))] + [
+            (_fold_test, (scores, dims, scale, stop, batch,
+                          streams.rng(seed, "cross-validation", "beyond", side), held))
+            for side, held in (beyond.items() if dims > 1 else ())]
+
     fixed = ADAPTIVE_METHODS[method]
     candidates = DIMS if fixed is None else (fixed,)
     keys = [(k, dims) for dims in candidates for k in range(len(folds))]
     tasks = [(_fold_fit, (scores, dims, streams.rng(seed, "cross-validation", "fit", k),
                           folds[k])) for k, dims in keys]
-    fits = dict(zip(keys, _run(tasks, scores), strict=True))
-    path = [*range(0, budget, batch), budget]
-    cv = CrossValidatedTests(scores, folds, lambda k, dims: fits[k, dims], path=path,
-                             dims=candidates,
+    # a fixed method's last fits are known already: one round of threads for all
+    results = _run(tasks + (final_tasks(fixed, 1.0, budget) if fixed else []), scores)
+    fits = dict(zip(keys, results[:len(keys)], strict=True))
+    cv = CrossValidatedTests(scores, folds, lambda k, dims: fits[k, dims],
+                             path=[*range(0, budget, batch), budget], dims=candidates,
                              prior_scales=PRIOR_SCALES if fixed is None else (1.0,))
     choice = cv.choose(budget) if fixed is None else None
     dims, scale, stop = (fixed, 1.0, budget) if choice is None else (
         choice.dims, choice.prior_scale, choice.stop)
+    model, *beyond_tests = (results[len(keys):] if choice is None
+                            else _run(final_tasks(dims, scale, stop), scores))
     counts = [int(c) for c in cv.checkpoints(stop)]
     estimates = cv.estimates(dims, scale, stop)
-
-    belt = scores.shape[0] >= MIN_MODELS and np.ptp(truth) >= 1e-6
-    beyond: dict[str, np.ndarray] = {}
-    if belt and dims > 1:
-        for side, group in (("bottom", 0), ("top", 2)):
-            held = np.flatnonzero(deciles(truth) == group)
-            # ties at a decile's edge can take most models: fit on enough of the rest
-            if held.size and scores.shape[0] - held.size >= MIN_MODELS:
-                beyond[side] = held
-    tasks = [(_standardised_fit, (scores, dims, streams.rng(seed, "fit")))]
-    tasks += [(_fold_test, (scores, dims, scale, stop, batch,
-                            streams.rng(seed, "cross-validation", "beyond", side), held))
-              for side, held in beyond.items()]
-    model, *beyond_tests = _run(tasks, scores)
     error = [float(v) for v in np.sqrt(((estimates - truth[None, :]) ** 2).mean(axis=1))]
     calibration = None
     if belt:
+        beyond = beyond if dims > 1 else {}
         belt_truth = np.concatenate([truth, *(truth[held] for held in beyond.values())])
         belt_estimates = np.hstack([estimates, *(test[1] for test in beyond_tests)])
         calibration = [Calibration.fit(belt_truth, row, widen_past=True).to_list()
