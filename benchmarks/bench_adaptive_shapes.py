@@ -7,7 +7,10 @@ per shape and size the seen and unseen first-crossing MDAD in points (`>x`: not 
 within x), each method's item exposure (`distinct_items`, `top_item_share`), and whether
 the best adaptive method's seen MDAD is at most every static method's.
 
-A study folder already under --out is read, not run again (delete it to re-measure).
+Each shape's studies live under --out/SHAPE/, one folder per study: the methods found
+in them are read, not run again, and one new study runs the methods none of them has
+(so a method added later costs only its own study; a study's runs, sources and
+targets depend on its seed, not on its methods). Delete a folder to re-measure it.
 
 Usage: python benchmarks/bench_adaptive_shapes.py [--shapes gpqa,synthetic:bbh]
        [--out benchmarks/out/adaptive-shapes] [--workers 0]
@@ -25,7 +28,7 @@ import pandas as pd
 
 STATIC = ("random", "subtask-equal", "anchor-points", "tinybenchmarks-pirt",
           "tinybenchmarks-gpirt")
-ADAPTIVE = ("adaptive", "adaptive-md")
+ADAPTIVE = ("adaptive", "adaptive-md", "adaptive-cv")
 SIZES = (10, 25, 50, 100)
 SHAPES = {  # shape -> the options of its study
     "gpqa": ("--runs", "50"),
@@ -35,18 +38,23 @@ SHAPES = {  # shape -> the options of its study
 }
 
 
-def study(shape: str, out: Path, workers: str) -> tuple[Path, float | None]:
-    """The study folder of `shape` under `out`, run unless it is there; its seconds."""
-    folder = out / shape.replace(":", "-")
-    if (folder / "mdad.csv").exists():
-        return folder, None
-    out.mkdir(parents=True, exist_ok=True)
+def study(shape: str, out: Path, workers: str) -> tuple[list[Path], float | None]:
+    """The study folders of `shape` under `out`, running the methods none of them has;
+    the seconds of that run (None when nothing ran)."""
+    base = out / shape.replace(":", "-")
+    folders = sorted(p.parent for p in base.glob("*/mdad.csv"))
+    done = set().union(*(set(pd.read_csv(f / "mdad.csv")["method"]) for f in folders))
+    missing = [m for m in STATIC + ADAPTIVE if m not in done]
+    if not missing:
+        return folders, None
+    folder = base / f"study-{len(folders) + 1}"
+    base.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     subprocess.run([sys.executable, "-m", "mdad", "run", shape, *SHAPES[shape],
-                    "--methods", ",".join(STATIC + ADAPTIVE),
+                    "--methods", ",".join(missing),
                     "--sizes", ",".join(map(str, SIZES)), "--workers", workers,
                     "--out", str(folder)], check=True)
-    return folder, time.perf_counter() - start
+    return [*folders, folder], time.perf_counter() - start
 
 
 def cell(row: pd.Series) -> str:
@@ -55,10 +63,11 @@ def cell(row: pd.Series) -> str:
     return f"{100 * row['mdad']:.1f}"
 
 
-def table(shape: str, folder: Path) -> list[str]:
-    mdad = pd.read_csv(folder / "mdad.csv")
-    summary = pd.read_csv(folder / "summary.csv").set_index(["method", "size"])
-    lines = [f"\n{shape} ({folder})",
+def table(shape: str, folders: list[Path]) -> list[str]:
+    mdad = pd.concat([pd.read_csv(f / "mdad.csv") for f in folders])
+    summary = pd.concat([pd.read_csv(f / "summary.csv") for f in folders]).set_index(
+        ["method", "size"])
+    lines = [f"\n{shape} ({', '.join(map(str, folders))})",
              f"{'method':22} {'size':>4} {'seen':>7} {'unseen':>7} {'distinct':>8} "
              f"{'top share':>9}"]
     wins = []
@@ -91,8 +100,8 @@ def main() -> None:
     for shape in args.shapes.split(","):
         if shape not in SHAPES:
             parser.error(f"--shapes: {shape!r} is not one of {', '.join(SHAPES)}")
-        folder, seconds = study(shape, args.out, args.workers)
-        print("\n".join(table(shape, folder)))
+        folders, seconds = study(shape, args.out, args.workers)
+        print("\n".join(table(shape, folders)))
         if seconds is not None:
             print(f"({seconds:.0f} s)")
 
