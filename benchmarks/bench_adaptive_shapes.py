@@ -42,12 +42,20 @@ def study(shape: str, out: Path, workers: str) -> tuple[list[Path], float | None
     """The study folders of `shape` under `out`, running the methods none of them has;
     the seconds of that run (None when nothing ran)."""
     base = out / shape.replace(":", "-")
-    folders = sorted(p.parent for p in base.glob("*/mdad.csv"))
-    done = set().union(*(set(pd.read_csv(f / "mdad.csv")["method"]) for f in folders))
+    # a study of the earlier layout (the shape's folder itself) counts too
+    folders = sorted(p.parent for p in [*base.glob("mdad.csv"), *base.glob("*/mdad.csv")])
+    done: set[str] = set()
+    for folder in folders:
+        methods = set(pd.read_csv(folder / "mdad.csv")["method"])
+        if methods & done:
+            sys.exit(f"{folder}: methods {sorted(methods & done)} are in another study of "
+                     f"{shape} too; delete one")
+        done |= methods
     missing = [m for m in STATIC + ADAPTIVE if m not in done]
     if not missing:
         return folders, None
-    folder = base / f"study-{len(folders) + 1}"
+    folder = next(base / f"study-{k}" for k in range(1, 10**6)
+                  if not (base / f"study-{k}").exists())  # never a crashed one's name
     base.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     subprocess.run([sys.executable, "-m", "mdad", "run", shape, *SHAPES[shape],

@@ -81,12 +81,13 @@ def test_the_choice_is_a_coordinate_search_s_least_error_and_the_later_stop_on_t
     choice = cv.choose(25)
     points = cv.checkpoints(25)
     grid = {(d, s): cv.error(d, s, 25) for d in (1, 2, 3) for s in (1.0, 0.5, 2.0)}
-    best_dims = min((1, 2, 3), key=lambda d: grid[d, 1.0].min())
+    stops = {key: cv.best_stop(*key, 25) for key in grid}
+    best_dims = min((1, 2, 3), key=lambda d: stops[d, 1.0][1])
     assert [c[:2] for c in choice.candidates] == [(1, 1.0), (2, 1.0), (3, 1.0),
                                                   (best_dims, 0.5), (best_dims, 2.0)]
     for dims, scale, stop, error in choice.candidates:
+        assert (stop, error) == stops[dims, scale]
         assert error == grid[dims, scale][list(points).index(stop)]
-        assert stop == 25 or error < grid[dims, scale][-1]
     assert choice.error == min(c[3] for c in choice.candidates)
     assert (choice.dims, choice.prior_scale, choice.stop) == min(
         choice.candidates, key=lambda c: c[3])[:3]
@@ -115,7 +116,7 @@ def test_a_test_stops_early_only_when_that_clearly_errs_less(squared, stop):
 
 @settings(max_examples=15, deadline=None)
 @given(budgets=st.lists(st.integers(1, 60), min_size=2, max_size=4))
-@example(budgets=[60, 4])  # off the path, below where the session went for 60
+@example(budgets=[60, 8])  # off the path, below where the session went for 60
 def test_the_choice_does_not_depend_on_the_budgets_asked_before(budgets):
     scores = _answers(20, 60, seed=2)
     folds = [np.arange(10), np.arange(10, 20)]
@@ -171,29 +172,45 @@ def test_the_study_method_gives_the_chosen_test():
     assert estimates.shape == (20,) and 0 < exposure.distinct_items <= 50
 
 
-def test_too_few_sources_are_refused_with_the_minimum():
-    assert get_method("adaptive-cv").min_sources == 6
+def test_a_study_with_too_few_sources_is_refused_naming_the_minimum(tmp_path):
+    from helpers import assert_user_error, mdad_cli
+
+    proc = mdad_cli("run", "synthetic:gpqa", "--models", "40", "--methods", "adaptive-cv",
+                    "--sources", "5", "--targets", "10", "--runs", "1", "--out",
+                    tmp_path / "study")
+    assert_user_error(proc, "method adaptive-cv needs at least 6 source models; got --sources 5")
 
 
 @pytest.mark.parametrize("budget", [5, 25])
-def test_practice_candidates_equal_the_fixed_methods_tests(gpqa_data, budget):
+def test_practice_candidates_are_the_fixed_methods_held_out_tests(gpqa_data, budget):
     """adaptive-cv's candidates (1, 1.0) and (3, 1.0) are adaptive's and adaptive-md's
-    held-out tests, fitted with the same seeds: their errors are those tests' errors
-    at the same stop (summed in another order: to 1e-12)."""
-    from mdad.practice.adaptive import start_adaptive_test
+    held-out tests: each fold fitted on the other folds with the fixed method's seed,
+    its models tested by `run_batches` here directly; their root mean square error
+    after each batch is the fixed methods' `cv_error`, and the candidates' errors are
+    those at their stops."""
+    from mdad import streams
+    from mdad.practice.adaptive import _fold_fit, run_batches, start_adaptive_test
+    from mdad.practice.calibration import cross_validation_folds
 
     models = np.arange(0, 420, 7)
+    scores = gpqa_data.matrix.scores()[models].astype(float)
     chosen = start_adaptive_test(gpqa_data, budget=budget, batch=5, method="adaptive-cv",
                                  models=models)
     assert chosen.choice is not None and chosen.budget == chosen.choice.stop <= budget
     assert chosen.discrimination.shape == (448, chosen.choice.dims)
     best = {c[:2]: c[2:] for c in chosen.choice.candidates}
     for method, dims in (("adaptive", 1), ("adaptive-md", 3)):
+        estimates = np.empty((budget // 5 + 1, models.size))
+        for k, held in enumerate(cross_validation_folds(0, models.size)):
+            a, b = _fold_fit(scores, dims, streams.rng(0, "cross-validation", "fit", k), held)
+            counts, estimates[:, held] = run_batches(a, b, scores[held], budget, 5)
+        error = np.sqrt(((estimates - scores.mean(axis=1)) ** 2).mean(axis=1))
         fixed = start_adaptive_test(gpqa_data, budget=budget, batch=5, method=method,
                                     models=models)
-        stop, error = best[dims, 1.0]
-        assert error == pytest.approx(fixed.cv_error[fixed.cv_answered.index(stop)],
-                                      rel=1e-12)
+        assert fixed.cv_answered == counts
+        np.testing.assert_allclose(fixed.cv_error, error, rtol=1e-12)
+        stop, candidate = best[dims, 1.0]
+        assert candidate == pytest.approx(error[counts.index(stop)], rel=1e-12)
     assert chosen.choice.error == min(error for _, error in best.values())
 
 
@@ -226,9 +243,15 @@ def test_a_chosen_test_saves_and_loads_and_its_choice_is_checked(cv_state):
                                              "number of items \\(adaptive-cv: the choice's stop"),
         ({"method": "adaptive-md"}, "'choice' must be null"),
     ]
+    mixed = {**cv_state["choice"], 1: 2}  # keys of two types: refused, never sorted
+    wrong += [({"choice": mixed}, "'choice'"), ({"item_ids": 3}, "'item_ids'"),
+              ({"item_ids": None}, "'item_ids'")]
     for change, message in wrong:
         with pytest.raises(DataError, match=f"^state.json: field {message}"):
             AdaptiveTest.from_json({**copy.deepcopy(cv_state), **change}, "state.json")
+    with pytest.raises(DataError, match=r"^state\.json: field 'item_ids' is missing"):
+        AdaptiveTest.from_json({k: v for k, v in cv_state.items() if k != "item_ids"},
+                               "state.json")
     older = {k: v for k, v in cv_state.items() if k != "choice"}
     with pytest.raises(DataError, match="'choice' must be null"):  # /2 had no adaptive-cv
         AdaptiveTest.from_json({**older, "format": "mdad-adaptive/2"}, "state.json")

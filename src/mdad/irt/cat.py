@@ -205,7 +205,7 @@ def best_items(ability: np.ndarray, covariance: np.ndarray, available: np.ndarra
     (n_examinees, k); each row must have k items available."""
     gain = item_gain(ability, covariance, discrimination, difficulty)
     gain[~available] = -np.inf
-    if 4 * k > gain.shape[1]:
+    if k <= 0 or 4 * k > gain.shape[1]:
         return np.argsort(-gain, axis=1, kind="stable")[:, :k]
     # the k best by a partition, then sorted: 3 to 4 times faster than a whole sort
     best = np.argpartition(-gain, k - 1, axis=1)[:, :k]

@@ -59,8 +59,10 @@ class AdaptiveChoice:
     ----------
     dims : the IRT model's dimension; prior_scale : the abilities' prior standard
         deviation, in units of the reference models' spread.
-    stop : items to give, at most `budget`.
-    error : the held-out root mean square error at the choice (accuracy, a fraction).
+    stop : items to give, at most `budget`; budget : the most items the test may give.
+    error : the held-out root mean square error at the choice (accuracy, a fraction):
+        the least of the candidates', so a little optimistic (chosen on the same tests);
+        the round trips of held-out models measure the chosen test's intervals afresh.
     candidates : for every (dims, prior scale) tried, (dims, prior scale, its best stop,
         its error there), in the order tried.
     folds, models : the cross-validation's folds and held-out reference models.
@@ -78,7 +80,8 @@ class AdaptiveChoice:
     def describe(self) -> str:
         """One line: the choice and the evidence behind it."""
         return (f"{self.dims}-D IRT, prior sd {self.prior_scale:g}, stop after {self.stop} of "
-                f"{self.budget} items (held-out error {100 * self.error:.1f} points; "
+                f"{self.budget} items (held-out error {100 * self.error:.1f} points, the "
+                f"least of "
                 f"{len(self.candidates)} candidates cross-validated in {self.folds} folds "
                 f"over {self.models} reference models)")
 
@@ -104,32 +107,41 @@ class CrossValidatedTests:
 
     Parameters
     ----------
-    scores : array of shape (n_models, n_items), the reference models' answers.
+    scores : array of shape (n_models, n_items), the reference models' answers (only
+        the held-out models' rows are kept).
     folds : the held-out models of each fold (int arrays, disjoint).
     fit : fit(fold, dims) -> (discrimination (n_items, dims), difficulty (n_items,)),
-        the standardised fit on every model outside fold `fold`; called once per fold
-        and dimension, when first needed.
-    path : the answer counts the sessions advance to, ascending, from 0 or 1 (default:
-        `series`); a budget is scored at the path's counts below it and at itself, and a
-        test stops after at least one item.
+        the standardised fit on models outside fold `fold`'s held-out ones; called once
+        per fold and dimension, when first needed.
+    path : the answer counts the sessions advance to, strictly ascending, from 0 or 1
+        (default: `series`); a budget is scored at the path's counts below it and at
+        itself.
     dims, prior_scales : the candidates.
+    keep_sessions : keep each test to serve a larger budget later (a study's sizes);
+        False drops it once scored (one budget: memory for one test at a time).
     """
 
     def __init__(self, scores: np.ndarray, folds: Sequence[np.ndarray],
                  fit: Callable[[int, int], tuple[np.ndarray, np.ndarray]], *,
                  path: Sequence[int] | None = None, dims: Sequence[int] = DIMS,
-                 prior_scales: Sequence[float] = PRIOR_SCALES) -> None:
-        self.scores = np.asarray(scores, dtype=np.float64)
+                 prior_scales: Sequence[float] = PRIOR_SCALES,
+                 keep_sessions: bool = True) -> None:
+        scores = np.asarray(scores)
+        self.n_rows, n_items = scores.shape
         self.folds = [np.asarray(held, dtype=np.int64) for held in folds]
-        self.truth = self.scores.mean(axis=1)
+        self._answers = [scores[held].astype(np.float64) for held in self.folds]
         self.fit = fit
-        self.path = (series(self.scores.shape[1]) if path is None
-                     else np.asarray(path, dtype=np.int64))
+        self.path = series(n_items) if path is None else np.asarray(path, dtype=np.int64)
+        if self.path.size == 0 or self.path[0] < 0 or np.any(np.diff(self.path) <= 0):
+            raise ValueError("path must be answer counts >= 0, strictly ascending")
         self.dims, self.prior_scales = tuple(dims), tuple(prior_scales)
+        self.keep_sessions = keep_sessions
         self._fits: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
         self._sessions: dict[tuple[int, int, float], AdaptiveSession] = {}
-        # (fold, dims, scale) -> {answers: estimates of the fold's models}
+        # (fold, dims, scale) -> {answers: estimates of the fold's models}; off-path
+        # budgets apart, (fold, dims, scale, budget) -> their estimates
         self._estimates: dict[tuple[int, int, float], dict[int, np.ndarray]] = {}
+        self._off_path: dict[tuple[int, int, float, int], np.ndarray] = {}
 
     @property
     def n_models(self) -> int:
@@ -144,17 +156,16 @@ class CrossValidatedTests:
         (n_checkpoints, n_models), models in the order of `scores` (a model in no fold
         is NaN)."""
         points = self.checkpoints(budget)
-        out = np.full((points.size, self.scores.shape[0]), np.nan)
+        out = np.full((points.size, self.n_rows), np.nan)
         for k, held in enumerate(self.folds):
-            curve = self._curve(k, dims, prior_scale, budget)
-            out[:, held] = np.array([curve[int(p)] for p in points])
+            out[:, held] = self._curve(k, dims, prior_scale, budget)
         return out
 
     def squared_errors(self, dims: int, prior_scale: float, budget: int) -> np.ndarray:
         """Each held-out model's squared error at each checkpoint of `budget`, shape
-        (n_checkpoints, n_held_out) (accuracy, a fraction, squared)."""
-        held = np.concatenate(self.folds)
-        error = self.estimates(dims, prior_scale, budget)[:, held] - self.truth[held]
+        (n_checkpoints, n_held_out), folds in order (accuracy, a fraction, squared)."""
+        error = np.hstack([self._curve(k, dims, prior_scale, budget) - answers.mean(axis=1)
+                           for k, answers in enumerate(self._answers)])
         return error * error
 
     def error(self, dims: int, prior_scale: float, budget: int) -> np.ndarray:
@@ -163,18 +174,23 @@ class CrossValidatedTests:
         return np.sqrt(self.squared_errors(dims, prior_scale, budget).mean(axis=1))
 
     def best_stop(self, dims: int, prior_scale: float, budget: int) -> tuple[int, float]:
-        """A candidate's stop and its error there: the checkpoint of least error (the
-        later on ties, at least one answer) when it errs less than the budget by more
-        than twice the standard error of the paired difference, else the budget."""
+        """A candidate's stop and its error there: the budget, or the point of `series`
+        below it (at least one answer) of least error, when that errs less than the
+        budget by more than twice the standard error of the paired difference (about
+        seven points per decade are tried, whatever the path: a test stops early only
+        where the evidence is clear). A NaN error counts as infinite."""
         points = self.checkpoints(budget)
         squared = self.squared_errors(dims, prior_scale, budget)
-        mean = np.where(points > 0, squared.mean(axis=1), np.inf)
-        k = points.size - 1 - int(np.argmin(mean[::-1]))
-        difference = squared[k] - squared[-1]
-        spread = difference.std(ddof=1) / np.sqrt(difference.size) if difference.size > 1 else 0
-        if not difference.mean() + 2 * spread < 0:
-            k = points.size - 1
-        return int(points[k]), float(np.sqrt(mean[k]))
+        mean = squared.mean(axis=1)
+        tried = (points > 0) & np.isin(points, series(budget)) & ~np.isnan(mean)
+        k = points.size - 1
+        if tried[:-1].any() and squared.shape[1] > 1:
+            best = np.flatnonzero(tried)[np.argmin(mean[tried])]
+            difference = squared[best] - squared[-1]
+            if difference.mean() + 2 * difference.std(ddof=1) / np.sqrt(difference.size) < 0:
+                k = best
+        error = float(np.sqrt(mean[k]))
+        return int(points[k]), (error if error == error else np.inf)
 
     def choose(self, budget: int) -> AdaptiveChoice:
         """The candidate and stop with the least held-out error for `budget` (see the
@@ -186,33 +202,44 @@ class CrossValidatedTests:
                   for scale in self.prior_scales[1:]]
         best = min(tried, key=lambda c: c[3])
         return AdaptiveChoice(best[0], float(best[1]), best[2], int(budget), best[3],
-                          tuple((d, float(s), k, e) for d, s, k, e in tried),
-                          len(self.folds), self.n_models)
+                              tuple((d, float(s), k, e) for d, s, k, e in tried),
+                              len(self.folds), self.n_models)
 
-    def _curve(self, fold: int, dims: int, scale: float, budget: int) -> dict[int, np.ndarray]:
-        """The fold's estimates at every checkpoint of `budget`, advancing its session
-        along the path (a budget off the path on a copy)."""
+    def _curve(self, fold: int, dims: int, scale: float, budget: int) -> np.ndarray:
+        """The fold's estimates at every checkpoint of `budget`, shape (n_checkpoints,
+        n_held): the path's points from the fold's session, advanced along the path; a
+        budget off the path from a copy of it at the point before (or from a new session
+        brought there, when the kept one went further for a larger budget)."""
         key = (fold, dims, scale)
-        if key not in self._sessions:
-            self._sessions[key] = self._new_session(fold, dims, scale)
-            self._estimates[key] = {0: self._sessions[key].accuracy()}
-        session, curve = self._sessions[key], self._estimates[key]
-        answers = self.scores[self.folds[fold]]
-        for point in self.path[(self.path > session.n_steps) & (self.path <= budget)]:
-            _advance(session, answers, int(point))
-            curve[int(point)] = session.accuracy()
-        if budget not in curve:
-            # from the last point of the path before the budget: the session, when it
-            # stands there, or a new one brought there (it went further for a larger budget)
-            if session.n_steps < budget:
-                twin = session.copy()
-            else:
-                twin = self._new_session(fold, dims, scale)
-                for point in self.path[(self.path > 0) & (self.path < budget)]:
-                    _advance(twin, answers, int(point))
-            _advance(twin, answers, budget)
-            curve = {**curve, budget: twin.accuracy()}
-        return curve
+        curve = self._estimates.setdefault(key, {})
+        below = [int(p) for p in self.path[self.path <= budget]]
+        session = None
+        if 0 not in curve or any(p not in curve for p in below):
+            session = self._session_at(key, below)
+        if budget not in curve and (*key, budget) not in self._off_path:
+            session = session or self._session_at(key, below)
+            twin = session.copy() if session is self._sessions.get(key) else session
+            _advance(twin, self._answers[fold], budget)
+            self._off_path[*key, budget] = twin.accuracy()
+        return np.array([curve[p] if p in curve else self._off_path[*key, budget]
+                         for p in self.checkpoints(budget)])
+
+    def _session_at(self, key: tuple[int, int, float], below: list[int]) -> AdaptiveSession:
+        """The fold's session advanced along the path to the last of `below`, recording
+        its estimates: the kept one, unless it went further (then a new one)."""
+        kept = self._sessions.get(key)
+        if kept is not None and kept.n_steps <= max(below, default=0):
+            session = kept
+        else:
+            session = self._new_session(*key)
+            self._estimates[key][0] = session.accuracy()
+            if self.keep_sessions and kept is None:
+                self._sessions[key] = session
+        for point in below:
+            if point > session.n_steps:
+                _advance(session, self._answers[key[0]], point)
+                self._estimates[key][point] = session.accuracy()
+        return session
 
     def _new_session(self, fold: int, dims: int, scale: float) -> AdaptiveSession:
         if (fold, dims) not in self._fits:

@@ -217,10 +217,12 @@ class AdaptiveTest:
                                 reason, how, bool(self.beyond_at(np.array(accuracy), n)),
                                 bool(low_censored), bool(high_censored))
 
-    @staticmethod
-    def _standard_error(covariance: np.ndarray) -> float:
-        """The ability's standard error along its least certain direction."""
-        return float(np.sqrt(np.linalg.eigvalsh(covariance).max()))
+    def _standard_error(self, covariance: np.ndarray) -> float:
+        """The ability's standard error along its least certain direction, on the
+        standardised fit's scale (the reference models' spread 1): a chosen prior scale
+        tau stretches the ability the state's discriminations see by 1/tau."""
+        scale = 1.0 if self.choice is None else self.choice.prior_scale
+        return scale * float(np.sqrt(np.linalg.eigvalsh(covariance).max()))
 
     def _interval(self, accuracy: float, ability: np.ndarray, covariance: np.ndarray,
                   answered: np.ndarray, cv: float) -> tuple[float, float, str]:
@@ -645,7 +647,7 @@ class _Fitted:
     the root mean square error there, and the belts (None with too few models)."""
 
     model: MultidimensionalIrt
-    discrimination: np.ndarray
+    discrimination: np.ndarray  # (n_items, dims)
     choice: AdaptiveChoice | None
     answered: list[int]
     error: list[float]
@@ -708,7 +710,8 @@ def _fit_and_cross_validate(scores: np.ndarray, method: str, budget: int, batch:
     fits = dict(zip(keys, results[:len(keys)], strict=True))
     cv = CrossValidatedTests(scores, folds, lambda k, dims: fits[k, dims],
                              path=[*range(0, budget, batch), budget], dims=candidates,
-                             prior_scales=PRIOR_SCALES if fixed is None else (1.0,))
+                             prior_scales=PRIOR_SCALES if fixed is None else (1.0,),
+                             keep_sessions=False)
     choice = cv.choose(budget) if fixed is None else None
     dims, scale, stop = (fixed, 1.0, budget) if choice is None else (
         choice.dims, choice.prior_scale, choice.stop)

@@ -95,7 +95,7 @@ def _choice(value: object, state: dict[str, Any]) -> bool:
     if ADAPTIVE_METHODS[state["method"]] is not None:
         return value is None
     n_items = len(state["item_ids"])
-    return (isinstance(value, dict) and sorted(value) == sorted(_CHOICE_FIELDS)
+    return (isinstance(value, dict) and set(value) == set(_CHOICE_FIELDS)
             and _whole(value["dims"], 1, MAX_DIMS) and _real(value["prior_scale"], 1e-3, 1e3)
             and _whole(value["budget"], 1, n_items)
             and _whole(value["stop"], 1, value["budget"])
@@ -124,9 +124,6 @@ STATE_SCHEMA: dict[str, tuple[str, Callable[[Any, dict[str, Any]], bool]]] = {
                    _HEX64.fullmatch(v) or SYNTHETIC_IDENTITY.fullmatch(v)))),
     "method": (f"must be one of {', '.join(ADAPTIVE_METHODS)}",
                lambda v, s: isinstance(v, str) and v in ADAPTIVE_METHODS),
-    "choice": ("must be null for adaptive and adaptive-md; for adaptive-cv, the "
-               "cross-validated choice (dims, prior_scale, stop, budget, error, candidates, "
-               "folds, models)", _choice),
     "metric": ("must be printable text", lambda v, s: _text(v)),
     "item_ids": ("must be a non-empty list of distinct printable strings",
                  lambda v, s: _distinct_texts(v) and len(v) > 0),
@@ -134,6 +131,9 @@ STATE_SCHEMA: dict[str, tuple[str, Callable[[Any, dict[str, Any]], bool]]] = {
                       "per item", lambda v, s: v is None or (_distinct_texts(
                           v, lambda x: isinstance(x, str) and bool(LM_EVAL_NAME.fullmatch(x)))
                           and len(v) == len(s["item_ids"]))),
+    "choice": ("must be null for adaptive and adaptive-md; for adaptive-cv, the "
+               "cross-validated choice (dims, prior_scale, stop, budget, error, candidates, "
+               "folds, models)", _choice),
     "discrimination": (f"must hold one row per item of as many numbers as the method's "
                        f"dimensions, each within +-{PARAMETER_BOUND:g}", lambda v, s: _list_of(
                            v, lambda row: _list_of(row, _parameter, _dims(s)),

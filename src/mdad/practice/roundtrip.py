@@ -111,7 +111,8 @@ def round_trip(dataset: Dataset, method: str, sizes: Sequence[int], *,
     dataset : Dataset
         The benchmark's models and items (`load_dataset`).
     method : str
-        The selection method, or an adaptive one (``adaptive``, ``adaptive-md``).
+        The selection method, or an adaptive one (``adaptive``, ``adaptive-md``,
+        ``adaptive-cv``; the last is started once per size, its budget that size).
     sizes : Sequence[int]
         Micro-benchmark sizes (for an adaptive method, items answered): a non-empty
         list of whole numbers >= 1.

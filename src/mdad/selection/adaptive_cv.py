@@ -3,8 +3,8 @@
 For each size (the budget) it cross-validates candidate tests on the sources
 (`mdad.irt.cat_cv`): dimensions 1, 2, 3 and 5, then prior scales 0.5 and 2 at the
 best of them, in 2 folds by model, each fold's tests (of at most `CV_HELD` of its
-models) by fits on the other half; then gives every target the test with the least
-held-out error, one item at a time, up to the chosen stop.
+models) by fits on every other source; then gives every target the test with the
+least held-out error, one item at a time, up to the chosen stop.
 The folds, their fits and their tests are shared by every size of a pool; the final
 fit is the one `adaptive` and `adaptive-md` share for that dimension.
 """
@@ -29,16 +29,17 @@ CV_HELD = 100
 
 def _cross_validation(pool: SeenPool, stream: np.random.Generator) -> CrossValidatedTests:
     order = stream.permutation(pool.n_sources)
-    folds = [order[k::CV_FOLDS] for k in range(CV_FOLDS)]
+    # each fold tests at most CV_HELD of its models, and fits on every other source
+    held = [np.sort(order[k::CV_FOLDS][:CV_HELD]) for k in range(CV_FOLDS)]
     seed = int(stream.integers(2**63 - 1))
 
     def fit(fold: int, dims: int) -> tuple[np.ndarray, np.ndarray]:
-        train = np.setdiff1d(np.arange(pool.n_sources), folds[fold])
+        train = np.setdiff1d(np.arange(pool.n_sources), held[fold])
         model = fit_irt(pool.correctness[train], dims,
                         np.random.default_rng([seed, fold, dims])).standardised()
         return model.discrimination_, model.difficulty_
 
-    return CrossValidatedTests(pool.correctness, [np.sort(f[:CV_HELD]) for f in folds], fit)
+    return CrossValidatedTests(pool.correctness, held, fit)
 
 
 @register("adaptive-cv")
