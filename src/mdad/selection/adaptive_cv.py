@@ -15,6 +15,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from mdad import streams
 from mdad.irt.cat_cv import CrossValidatedTests
 from mdad.selection.adaptive import Adaptive, AdaptiveBenchmark, SessionCache
 from mdad.selection.base import MicroBenchmark, SeenPool
@@ -31,12 +32,11 @@ def _cross_validation(pool: SeenPool, stream: np.random.Generator) -> CrossValid
     order = stream.permutation(pool.n_sources)
     # each fold tests at most CV_HELD of its models, and fits on every other source
     held = [np.sort(order[k::CV_FOLDS][:CV_HELD]) for k in range(CV_FOLDS)]
-    seed = int(stream.integers(2**63 - 1))
 
     def fit(fold: int, dims: int) -> tuple[np.ndarray, np.ndarray]:
         train = np.setdiff1d(np.arange(pool.n_sources), held[fold])
         model = fit_irt(pool.correctness[train], dims,
-                        np.random.default_rng([seed, fold, dims])).standardised()
+                        streams.rng(pool.seed, "adaptive-cv", "fit", fold, dims)).standardised()
         return model.discrimination_, model.difficulty_
 
     return CrossValidatedTests(pool.correctness, held, fit)
