@@ -6,20 +6,24 @@ discriminations scaled by tau under N(0, I)) are given to held-out reference mod
 each fold's tests by a fit on the other folds' models, on their real answers. After
 each checkpoint (number of answers) the estimate errs by e = predicted accuracy -
 accuracy on all items; a candidate's error is its root mean square error over the
-held-out models at n answers, or at an earlier checkpoint (its stop) that errs less by
-more than twice the standard error of the paired difference (a test that gives fewer
-items than it may must earn it).
-The dimension with the least error at the first prior scale is kept, then the other
+held-out models at n answers, or at an earlier checkpoint on `series` (its stop) that
+errs less by more than twice the standard error of the paired difference (a test that
+gives fewer items than it may must earn it). The dimension with the least error at
+the first prior scale is kept, then the other
 prior scales are tried at it (a coordinate search: half the tests of the whole grid),
 and the least error of all is the choice (ties to the candidate tried first).
 
 The held-out tests take their items in batches along a path of answer counts: the
 practitioner's test uses its own batch size; the study's tests, which give one item
-at a time, are cross-validated along the 1-1.6-2-2.5-4-5-6.3 series (`SERIES`), 15
+at a time, are cross-validated along the 1-1.6-2-2.5-4-5-6.3 series (`series`), 15
 to 20 times cheaper than one item at a time, so the choice is made on a slightly
 coarser test than the one given. Sessions advance along the path once and serve every
-budget: a budget off the path is scored on a copy resumed from the last point before
-it, so the result never depends on which budgets were asked first.
+budget: a budget off the path is scored from the path's last point before it (a copy
+of the session, or a new one brought there when the session went further), so the
+result never depends on which budgets were asked first.
+
+The error chosen is the least of several, so a little optimistic; the intervals of the
+chosen test are measured afresh on held-out models (`mdad.practice.round_trip`).
 """
 
 from __future__ import annotations
