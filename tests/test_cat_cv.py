@@ -13,7 +13,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from mdad.errors import DataError
+from mdad.errors import ConfigError, DataError
 from mdad.irt.cat import AdaptiveSession, best_items, item_gain
 from mdad.irt.cat_cv import AdaptiveChoice, CrossValidatedTests, series
 from mdad.selection import get_method
@@ -212,6 +212,39 @@ def test_practice_candidates_are_the_fixed_methods_held_out_tests(gpqa_data, bud
         stop, candidate = best[dims, 1.0]
         assert candidate == pytest.approx(error[counts.index(stop)], rel=1e-12)
     assert chosen.choice.error == min(error for _, error in best.values())
+
+
+def test_starts_sharing_a_cache_give_the_same_tests_and_fit_nothing_twice(gpqa_data,
+                                                                         monkeypatch):
+    """Two budgets' adaptive-cv starts that share a cache give the states of two
+    uncached starts; the second fits only what the first did not (a chosen dimension's
+    fit on every model and its folds beyond), and a third with the first's budget fits
+    nothing. A cache from other models is not reused."""
+    from mdad.practice import adaptive
+
+    models = np.arange(0, 420, 5)
+    fitted = []
+    real = adaptive._standardised_fit
+    monkeypatch.setattr(adaptive, "_standardised_fit",
+                        lambda *args: fitted.append(args[1]) or real(*args))
+
+    def start(budget, cache, rows=models):
+        fitted.clear()
+        return adaptive.start_adaptive_test(gpqa_data, budget=budget, batch=5,
+                                            method="adaptive-cv", models=rows,
+                                            cache=cache).to_json()
+
+    cache: dict = {}
+    first, second = start(10, cache), start(40, cache)
+    dims = {first["choice"]["dims"], second["choice"]["dims"]}
+    assert len(fitted) == (0 if len(dims) == 1 else 1 + 2 * (second["choice"]["dims"] > 1))
+    assert start(10, cache) == first and fitted == []
+    for budget, cached in ((10, first), (40, second)):
+        assert start(budget, None) == cached
+    start(10, cache, rows=models + 1)
+    assert len(fitted) >= 20  # 5 folds x 4 dimensions, and the final fits
+    with pytest.raises(ConfigError, match="cache must be a dict or None"):
+        start(10, [])
 
 
 @pytest.fixture(scope="module")

@@ -502,8 +502,8 @@ def _validated(data: object, where: str, fix: str = "start a new test") -> Adapt
 def start_adaptive_test(dataset: Dataset, *, budget: int, batch: int = 1,
                         target_se: float | None = None, method: str = "adaptive",
                         metric: str | None = None, seed: int = 0,
-                        models: Sequence[str] | Sequence[int] | np.ndarray | None = None
-                        ) -> AdaptiveTest:
+                        models: Sequence[str] | Sequence[int] | np.ndarray | None = None,
+                        cache: dict[Any, Any] | None = None) -> AdaptiveTest:
     """Start an adaptive test of one new model over `dataset`'s items.
 
     Fits `method`'s IRT model on every model of `dataset` (or only `models`),
@@ -541,6 +541,12 @@ def start_adaptive_test(dataset: Dataset, *, budget: int, batch: int = 1,
     models : sequence of str, sequence of int, numpy.ndarray or None, default None
         The models to fit on: names, or distinct indices into the dataset's models.
         None: every model.
+    cache : dict or None, default None
+        A dict to pass to several calls on the same models and seed with other budgets
+        or batches (an ``adaptive-cv`` test per budget): they then share their IRT fits,
+        which depend on neither. The tests are the same as without it. It keeps every
+        fit for as long as it lives, found by the scores' contents and the seed, never
+        by names. None: nothing shared.
 
     Returns
     -------
@@ -566,6 +572,7 @@ def start_adaptive_test(dataset: Dataset, *, budget: int, batch: int = 1,
     check_type(dataset, Dataset, "dataset", "a Dataset (mdad.load_dataset(name))")
     check_read_with(dataset, metric)
     check_whole(seed, "seed", minimum=0)
+    check_type(cache, dict | None, "cache", "a dict or None")
     check_integer(budget, "budget")
     check_integer(batch, "batch")
     if target_se is not None and (not isinstance(target_se, numbers.Real)
@@ -597,7 +604,7 @@ def start_adaptive_test(dataset: Dataset, *, budget: int, batch: int = 1,
                         "cannot learn which items tell models apart, nor how well it "
                         "estimates a model unlike them; use data whose models differ")
     with one_thread():
-        fitted = _fit_and_cross_validate(scores, method, budget, batch, seed)
+        fitted = _fit_and_cross_validate(scores, method, budget, batch, seed, cache)
     ids = [str(i) for i in matrix.item_ids]
     spec = dataset.spec
     lm_eval = lm_eval_ids(ids, spec.lm_eval_task if spec else None)
@@ -655,7 +662,7 @@ class _Fitted:
 
 
 def _fit_and_cross_validate(scores: np.ndarray, method: str, budget: int, batch: int,
-                            seed: int) -> _Fitted:
+                            seed: int, cache: dict[Any, Any] | None = None) -> _Fitted:
     """The fit of `method`'s test on every model, and its held-out tests (5 folds by
     model, each fitted on the other models, the same budget and batches): the error
     of the estimate after each batch, and its Neyman belts.
@@ -680,7 +687,9 @@ def _fit_and_cross_validate(scores: np.ndarray, method: str, budget: int, batch:
 
     The fits are independent, each with its own seed, and run in a thread per core
     (their passes over the data release Python's lock): the same numbers on any
-    machine. The caller holds a one-BLAS-thread limit."""
+    machine. None depends on the budget or the batch, so `cache` (a dict) keeps them
+    for the next call, keyed by the scores' contents, the seed, the fit's role and
+    dimension. The caller holds a one-BLAS-thread limit."""
     from mdad.irt.cat_cv import DIMS, PRIOR_SCALES, CrossValidatedTests
 
     truth = scores.mean(axis=1)
@@ -693,36 +702,50 @@ def _fit_and_cross_validate(scores: np.ndarray, method: str, budget: int, batch:
         if belt and held.size and scores.shape[0] - held.size >= MIN_MODELS:
             beyond[side] = held
 
-    def final_tasks(dims: int, scale: float, stop: int) -> list:
+    memo = {} if cache is None else cache
+    prefix = ("adaptive-fits", _digest(scores), seed)
+
+    def fits(tasks: dict[tuple, tuple]) -> dict[tuple, Any]:
+        """Each task's result, those `memo` lacks run in one round of threads."""
+        missing = [key for key in tasks if (*prefix, *key) not in memo]
+        results = _run([tasks[key] for key in missing], scores)
+        memo.update(((*prefix, *key), value) for key, value in zip(missing, results,
+                                                                   strict=True))
+        return {key: memo[*prefix, *key] for key in tasks}
+
+    def final_fits(dims: int) -> dict[tuple, tuple]:
         """The fit on every model; a multidimensional test's belt reads the folds beyond."""
-        return [(_standardised_fit, (scores, dims, streams.rng(seed, "fit")))] + [
-            (_fold_test, (scores, dims, scale, stop, batch,
-                          streams.rng(seed, "cross-validation", "beyond", side), held))
-            for side, held in (beyond.items() if dims > 1 else ())]
+        whole = (_standardised_fit, (scores, dims, streams.rng(seed, "fit")))
+        return {("fit", dims): whole} | {
+            ("beyond", side, dims): (_fold_fit, (scores, dims, streams.rng(
+                seed, "cross-validation", "beyond", side), held))
+            for side, held in (beyond.items() if dims > 1 else ())}
 
     fixed = ADAPTIVE_METHODS[method]
     candidates = DIMS if fixed is None else (fixed,)
-    keys = [(k, dims) for dims in candidates for k in range(len(folds))]
-    tasks = [(_fold_fit, (scores, dims, streams.rng(seed, "cross-validation", "fit", k),
-                          folds[k])) for k, dims in keys]
+    tasks = {("fold", k, dims): (_fold_fit, (scores, dims, streams.rng(
+        seed, "cross-validation", "fit", k), folds[k]))
+        for dims in candidates for k in range(len(folds))}
     # a fixed method's last fits are known already: one round of threads for all
-    results = _run(tasks + (final_tasks(fixed, 1.0, budget) if fixed else []), scores)
-    fits = dict(zip(keys, results[:len(keys)], strict=True))
-    cv = CrossValidatedTests(scores, folds, lambda k, dims: fits[k, dims],
+    fold_fits = fits(tasks | (final_fits(fixed) if fixed else {}))
+    cv = CrossValidatedTests(scores, folds, lambda k, dims: fold_fits["fold", k, dims],
                              path=[*range(0, budget, batch), budget], dims=candidates,
                              prior_scales=PRIOR_SCALES if fixed is None else (1.0,),
                              keep_sessions=False)
     choice = cv.choose(budget) if fixed is None else None
     dims, scale, stop = (fixed, 1.0, budget) if choice is None else (
         choice.dims, choice.prior_scale, choice.stop)
-    model, *beyond_tests = (results[len(keys):] if choice is None
-                            else _run(final_tasks(dims, scale, stop), scores))
+    final = fits(final_fits(dims))
+    model = final["fit", dims]
+    beyond = beyond if dims > 1 else {}
+    beyond_tests = _run([(run_batches, (a * scale, b, scores[held], stop, batch))
+                         for side, held in beyond.items()
+                         for a, b in [final["beyond", side, dims]]], scores)
     counts = [int(c) for c in cv.checkpoints(stop)]
     estimates = cv.estimates(dims, scale, stop)
     error = [float(v) for v in np.sqrt(((estimates - truth[None, :]) ** 2).mean(axis=1))]
     calibration = None
     if belt:
-        beyond = beyond if dims > 1 else {}
         belt_truth = np.concatenate([truth, *(truth[held] for held in beyond.values())])
         belt_estimates = np.hstack([estimates, *(test[1] for test in beyond_tests)])
         calibration = [Calibration.fit(belt_truth, row, widen_past=True).to_list()
@@ -734,6 +757,8 @@ def _run(tasks: list, scores: np.ndarray) -> list[Any]:
     """The tasks' results, in their order (`run_fits`, a thread per core)."""
     from mdad.practice.fit_pool import run_fits
 
+    if not tasks:
+        return []
     results = dict(run_fits(tasks, spawn_after=None, threads=_fit_threads(scores, len(tasks))))
     return [results[k] for k in range(len(tasks))]
 
@@ -753,12 +778,13 @@ def _fold_fit(scores: np.ndarray, dims: int, rng: np.random.Generator,
     return model.discrimination_, model.difficulty_
 
 
-def _fold_test(scores: np.ndarray, dims: int, scale: float, budget: int, batch: int,
-               rng: np.random.Generator, held: np.ndarray) -> tuple[list[int], np.ndarray]:
-    """The `held` models' tests (`run_batches`) by a fit on the other models, its
-    discriminations scaled by `scale`."""
-    a, b = _fold_fit(scores, dims, rng, held)
-    return run_batches(a * scale, b, scores[held], budget, batch)
+def _digest(scores: np.ndarray) -> str:
+    """A key for `scores`' contents (shape, type and values)."""
+    import hashlib
+
+    digest = hashlib.blake2b(repr((scores.shape, scores.dtype.str)).encode())
+    digest.update(np.ascontiguousarray(scores).tobytes())
+    return digest.hexdigest()
 
 
 def _fit_threads(scores: np.ndarray, tasks: int) -> int:

@@ -252,17 +252,19 @@ def _adaptive(dataset: Dataset, method: str, sizes: Sequence[int], seed: int,
     """The `held` models' adaptive tests (batch 1) by a test started on the `train`
     models, read after each of `sizes` answers: (size, estimate, low, high, 0, 0,
     beyond). A test that chooses its model for its budget (`adaptive-cv`) is started
-    once per size, with that size as its budget, and read where it stops."""
+    once per size, with that size as its budget (the starts share their fits), and
+    read where it stops."""
     from mdad.practice.adaptive import run_batches, start_adaptive_test
     from mdad.practice.adaptive_state import ADAPTIVE_METHODS
 
     scores = dataset.matrix.scores(held).astype(np.float64)
     zeros = np.zeros(held.size, dtype=np.int64)
     chooses = ADAPTIVE_METHODS[method] is None
-    parts = []
+    parts: list[tuple] = []
+    fits: dict = {}  # the sizes' tests share their fits
     for budget in (sizes if chooses else [max(sizes)]):
         test = start_adaptive_test(dataset, budget=budget, seed=seed, method=method,
-                                   models=train)
+                                   models=train, cache=fits)
         a = test.discrimination
         counts, estimates = run_batches(a if a.shape[1] > 1 else a[:, 0], test.difficulty,
                                         scores, test.budget, 1)
