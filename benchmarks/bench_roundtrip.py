@@ -10,7 +10,13 @@ top decile and estimates the top decile (new models beyond the reference set);
 
 Usage:
   python benchmarks/bench_roundtrip.py gpqa --methods random,anchor-points \\
-      --sizes 10,25,50,100 --seeds 0,1,2,3 [--split folds] [--json out.json]
+      --sizes 10,25,50,100 --seeds 0,1,2,3 [--split folds] [--json out.json] \\
+      [--rows FOLDER]
+
+`--rows` also writes FOLDER/METHOD.npz: every held-out row (`RoundTrip`'s arrays) and
+each fold's belt inputs (`belt_*`: seed, fold, size, and the held-out pairs, cut at
+`belt_offsets`), to try another interval on the same round trips without selecting
+again.
 
 The coverage tables of docs/explanation/intervals.md are this script's output (the
 command each came from is printed under it).
@@ -19,6 +25,7 @@ command each came from is printed under it).
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import sys
 import time
@@ -33,6 +40,7 @@ def main() -> None:
     parser.add_argument("--seeds", default="0,1")
     parser.add_argument("--split", default="folds")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--rows", type=Path, default=None)
     args = parser.parse_args()
 
     from mdad.data import load_dataset
@@ -54,6 +62,8 @@ def main() -> None:
         trip = round_trip(data, method, sizes, seeds=seeds, split=args.split, cache=cache,
                           progress=lambda line: print(line, file=sys.stderr, flush=True))
         seconds = time.perf_counter() - start
+        if args.rows is not None:
+            save_rows(args.rows / f"{method}.npz", trip)
         for row in trip.summary():
             row["seconds"] = seconds
             rows.append(row)
@@ -67,6 +77,27 @@ def main() -> None:
           f"beyond the reference models; python {' '.join(sys.argv)})")
     if args.json is not None:
         args.json.write_text(json.dumps(rows, indent=1) + "\n")
+
+
+def save_rows(path: Path, trip) -> None:
+    """`trip`'s rows and belt inputs in one .npz (see the module docstring)."""
+    import numpy as np
+
+    from mdad.safe_io import atomic_write
+
+    belts = trip.belts
+    arrays = {name: getattr(trip, name) for name in (
+        "size", "seed", "fold", "model", "truth", "estimate", "low", "high", "listed",
+        "wrong", "beyond", "group")}
+    for key in ("seed", "fold", "size"):
+        arrays[f"belt_{key}"] = np.array([b[key] for b in belts], dtype=np.int64)
+    arrays["belt_offsets"] = np.cumsum([0] + [b["cv_truth"].size for b in belts])
+    for key in ("cv_truth", "cv_estimate"):
+        arrays[f"belt_{key}"] = np.concatenate([b[key] for b in belts] or [np.empty(0)])
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, buffer.getvalue())
 
 
 if __name__ == "__main__":

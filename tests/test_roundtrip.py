@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from mdad.practice.calibration import Calibration
 from mdad.practice.roundtrip import GROUPS, deciles, round_trip
 
 
@@ -23,8 +24,20 @@ def test_a_confidence_method_is_calibrated_on_the_scores_a_user_gives(method):
 
     data = load_dataset("synthetic:gpqa")
     assert np.abs(data.matrix.gold_confidence() - data.matrix.scores()).mean() > 0.1
-    row = round_trip(data, method, [25], seeds=(0,)).summary()[0]
+    trip = round_trip(data, method, [25], seeds=(0,))
+    row = trip.summary()[0]
     assert row["coverage"] >= 0.93 and min(row[group] for group in GROUPS) >= 0.90, row
+    # each fold's belt inputs give its rows' intervals again: another belt can be
+    # tried on them without selecting again
+    assert [(b["seed"], b["fold"], b["size"]) for b in trip.belts] == [
+        (0, k, 25) for k in range(5)]
+    for belt in trip.belts:
+        rows = (trip.seed == belt["seed"]) & (trip.fold == belt["fold"])
+        assert rows.sum() == 84
+        low, high = Calibration.fit(belt["cv_truth"], belt["cv_estimate"],
+                                    widen_past=False).interval(trip.estimate[rows])
+        np.testing.assert_array_equal(low, trip.low[rows])
+        np.testing.assert_array_equal(high, trip.high[rows])
 
 
 @pytest.mark.slow
@@ -37,6 +50,7 @@ def test_a_small_grid_on_gpqa_holds_where_users_look(gpqa_data):
     for method in ("random", "anchor-points"):
         trip = round_trip(gpqa_data, method, [25, 50], seeds=(0, 1))
         assert trip.model.size == 2 * 2 * 420
+        assert len(trip.belts) == (0 if method == "random" else 2 * 5 * 2)  # exact: none
         for size in (25, 50):
             at = trip.size == size
             assert sorted(trip.model[at & (trip.seed == 0)]) == list(range(420))

@@ -47,6 +47,13 @@ class RoundTrip:
         may lie beyond the models the interval was calibrated on.
     group : int array of shape (rows,), 0 bottom decile, 1 middle, 2 top decile, by the
         model's true accuracy among all the dataset's models.
+    fold : int array of shape (rows,), the fold of the seed the row was held out in.
+    belts : for a calibrated static method, each (seed, fold, size)'s belt inputs: dicts
+        of "seed", "fold", "size", and "cv_truth" and "cv_estimate" (float arrays, the
+        micro-benchmark file's held-out pairs its belt is fitted on); empty otherwise.
+        With them another belt can be tried on the same round trip without selecting
+        again (`Calibration.fit(cv_truth, cv_estimate).interval(estimate)` is the row's
+        interval).
     """
 
     method: str
@@ -63,6 +70,8 @@ class RoundTrip:
     wrong: np.ndarray
     beyond: np.ndarray
     group: np.ndarray
+    fold: np.ndarray
+    belts: tuple[dict[str, Any], ...] = ()
 
     @property
     def covered(self) -> np.ndarray:
@@ -167,8 +176,10 @@ def round_trip(dataset: Dataset, method: str, sizes: Sequence[int], *,
     matrix = dataset.matrix
     truth = matrix.accuracy()
     group = deciles(truth)
-    rows: dict[str, list] = {k: [] for k in ("size", "seed", "model", "truth", "estimate",
-                                             "low", "high", "listed", "wrong", "beyond")}
+    rows: dict[str, list] = {k: [] for k in ("size", "seed", "fold", "model", "truth",
+                                             "estimate", "low", "high", "listed", "wrong",
+                                             "beyond")}
+    belts: list[dict[str, Any]] = []
     say = progress or (lambda message: None)
     for seed in seeds:
         for fold, held in enumerate(_held_out(group, split, folds, seed)):
@@ -178,17 +189,21 @@ def round_trip(dataset: Dataset, method: str, sizes: Sequence[int], *,
             if method in ADAPTIVE_METHODS:
                 parts = _adaptive(dataset, method, sizes, selection_seed, train, held)
             else:
-                parts = _static(dataset, method, sizes, selection_seed, train, held, cache)
+                parts, inputs = _static(dataset, method, sizes, selection_seed, train, held,
+                                        cache)
+                belts += [{"seed": seed, "fold": fold, **part} for part in inputs]
             for size, estimate, low, high, listed, wrong, beyond in parts:
                 for key, value in (("size", np.full(held.size, size)),
-                                   ("seed", np.full(held.size, seed)), ("model", held),
+                                   ("seed", np.full(held.size, seed)),
+                                   ("fold", np.full(held.size, fold)), ("model", held),
                                    ("truth", truth[held]), ("estimate", estimate),
                                    ("low", low), ("high", high), ("listed", listed),
                                    ("wrong", wrong), ("beyond", beyond)):
                     rows[key].append(value)
             say(f"{method}: seed {seed}, {held.size} held-out models done")
     arrays = {k: np.concatenate(v) for k, v in rows.items()}
-    return RoundTrip(method, dataset.name, split, group=group[arrays["model"]], **arrays)
+    return RoundTrip(method, dataset.name, split, group=group[arrays["model"]],
+                     belts=tuple(belts), **arrays)
 
 
 
@@ -212,16 +227,21 @@ def _held_out(group: np.ndarray, split: str, folds: int, seed: int) -> list[np.n
 
 
 def _static(dataset: Dataset, method: str, sizes: Sequence[int], seed: int,
-            train: np.ndarray, held: np.ndarray, cache: dict[Any, Any] | None) -> list[tuple]:
+            train: np.ndarray, held: np.ndarray, cache: dict[Any, Any] | None
+            ) -> tuple[list[tuple], list[dict[str, Any]]]:
     """For each of `sizes`: (size, estimates, lows, highs, listed and wrong counts,
     notices) of the `held` models by a micro-benchmark of that size selected from the
-    `train` models."""
+    `train` models; and the belt inputs of those with a belt (`RoundTrip.belts`)."""
     from mdad.practice.bundle import select_microbenchmarks
 
     bundles = select_microbenchmarks(dataset, method, sizes, seed=seed, models=train,
                                      cache=cache)
+    inputs = [{"size": size, "cv_truth": np.asarray(bundle.cv_truth, dtype=np.float64),
+               "cv_estimate": np.asarray(bundle.cv_estimate, dtype=np.float64)}
+              for size, bundle in zip(sizes, bundles, strict=True)
+              if bundle.calibration() is not None]
     return [(size, *_estimates(dataset, bundle, held))
-            for size, bundle in zip(sizes, bundles, strict=True)]
+            for size, bundle in zip(sizes, bundles, strict=True)], inputs
 
 
 def _estimates(dataset: Dataset, bundle: MicroBenchmarkFile,
