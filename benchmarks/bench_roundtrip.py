@@ -44,7 +44,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from mdad.data import load_dataset
-    from mdad.practice.roundtrip import GROUPS, round_trip
+    from mdad.practice.roundtrip import round_trip
     from mdad.selection import method_class
 
     data = load_dataset(args.dataset)
@@ -54,8 +54,7 @@ def main() -> None:
     # tinyBenchmarks' MAP-fit variants share their pools' fits; no other method keeps
     # its pools (Anchor Points' hold n_items x n_items arrays)
     map_fits: dict = {}
-    print(f"{'method':24} {'size':>4} {'est.':>5} {'bottom':>7} {'middle':>7} {'top':>7} "
-          f"{'all':>6} {'width':>6} {'listed':>7} {'wrong':>6} {'notice':>6} {'s':>5}", flush=True)
+    print_header()
     for method in args.methods.split(","):
         start = time.perf_counter()
         cache = map_fits if getattr(method_class(method), "irt_fit", None) == "map" else None
@@ -65,18 +64,34 @@ def main() -> None:
         if args.rows is not None:
             save_rows(args.rows / f"{method}.npz", trip)
         for row in trip.summary():
-            row["seconds"] = seconds
+            row["seconds"], row["seeds"] = seconds, seeds
             rows.append(row)
-            cells = [("-" if row[g] is None else f"{100 * row[g]:.1f}") for g in GROUPS]
-            wrong = "-" if row["wrong share"] is None else f"{100 * row['wrong share']:.1f}"
-            print(f"{method:24} {row['size']:>4} {row['estimates']:>5} {cells[0]:>7} "
-                  f"{cells[1]:>7} {cells[2]:>7} {100 * row['coverage']:>6.1f} "
-                  f"{100 * row['width']:>6.1f} {row['listed']:>7} {wrong:>6} "
-                  f"{100 * row['notice']:>6.1f} {seconds:>5.0f}", flush=True)
-    print(f"(coverage %, width in points, notice: % of estimates saying the model may lie "
-          f"beyond the reference models; python {' '.join(sys.argv)})")
+            print_row(row)
+    print_footer()
     if args.json is not None:
         args.json.write_text(json.dumps(rows, indent=1) + "\n")
+
+
+def print_header() -> None:
+    print(f"{'method':24} {'size':>4} {'est.':>5} {'bottom':>7} {'middle':>7} {'top':>7} "
+          f"{'all':>6} {'width':>6} {'listed':>7} {'wrong':>6} {'notice':>6} {'s':>5}", flush=True)
+
+
+def print_row(row: dict) -> None:
+    """One line of the table: a `RoundTrip.summary()` row with its "seconds"."""
+    from mdad.practice.roundtrip import GROUPS
+
+    cells = [("-" if row[g] is None else f"{100 * row[g]:.1f}") for g in GROUPS]
+    wrong = "-" if row["wrong share"] is None else f"{100 * row['wrong share']:.1f}"
+    print(f"{row['method']:24} {row['size']:>4} {row['estimates']:>5} {cells[0]:>7} "
+          f"{cells[1]:>7} {cells[2]:>7} {100 * row['coverage']:>6.1f} "
+          f"{100 * row['width']:>6.1f} {row['listed']:>7} {wrong:>6} "
+          f"{100 * row['notice']:>6.1f} {row['seconds']:>5.0f}", flush=True)
+
+
+def print_footer() -> None:
+    print(f"(coverage %, width in points, notice: % of estimates saying the model may lie "
+          f"beyond the reference models; python {' '.join(sys.argv)})")
 
 
 def save_rows(path: Path, trip) -> None:

@@ -77,3 +77,43 @@ def test_one_fluke_does_not_make_the_10_item_lists_wrong(gpqa_data):
     own accuracies (`estimate.wrong_side_chance`)."""
     row = round_trip(gpqa_data, "random", [10], seeds=(0, 1, 2, 3)).summary()[0]
     assert row["listed"] > 0 and row["wrong share"] <= 0.05, row
+
+
+@pytest.mark.slow
+def test_seeds_run_apart_pool_to_the_run_of_them_all(tmp_path):
+    """benchmarks/pool_roundtrips.py on two runs of one seed each prints what one run
+    of both seeds does (coverage per group, width, notices, listed and wrong verdicts),
+    and refuses two files that share a seed."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    bench = Path(__file__).resolve().parent.parent / "benchmarks"
+
+    def run(script: str, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, str(bench / script), *args], text=True,
+                              capture_output=True)
+
+    common = ["synthetic:gpqa", "--methods", "random", "--sizes", "10,25"]
+    for seeds in ("0", "1", "0,1"):
+        out = run("bench_roundtrip.py", *common, "--seeds", seeds,
+                  "--json", str(tmp_path / f"{seeds}.json"))
+        assert out.returncode == 0, out.stderr
+    out = run("pool_roundtrips.py", str(tmp_path / "0.json"), str(tmp_path / "1.json"),
+              "--json", str(tmp_path / "pooled.json"))
+    assert out.returncode == 0, out.stderr
+    assert "(pooled seeds 0, 1)" in out.stdout
+    pooled, whole = (json.loads((tmp_path / f"{name}.json").read_text())
+                     for name in ("pooled", "0,1"))
+    assert len(pooled) == len(whole) == 2
+    for mine, theirs in zip(pooled, whole, strict=True):
+        assert mine["seeds"] == theirs["seeds"] == [0, 1]
+        assert theirs["listed"] > 0
+        for key in ("estimates", "listed", *(f"{g} estimates" for g in GROUPS)):
+            assert mine[key] == theirs[key], key
+        for key in ("coverage", "width", "notice", "wrong share", *GROUPS):
+            assert mine[key] == pytest.approx(theirs[key], abs=1e-12), key
+    twice = run("pool_roundtrips.py", str(tmp_path / "0.json"), str(tmp_path / "0,1.json"))
+    assert twice.returncode != 0 and "seeds [0] of" in twice.stderr
+    assert "count twice" in twice.stderr and "Traceback" not in twice.stderr

@@ -1,0 +1,88 @@
+"""Pool round trips run apart (`bench_roundtrip.py --json`): the table over all their
+seeds, per dataset x split x method x size, as one run of those seeds would print it.
+
+A long round trip (p-IRT on `synthetic:mmlu-pro` takes about 45 minutes a seed) runs a
+seed at a time; each seed's folds and selections are its own, so the seeds' held-out
+estimates pool by counting: coverage in each decile group is covered estimates over
+estimates, widths and notices are averaged over estimates, listed verdicts and wrong
+ones are summed. Files that share a seed of the same dataset, split, method and size
+are refused (an estimate would count twice), as are files written before the rows
+named their seeds.
+
+Usage:
+  python benchmarks/pool_roundtrips.py seed0.json seed1.json seed2.json
+
+The pooled rows of docs/explanation/intervals.md are this script's output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from bench_roundtrip import print_footer, print_header, print_row
+
+from mdad.practice.roundtrip import GROUPS
+
+
+def pool(rows: list[dict]) -> list[dict]:
+    """The pooled `RoundTrip.summary()` rows of `rows` (each with "seeds" and "seconds"),
+    one per (dataset, split, method, size), in order of first appearance; "seconds" is
+    the sum of the pooled runs' times, "seeds" their union."""
+    pooled: dict[tuple, dict] = {}
+    for row in rows:
+        key = (row["dataset"], row["split"], row["method"], row["size"])
+        if "seeds" not in row:
+            raise SystemExit(f"a row of {key} names no seeds (written before they were "
+                             "recorded): run it again with bench_roundtrip.py --json")
+        if key not in pooled:
+            pooled[key] = {**row, "seeds": list(row["seeds"])}
+            continue
+        into = pooled[key]
+        shared = set(into["seeds"]) & set(row["seeds"])
+        if shared:
+            raise SystemExit(f"seeds {sorted(shared)} of {key} are in two files: each "
+                             "estimate would count twice")
+        n, m = into["estimates"], row["estimates"]
+        for name in ("coverage", "width", "notice"):
+            into[name] = (into[name] * n + row[name] * m) / (n + m)
+        for group in GROUPS:
+            a, b = into[f"{group} estimates"], row[f"{group} estimates"]
+            if a + b:
+                into[group] = ((into[group] or 0.0) * a + (row[group] or 0.0) * b) / (a + b)
+            into[f"{group} estimates"] = a + b
+        wrong = sum((r["wrong share"] or 0.0) * r["listed"] for r in (into, row))
+        into["listed"] += row["listed"]
+        into["wrong share"] = wrong / into["listed"] if into["listed"] else None
+        into["estimates"] = n + m
+        into["seconds"] += row["seconds"]
+        into["seeds"] += row["seeds"]
+    return list(pooled.values())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("files", type=Path, nargs="+")
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+    rows = []
+    for path in args.files:
+        try:
+            rows += json.loads(path.read_text())
+        except (OSError, ValueError) as error:
+            raise SystemExit(f"{path}: cannot read a bench_roundtrip.py --json file "
+                             f"({error})") from None
+    pooled = pool(rows)
+    print_header()
+    for row in pooled:
+        print_row(row)
+    seeds = sorted({seed for row in pooled for seed in row["seeds"]})
+    print(f"(pooled seeds {', '.join(map(str, seeds))})")
+    print_footer()
+    if args.json is not None:
+        args.json.write_text(json.dumps(pooled, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
