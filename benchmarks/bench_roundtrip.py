@@ -69,7 +69,14 @@ def main() -> None:
             print_row(row)
     print_footer()
     if args.json is not None:
-        args.json.write_text(json.dumps(rows, indent=1) + "\n")
+        write_json(args.json, rows)
+
+
+def write_json(path: Path, rows: list[dict]) -> None:
+    """`rows` as indented JSON at `path`, written whole or not at all."""
+    from mdad.safe_io import atomic_write
+
+    atomic_write(path, (json.dumps(rows, indent=1) + "\n").encode())
 
 
 def print_header() -> None:

@@ -21,21 +21,23 @@ import argparse
 import json
 from pathlib import Path
 
-from bench_roundtrip import print_footer, print_header, print_row
+from bench_roundtrip import print_footer, print_header, print_row, write_json
 
 from mdad.practice.roundtrip import GROUPS
 
+KEYS = ("dataset", "split", "method", "size", "seeds", "seconds", "estimates", "coverage",
+        "width", "notice", "listed", "wrong share", *GROUPS,
+        *(f"{group} estimates" for group in GROUPS))
+
 
 def pool(rows: list[dict]) -> list[dict]:
-    """The pooled `RoundTrip.summary()` rows of `rows` (each with "seeds" and "seconds"),
-    one per (dataset, split, method, size), in order of first appearance; "seconds" is
-    the sum of the pooled runs' times, "seeds" their union."""
+    """The pooled `RoundTrip.summary()` rows of `rows` (each with `KEYS`), one per
+    (dataset, split, method, size), in order of first appearance; "seconds" is the sum
+    of the pooled runs' times, "seeds" their union. Exits with a one-line message when
+    two rows of one key share a seed."""
     pooled: dict[tuple, dict] = {}
     for row in rows:
         key = (row["dataset"], row["split"], row["method"], row["size"])
-        if "seeds" not in row:
-            raise SystemExit(f"a row of {key} names no seeds (written before they were "
-                             "recorded): run it again with bench_roundtrip.py --json")
         if key not in pooled:
             pooled[key] = {**row, "seeds": list(row["seeds"])}
             continue
@@ -61,19 +63,32 @@ def pool(rows: list[dict]) -> list[dict]:
     return list(pooled.values())
 
 
+def read_rows(path: Path) -> list[dict]:
+    """The rows of one `bench_roundtrip.py --json` file; exits with a one-line message
+    naming the file (and row) when it cannot be one."""
+    try:
+        rows = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise SystemExit(f"{path}: cannot read a bench_roundtrip.py --json file "
+                         f"({error})") from None
+    if not isinstance(rows, list):
+        raise SystemExit(f"{path}: not a bench_roundtrip.py --json file (a list of rows)")
+    for k, row in enumerate(rows):
+        missing = [key for key in KEYS if not isinstance(row, dict) or key not in row]
+        if missing:
+            raise SystemExit(f"{path}: row {k + 1} lacks {', '.join(map(repr, missing))}"
+                             + (" (written before rows named their seeds: run it again "
+                                "with bench_roundtrip.py --json)" if missing == ["seeds"]
+                                else ""))
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("files", type=Path, nargs="+")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
-    rows = []
-    for path in args.files:
-        try:
-            rows += json.loads(path.read_text())
-        except (OSError, ValueError) as error:
-            raise SystemExit(f"{path}: cannot read a bench_roundtrip.py --json file "
-                             f"({error})") from None
-    pooled = pool(rows)
+    pooled = pool([row for path in args.files for row in read_rows(path)])
     print_header()
     for row in pooled:
         print_row(row)
@@ -81,7 +96,7 @@ def main() -> None:
     print(f"(pooled seeds {', '.join(map(str, seeds))})")
     print_footer()
     if args.json is not None:
-        args.json.write_text(json.dumps(pooled, indent=1) + "\n")
+        write_json(args.json, pooled)
 
 
 if __name__ == "__main__":

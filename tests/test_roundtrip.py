@@ -117,3 +117,35 @@ def test_seeds_run_apart_pool_to_the_run_of_them_all(tmp_path):
     twice = run("pool_roundtrips.py", str(tmp_path / "0.json"), str(tmp_path / "0,1.json"))
     assert twice.returncode != 0 and "seeds [0] of" in twice.stderr
     assert "count twice" in twice.stderr and "Traceback" not in twice.stderr
+
+
+def test_pooling_refuses_files_it_cannot_pool_in_one_line(tmp_path):
+    """benchmarks/pool_roundtrips.py names the file and row of a row without seeds (a
+    file from before they were recorded), of a row that is not one, and of a file that
+    is not JSON, and prints no traceback."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "pool_roundtrips.py"
+    row = {"dataset": "gpqa", "split": "folds", "method": "random", "size": 10,
+           "seeds": [0], "seconds": 1.0, "estimates": 4, "coverage": 1.0, "width": 0.5,
+           "notice": 0.0, "listed": 0, "wrong share": None}
+    for group in GROUPS:
+        row[group], row[f"{group} estimates"] = 1.0, 1
+    cases = {"old.json": [{k: v for k, v in row.items() if k != "seeds"}],
+             "odd.json": [row, ["not", "a", "row"]], "bad.json": None}
+    for name, rows in cases.items():
+        path = tmp_path / name
+        path.write_text("{oops" if rows is None else json.dumps(rows))
+        out = subprocess.run([sys.executable, str(script), str(path)], text=True,
+                             capture_output=True)
+        assert out.returncode != 0 and "Traceback" not in out.stderr, out.stderr
+        assert out.stderr.count("\n") == 1 and str(path) in out.stderr, out.stderr
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps([row]))
+    out = subprocess.run([sys.executable, str(script), str(good), "--json",
+                          str(tmp_path / "pooled.json")], text=True, capture_output=True)
+    assert out.returncode == 0, out.stderr
+    assert json.loads((tmp_path / "pooled.json").read_text()) == [row]
