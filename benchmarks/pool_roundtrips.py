@@ -92,8 +92,15 @@ def main() -> None:
     print_header()
     for row in pooled:
         print_row(row)
-    seeds = sorted({seed for row in pooled for seed in row["seeds"]})
-    print(f"(pooled seeds {', '.join(map(str, seeds))})")
+    # each method's own seeds: methods pooled from different runs may have different ones
+    by_seeds: dict[tuple[int, ...], list[str]] = {}
+    for row in pooled:
+        methods = by_seeds.setdefault(tuple(sorted(row["seeds"])), [])
+        if row["method"] not in methods:
+            methods.append(row["method"])
+    for seeds, methods in by_seeds.items():
+        print(f"(pooled seeds {', '.join(map(str, seeds))}"
+              + (f": {', '.join(methods)})" if len(by_seeds) > 1 else ")"))
     print_footer()
     if args.json is not None:
         write_json(args.json, pooled)
