@@ -4,8 +4,10 @@ For each shape, one `mdad run` study with the static methods the issue names and
 adaptive ones, at 10, 25, 50 and 100 items: GPQA with its 420 real models and 50 runs,
 the synthetic shapes with 1,000 models and 20 runs (S = 300, seed 0 everywhere). Prints
 per shape and size the seen and unseen first-crossing MDAD in points (`>x`: not reached
-within x), each method's item exposure (`distinct_items`, `top_item_share`), and whether
-the best adaptive method's seen MDAD is at most every static method's.
+within x; `†`: few pairs behind it, as `mdad run` marks it; `none`: not measurable),
+the target pairs behind each shape's MDADs, each method's item exposure
+(`distinct_items`, `top_item_share`), and whether the best adaptive method's seen MDAD
+is at most every static method's.
 
 Each shape's studies live under --out/SHAPE/, one folder per study: the methods found
 in them are read, not run again, and one new study runs the methods none of them has
@@ -22,9 +24,12 @@ import argparse
 import subprocess
 import sys
 import time
+from math import inf
 from pathlib import Path
 
 import pandas as pd
+
+from mdad.study.trust import flagged_mask, unmeasurable_mask
 
 STATIC = ("random", "subtask-equal", "anchor-points", "tinybenchmarks-pirt",
           "tinybenchmarks-gpirt")
@@ -66,16 +71,23 @@ def study(shape: str, out: Path, workers: str) -> tuple[list[Path], float | None
 
 
 def cell(row: pd.Series) -> str:
-    if not row["reached"]:
-        return f">{100 * row['max_gap']:.1f}"
-    return f"{100 * row['mdad']:.1f}"
+    """A row's first-crossing MDAD as `mdad run` prints it, in points."""
+    if row["unmeasurable"]:
+        return "none"
+    value = f"{100 * row['mdad']:.1f}" if row["reached"] else f">{100 * row['max_gap']:.1f}"
+    return value + ("†" if row["flagged"] else "")
 
 
 def table(shape: str, folders: list[Path]) -> list[str]:
-    mdad = pd.concat([pd.read_csv(f / "mdad.csv") for f in folders])
+    mdad = pd.concat([pd.read_csv(f / "mdad.csv") for f in folders], ignore_index=True)
+    mdad = mdad.assign(flagged=flagged_mask(mdad), unmeasurable=unmeasurable_mask(mdad))
+    pairs = mdad["pairs"]
     summary = pd.concat([pd.read_csv(f / "summary.csv") for f in folders]).set_index(
         ["method", "size"])
     lines = [f"\n{shape} ({', '.join(map(str, folders))})",
+             f"each MDAD from {pairs.min():,} target pairs"
+             + (f" to {pairs.max():,}" if pairs.max() > pairs.min() else "")
+             + "; † few pairs behind the value (see the study's note)",
              f"{'method':22} {'size':>4} {'seen':>7} {'unseen':>7} {'distinct':>8} "
              f"{'top share':>9}"]
     wins = []
@@ -90,11 +102,13 @@ def table(shape: str, folders: list[Path]) -> list[str]:
             lines.append(f"{method:22} {size:>4} {cell(seen.loc[method]):>7} "
                          f"{cell(unseen.loc[method]):>7} {exposure.distinct_items:>8.1f} "
                          f"{exposure.top_item_share:>9.2f}")
-        # an unreached MDAD is above every reached one
+        # an unreached MDAD is above every reached one, an unmeasurable one above all
         value = seen["mdad"].where(seen["reached"], 1.0 + seen["max_gap"])
-        best_adaptive = min(value[m] for m in ADAPTIVE if m in seen.index)
-        best_static = min(value[m] for m in STATIC if m in seen.index)
-        wins.append(f"{size}: {'yes' if best_adaptive <= best_static else 'no'}")
+        value = value.where(~seen["unmeasurable"], inf)
+        best_adaptive = min((value[m] for m in ADAPTIVE if m in seen.index), default=inf)
+        best_static = min((value[m] for m in STATIC if m in seen.index), default=inf)
+        won = best_adaptive < inf and best_adaptive <= best_static
+        wins.append(f"{size}: {'yes' if won else 'no'}")
     lines.append("best adaptive seen MDAD <= every static one: " + ", ".join(wins))
     return lines
 
