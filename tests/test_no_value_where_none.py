@@ -136,3 +136,44 @@ def test_a_partly_measurable_study_names_only_what_can_be_measured(tmp_path: Pat
     page = (out / "report.html").read_text(encoding="utf-8")
     assert page.count(">not measurable</td>") == 4
     assert "2 of 6 rows are not drawn" in page
+
+
+def _shapes_script():
+    import importlib
+    import sys
+
+    bench = str(Path(__file__).resolve().parent.parent / "benchmarks")
+    if bench not in sys.path:
+        sys.path.insert(0, bench)
+    return importlib.import_module("bench_adaptive_shapes")
+
+
+def test_shapes_benchmark_marks_thin_censored_and_unmeasurable_values(tmp_path) -> None:
+    """benchmarks/bench_adaptive_shapes.py prints a value on few pairs with a dagger, an
+    unreached one as a bound, none where none can be measured, the pairs behind them,
+    and lets no unmeasurable adaptive row win (hand-made mdad.csv, one size)."""
+    script = _shapes_script()
+    rows = [  # method, split, mdad, reached, max_gap, pairs, crossing_pairs, tied_pairs
+        ("random", "seen", 0.12, True, 0.3, 2000, 12, 10),  # 12 < 30 in its bin: thin
+        ("random", "unseen", None, False, 0.2, 2000, 0, 10),  # not reached within 20 points
+        ("adaptive", "seen", 0.05, True, 0.3, 2000, 400, 10),
+        ("adaptive", "unseen", 0.06, True, 0.3, 2000, 400, 10),
+        ("adaptive-md", "seen", 0.01, True, 0.3, 2000, 400, 1990),  # 10 pairs differ
+        ("adaptive-md", "unseen", 0.01, True, 0.3, 2000, 400, 1990),
+    ]
+    frame = pd.DataFrame(rows, columns=["method", "split", "mdad", "reached", "max_gap",
+                                        "pairs", "crossing_pairs", "tied_pairs"])
+    frame.assign(size=10).to_csv(tmp_path / "mdad.csv", index=False)
+    pd.DataFrame({"method": ["random", "adaptive", "adaptive-md"], "size": 10,
+                  "distinct_items": [10.0, 30.0, 35.0], "top_item_share": 1.0}).to_csv(
+        tmp_path / "summary.csv", index=False)
+    lines = script.table("gpqa", [tmp_path])
+    cells = {line.split()[0]: line.split()[2:4] for line in lines
+             if line.split() and line.split()[0] in ("random", "adaptive", "adaptive-md")}
+    assert cells == {"random": ["12.0†", ">20.0"], "adaptive": ["5.0", "6.0"],
+                     "adaptive-md": ["none", "none"]}
+    assert "each MDAD from 2,000 target pairs" in lines[1]
+    assert lines[-1].startswith("best adaptive seen MDAD <= every static one: 10: yes")
+    # alone, the unmeasurable adaptive row does not beat the static one
+    frame[frame.method != "adaptive"].assign(size=10).to_csv(tmp_path / "mdad.csv", index=False)
+    assert "10: no" in script.table("gpqa", [tmp_path])[-1]
