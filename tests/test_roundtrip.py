@@ -149,3 +149,26 @@ def test_pooling_refuses_files_it_cannot_pool_in_one_line(tmp_path):
                           str(tmp_path / "pooled.json")], text=True, capture_output=True)
     assert out.returncode == 0, out.stderr
     assert json.loads((tmp_path / "pooled.json").read_text()) == [row]
+
+
+def test_belt_mismatch_hand_computed(tmp_path) -> None:
+    """benchmarks/belt_mismatch.py: a draw's shift is its held-out models' mean error
+    minus that of its belt's pairs within their accuracies (here 3 - 1 = 2 points; the
+    pair at 0.9 lies outside and is left out)."""
+    import importlib
+    import sys
+    from pathlib import Path
+
+    bench = str(Path(__file__).resolve().parent.parent / "benchmarks")
+    if bench not in sys.path:
+        sys.path.insert(0, bench)
+    script = importlib.import_module("belt_mismatch")
+    path = tmp_path / "rows.npz"
+    np.savez(path, size=np.array([10, 10, 10]), seed=np.zeros(3, int), fold=np.zeros(3, int),
+             group=np.array([2, 2, 0]), truth=np.array([0.6, 0.7, 0.2]),
+             estimate=np.array([0.62, 0.74, 0.2]), belt_seed=np.array([0]),
+             belt_fold=np.array([0]), belt_size=np.array([10]), belt_offsets=np.array([0, 2]),
+             belt_cv_truth=np.array([0.65, 0.9]), belt_cv_estimate=np.array([0.66, 1.0]))
+    shifts = script.shifts(str(path))
+    assert shifts.keys() == {(2, 10)}  # no pair lies within the bottom row's accuracy
+    assert shifts[2, 10] == pytest.approx([2.0])
