@@ -22,7 +22,8 @@ from mdad.practice.roundtrip import GROUPS
 
 def shifts(path: str) -> dict[tuple[int, int], list[float]]:
     """(group, size) -> the shift of each draw of one rows file, in points."""
-    rows = np.load(path)
+    with np.load(path) as npz:
+        rows = {key: npz[key] for key in npz.files}
     offsets = rows["belt_offsets"]
     error = rows["estimate"] - rows["truth"]
     out: dict[tuple[int, int], list[float]] = {}
@@ -51,7 +52,7 @@ def main() -> None:
         try:
             for key, values in shifts(path).items():
                 pooled.setdefault(key, []).extend(values)
-        except (OSError, ValueError, KeyError) as error:
+        except (OSError, ValueError, KeyError, IndexError) as error:
             raise SystemExit(f"{path}: not a bench_roundtrip.py --rows file ({error})") from None
     print(f"{'group':14} {'size':>4} {'shift':>6} {'s.e.':>5} {'draws':>5}")
     for (group, size), values in sorted(pooled.items()):

@@ -180,3 +180,14 @@ def mc_record(doc_id: int, lls: list[float], target: object, acc: float, **extra
         "filtered_resps": [[str(v), "False"] for v in lls],
         "doc_hash": "x", "prompt_hash": "y", "target_hash": "z", "acc": acc, **extra,
     }
+
+
+def benchmark_script(name: str):
+    """The module of benchmarks/NAME.py, imported as the scripts import each other
+    (benchmarks/ on sys.path)."""
+    import importlib
+
+    folder = str(Path(__file__).resolve().parent.parent / "benchmarks")
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    return importlib.import_module(name)

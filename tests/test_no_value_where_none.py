@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from helpers import GPQA_CSV, assert_ok, flat, mdad_cli, shared_data
+from helpers import GPQA_CSV, assert_ok, benchmark_script, flat, mdad_cli, shared_data
 
 from mdad.practice.sizing import StudyPoint, interpolate, study_mdad_curve
 from mdad.report.sentences import findings
@@ -138,21 +138,11 @@ def test_a_partly_measurable_study_names_only_what_can_be_measured(tmp_path: Pat
     assert "2 of 6 rows are not drawn" in page
 
 
-def _shapes_script():
-    import importlib
-    import sys
-
-    bench = str(Path(__file__).resolve().parent.parent / "benchmarks")
-    if bench not in sys.path:
-        sys.path.insert(0, bench)
-    return importlib.import_module("bench_adaptive_shapes")
-
-
 def test_shapes_benchmark_marks_thin_censored_and_unmeasurable_values(tmp_path) -> None:
     """benchmarks/bench_adaptive_shapes.py prints a value on few pairs with a dagger, an
     unreached one as a bound, none where none can be measured, the pairs behind them,
     and lets no unmeasurable adaptive row win (hand-made mdad.csv, one size)."""
-    script = _shapes_script()
+    script = benchmark_script("bench_adaptive_shapes")
     rows = [  # method, split, mdad, reached, max_gap, pairs, crossing_pairs, tied_pairs
         ("random", "seen", 0.12, True, 0.3, 2000, 12, 10),  # 12 < 30 in its bin: thin
         ("random", "unseen", None, False, 0.2, 2000, 0, 10),  # not reached within 20 points

@@ -155,14 +155,9 @@ def test_belt_mismatch_hand_computed(tmp_path) -> None:
     """benchmarks/belt_mismatch.py: a draw's shift is its held-out models' mean error
     minus that of its belt's pairs within their accuracies (here 3 - 1 = 2 points; the
     pair at 0.9 lies outside and is left out)."""
-    import importlib
-    import sys
-    from pathlib import Path
+    from helpers import benchmark_script
 
-    bench = str(Path(__file__).resolve().parent.parent / "benchmarks")
-    if bench not in sys.path:
-        sys.path.insert(0, bench)
-    script = importlib.import_module("belt_mismatch")
+    script = benchmark_script("belt_mismatch")
     path = tmp_path / "rows.npz"
     np.savez(path, size=np.array([10, 10, 10]), seed=np.zeros(3, int), fold=np.zeros(3, int),
              group=np.array([2, 2, 0]), truth=np.array([0.6, 0.7, 0.2]),
