@@ -118,6 +118,8 @@ def select(
         note(f"the estimate and the MDAD stand for the pool's {bundle.pool_size} items, not "
              f"{data.name}'s {bundle.dataset_items}: a pool chosen by hand is no random "
              "sample of the benchmark")
+    for message in bundle.notes:
+        note(message)
     if bundle.mdad_how == "random-analytic":
         random_mdad_note(method, dataset, size)
     few_pairs_note(bundle.mdad_pairs, bundle.crossing_pairs_at(bundle.size))

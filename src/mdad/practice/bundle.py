@@ -285,7 +285,9 @@ def select_microbenchmark(dataset: Dataset, method: str, size: int, *, seed: int
 
     The items are chosen from the whole dataset (or the item ids in `pool`), using
     every model of the dataset as a source, or only `models`: held-out evaluation
-    selects from some models and estimates the others. The file records how many
+    selects from some models and estimates the others. A method that ships a fold's
+    draw (p-IRT, gp-IRT: `MethodDefaults.ships_fold_draw`) uses those outside its
+    cross-validation fold 1, and its file's notes say so. The file records how many
     models and which (a hash of their names), and `estimate` says so when they are
     not all. Besides the items, the file holds the estimator, the reference models'
     accuracy and answers, the MDAD at this size and, unless each sample is a simple
@@ -465,7 +467,8 @@ def select_microbenchmarks(dataset: Dataset, method: str, sizes: Sequence[int], 
     # at 25 and 100 items by subtask-equal's belt, 12 seeds).
     cross_validate = not cls.simple_random(np.unique(matrix.subtask_codes,
                                                      return_counts=True)[1])
-    total = 1 + (CV_FOLDS if cross_validate else 0)
+    fold_drawn = cross_validate and cls.ships_fold_draw
+    total = (0 if fold_drawn else 1) + (CV_FOLDS if cross_validate else 0)
     report = progress or (lambda done, total, step: None)
     curves: list[list[dict[str, Any]]] = []
 
@@ -477,8 +480,9 @@ def select_microbenchmarks(dataset: Dataset, method: str, sizes: Sequence[int], 
         find_curves()
     shown = ", ".join(str(size) for size in sizes)
     report(0, total, f"selecting {shown} items with {method} from {matrix.n_models} models"
-           + (f", and cross-validating its estimate in {CV_FOLDS} folds" if cross_validate
-              else ""))
+           + (f" in {CV_FOLDS} cross-validation folds, writing fold 1's" if fold_drawn
+              else f", and cross-validating its estimate in {CV_FOLDS} folds"
+              if cross_validate else ""))
     selected = _select_and_validate(matrix, selector, sizes, seed, cross_validate,
                                     lambda done, step: report(done, total, step),
                                     spawn_worker, None if curves else find_curves, cache)
@@ -509,9 +513,19 @@ def select_microbenchmarks(dataset: Dataset, method: str, sizes: Sequence[int], 
             reference_answers=_answers_json(matrix.scores()[:, order]), **curve,
             error_sd=(None if held_out is None
                       else float(np.sqrt(np.mean((held_out - truth) ** 2)))),
-            notes=list(micro.notes),
+            notes=list(micro.notes) + ([fold_note(matrix.n_models, seed)]
+                                       if fold_drawn else []),
             cv_estimate=None if held_out is None else [float(e) for e in held_out]))
     return files
+
+
+def fold_note(n_models: int, seed: int) -> str:
+    """The note of a file whose method ships cross-validation fold 1's micro-benchmark
+    (`MethodDefaults.ships_fold_draw`) selected from `n_models` with `seed`."""
+    held = len(cross_validation_folds(seed, n_models)[0])
+    return (f"selected on the {n_models - held} of the {n_models} reference models outside "
+            f"cross-validation fold 1 of {CV_FOLDS}, as each fold's micro-benchmark was: "
+            "the 95% interval is calibrated on micro-benchmarks selected as this one was")
 
 
 def check_read_with(dataset: Dataset, metric: str | None) -> None:
@@ -779,7 +793,9 @@ def _select_and_validate(matrix: ResponseMatrix, selector: MethodDefaults,
     """For each of `sizes`: the micro-benchmark selected from every model, and (when
     `cross_validate`) the method's estimate of each model, shape (n_models,), by a
     micro-benchmark it did not select with: 5 folds of models, each estimated by one
-    selected on the rest.
+    selected on the rest. For a method that ships a fold's draw
+    (`MethodDefaults.ships_fold_draw`), the micro-benchmark is fold 1's, and there is
+    no selection from every model.
 
     The selection and the folds are independent fits, each on its own pool for every
     size, with its own seeds and one BLAS thread, as a study's cells run: the same
@@ -791,15 +807,17 @@ def _select_and_validate(matrix: ResponseMatrix, selector: MethodDefaults,
     holds them (see `select_microbenchmarks`).
     """
     folds = cross_validation_folds(seed, matrix.n_models)
-    tasks = [(_select, (selector, _seen_pool(matrix, streams.stream(seed, "pool"),
-                                             cache=cache), sizes,
-                        streams.stream(seed, "select")))]
+    fold_drawn = cross_validate and selector.ships_fold_draw
+    tasks = [] if fold_drawn else [
+        (_select, (selector, _seen_pool(matrix, streams.stream(seed, "pool"), cache=cache),
+                   sizes, streams.stream(seed, "select")))]
+    first = len(tasks)  # the index of fold 1's task
     if cross_validate:
         # each fold builds its pool when it runs, and drops it then (an Anchor Points
         # pool holds three n_items x n_items arrays) unless `cache` keeps it; a spawned
         # worker gets none (its copy would not come back)
         tasks += [(_fold_estimates, (matrix, selector, sizes, seed, k, folds[k],
-                                     None if spawn_worker else cache))
+                                     None if spawn_worker else cache, fold_drawn and k == 0))
                   for k in range(CV_FOLDS)]
     threads = _threads(selector, matrix, len(tasks))
 
@@ -819,16 +837,21 @@ def _select_and_validate(matrix: ResponseMatrix, selector: MethodDefaults,
                         threads=threads, meanwhile=alongside if threads > 1 else None)
         for done, (index, result) in enumerate(fits, start=1):
             results[index] = result
-            finished(done, "selected" if index == 0 else
-                     f"cross-validation fold {index} of {CV_FOLDS} done")
+            finished(done, "selected" if index < first else
+                     f"cross-validation fold {index - first + 1} of {CV_FOLDS} done")
     if not cross_validate:
         return [(micro, None) for micro in results[0]]
+    if fold_drawn:
+        chosen = [micro for micro, _ in results[first]]
+        results[first] = [estimate for _, estimate in results[first]]
+    else:
+        chosen = results[0]
     selected = []
     for s in range(len(sizes)):
         held_out = np.empty(matrix.n_models)
         for k in range(CV_FOLDS):
-            held_out[folds[k]] = results[k + 1][s]
-        selected.append((results[0][s], held_out))
+            held_out[folds[k]] = results[first + k][s]
+        selected.append((chosen[s], held_out))
     return selected
 
 
@@ -848,10 +871,11 @@ def _select(selector: MethodDefaults, pool: SeenPool, sizes: list[int],
 
 def _fold_estimates(matrix: ResponseMatrix, selector: MethodDefaults, sizes: list[int],
                     seed: int, k: int, held: np.ndarray,
-                    cache: dict[Any, Any] | None = None) -> list[np.ndarray]:
+                    cache: dict[Any, Any] | None = None, keep: bool = False
+                    ) -> list[np.ndarray] | list[tuple[MicroBenchmark, np.ndarray]]:
     """For each of `sizes`, the estimated accuracy of the `held` models (fold `k`),
     shape (len(held),), by a micro-benchmark selected on the other models (their pool
-    from `cache` when it holds it).
+    from `cache` when it holds it); with `keep`, each as (micro-benchmark, estimates).
 
     The estimate reads the held-out models' scores, never their gold-option confidence,
     even for a method that selects by confidences (`uses_confidence`): a user's results
@@ -863,8 +887,11 @@ def _fold_estimates(matrix: ResponseMatrix, selector: MethodDefaults, sizes: lis
                       cache)
     scores = matrix.scores(held)
     draws = streams.stream(seed, "cross-validation", "select", k)
-    return [selector.select(pool, size, rng=np.random.default_rng(draws)).estimate(scores)
-            for size in sizes]
+    micros = [selector.select(pool, size, rng=np.random.default_rng(draws))
+              for size in sizes]
+    if keep:
+        return [(micro, micro.estimate(scores)) for micro in micros]
+    return [micro.estimate(scores) for micro in micros]
 
 
 def lm_eval_samples_json(bundle: MicroBenchmarkFile) -> dict[str, list[int]]:

@@ -265,6 +265,12 @@ class MethodDefaults:
         numbers stay within run-to-run noise of its own (tests/test_approximations.py),
         or None; ``mdad run --fast`` uses it. Not inherited: a subclass is another
         method, which declares its own.
+    ships_fold_draw : `mdad select` writes the micro-benchmark of cross-validation fold
+        1 (selected on the models outside that fold) rather than one selected on every
+        model, so that the held-out pairs that calibrate its interval are of its own
+        kind. For estimators that read a fitted model's item parameters (p-IRT, gp-IRT):
+        fitted on every model, they read strong models higher than the folds' fits
+        (benchmarks/belt_mismatch.py), and the interval would sit too high.
     """
 
     name: ClassVar[str]
@@ -281,6 +287,7 @@ class MethodDefaults:
     releases_gil: ClassVar[bool] = False
     libraries_after_fit: ClassVar[tuple[str, ...]] = ()
     fast_variant: ClassVar[str | None] = None
+    ships_fold_draw: ClassVar[bool] = False
 
     def select(self, pool: SeenPool, size: int, *, rng: np.random.Generator) -> MicroBenchmark:
         """Choose `size` distinct items of `pool`; draw every random number from `rng`."""

@@ -307,6 +307,7 @@ class TinyBenchmarksPirt(_TinyBenchmarksBase):
 
     display_name: ClassVar[str] = "tinyBenchmarks p-IRT"
     colour: ClassVar[str] = "#009E73"
+    ships_fold_draw: ClassVar[bool] = True
 
     def select(self, pool: SeenPool, size: int, *, rng: np.random.Generator) -> MicroBenchmark:
         model, anchors, weights = self._anchors(pool, size)
@@ -320,6 +321,7 @@ class TinyBenchmarksGpirt(_TinyBenchmarksBase):
 
     display_name: ClassVar[str] = "tinyBenchmarks gp-IRT"
     colour: ClassVar[str] = "#56B4E9"
+    ships_fold_draw: ClassVar[bool] = True
 
     min_sources: ClassVar[int] = 3  # two left for the IRT fit beside the held-out one
 
