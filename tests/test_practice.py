@@ -456,10 +456,15 @@ def test_select_saves_through_the_method_class_and_reports_progress(gpqa_data,
     bundle = select_microbenchmark(gpqa_data, "tinybenchmarks-pirt", 10, seed=2,
                                    progress=lambda done, total, what: steps.append(
                                        (done, total, what)))
-    assert [s[:2] for s in steps] == [(k, 6) for k in range(7)]
-    assert steps[0][2].startswith("selecting 10 items") and "5 folds" in steps[0][2]
+    # p-IRT writes fold 1's micro-benchmark: five fits, no selection from every model
+    assert [s[:2] for s in steps] == [(k, 5) for k in range(6)]
+    assert steps[0][2].startswith("selecting 10 items") and "writing fold 1's" in steps[0][2]
     assert sorted(s[2] for s in steps[1:]) == [f"cross-validation fold {k} of 5 done"
-                                               for k in range(1, 6)] + ["selected"]
+                                               for k in range(1, 6)]
+    assert bundle.notes == ["selected on the 336 of the 420 reference models outside "
+                            "cross-validation fold 1 of 5, as each fold's micro-benchmark "
+                            "was: the 95% interval is calibrated on micro-benchmarks "
+                            "selected as this one was"]
     assert bundle.estimator["kind"] == "irt" and list(bundle.estimator) == [
         "kind", "weights", "gp_weight", "discrimination", "difficulty",
         "others_discrimination", "others_difficulty"]
@@ -473,15 +478,25 @@ def test_select_saves_through_the_method_class_and_reports_progress(gpqa_data,
 
     from mdad import streams
     from mdad.practice.bundle import _seen_pool
+    from mdad.practice.calibration import cross_validation_folds
     from mdad.selection import get_method
 
-    with threadpool_limits(limits=1):  # as select fits, from seed 2's named streams
+    train = np.setdiff1d(np.arange(420), cross_validation_folds(2, 420)[0])
+    assert train.size == 336
+    with threadpool_limits(limits=1):  # as fold 1 fits, from seed 2's named streams
         micro = get_method("tinybenchmarks-pirt").select(
-            _seen_pool(matrix, streams.stream(2, "pool")), 10, rng=streams.rng(2, "select"))
+            _seen_pool(matrix, streams.stream(2, "cross-validation", "pool", 0), train),
+            10, rng=streams.rng(2, "cross-validation", "select", 0))
     assert [str(matrix.item_ids[i]) for i in micro.items] == loaded.items
     np.testing.assert_allclose(loaded.to_microbenchmark().estimate(answers),
                                micro.estimate(matrix.correctness[:4].astype(float)),
                                rtol=0, atol=1e-12)
+    # a method that writes the selection from every model: it, then the five folds
+    steps.clear()
+    assert select_microbenchmark(gpqa_data, "anchor-points", 10, seed=2,
+                                 progress=lambda *s: steps.append(s)).notes == []
+    assert [s[:2] for s in steps] == [(k, 6) for k in range(7)]
+    assert "selected" in [s[2] for s in steps]
     # uniform random sampling: no cross-validation, one step
     steps.clear()
     select_microbenchmark(gpqa_data, "random", 10, progress=lambda *s: steps.append(s))
