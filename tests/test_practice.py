@@ -491,6 +491,11 @@ def test_select_saves_through_the_method_class_and_reports_progress(gpqa_data,
     np.testing.assert_allclose(loaded.to_microbenchmark().estimate(answers),
                                micro.estimate(matrix.correctness[:4].astype(float)),
                                rtol=0, atol=1e-12)
+    # the file is fold 1's micro-benchmark: it reads fold 1's models as the belt's pairs do
+    fold = cross_validation_folds(2, 420)[0]
+    held = matrix.correctness[np.ix_(fold, [column[i] for i in loaded.items])].astype(float)
+    np.testing.assert_allclose(loaded.to_microbenchmark().estimate(held),
+                               np.asarray(loaded.cv_estimate)[fold], rtol=0, atol=1e-12)
     # a method that writes the selection from every model: it, then the five folds
     steps.clear()
     assert select_microbenchmark(gpqa_data, "anchor-points", 10, seed=2,
