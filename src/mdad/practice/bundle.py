@@ -513,13 +513,13 @@ def select_microbenchmarks(dataset: Dataset, method: str, sizes: Sequence[int], 
             reference_answers=_answers_json(matrix.scores()[:, order]), **curve,
             error_sd=(None if held_out is None
                       else float(np.sqrt(np.mean((held_out - truth) ** 2)))),
-            notes=list(micro.notes) + ([fold_note(matrix.n_models, seed)]
+            notes=list(micro.notes) + ([_fold_note(matrix.n_models, seed)]
                                        if fold_drawn else []),
             cv_estimate=None if held_out is None else [float(e) for e in held_out]))
     return files
 
 
-def fold_note(n_models: int, seed: int) -> str:
+def _fold_note(n_models: int, seed: int) -> str:
     """The note of a file whose method ships cross-validation fold 1's micro-benchmark
     (`MethodDefaults.ships_fold_draw`) selected from `n_models` with `seed`."""
     held = len(cross_validation_folds(seed, n_models)[0])
