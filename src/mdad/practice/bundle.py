@@ -84,8 +84,11 @@ class MicroBenchmarkFile:
         (`mdad.practice.calibration`); None for simple random samples and in files
         older than format /4.
     source_models, source_models_sha256 : how many models it was selected from and the
-        sha256 of their names (one per line, in order); dataset_models : how many the
-        dataset has (None in files older than /4).
+        sha256 of their names (one per line, in order): the reference models; for a
+        method that ships a fold's draw (`MethodDefaults.ships_fold_draw`), those whose
+        cross-validation fold 1 (drawn from `seed`) was left out, as a note says with
+        the count; dataset_models : how many the dataset has (None in files older
+        than /4).
     dataset_item_ids : every item id of the dataset (`compact_ids`), so that answers
         to another benchmark's items are told apart (None in files older than /4).
     """
