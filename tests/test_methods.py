@@ -226,6 +226,53 @@ def test_item_correlation_rules_for_constant_items():
     assert np.all(corr[3, [0, 1, 2]] == 0.0) and np.all(np.diag(corr) == 1.0)
 
 
+
+def test_whole_number_correlation_by_hand():
+    """Three models, 0/1: item 0 = (1, 1, 0), item 1 = (1, 0, 0), item 2 constant 1,
+    item 3 = (0, 0, 1). n S_xy - S_x S_y: items 0 and 1: 3 * 1 - 2 * 1 = 1; variances
+    3 * 2 - 4 = 2 and 3 * 1 - 1 = 2: correlation 1 / 2; items 0 and 3: 0 - 2 = -2, -1."""
+    values = np.array([[1, 1, 1, 0], [1, 0, 1, 0], [0, 0, 1, 1]], dtype=np.float64)
+    corr = ap.item_correlation(values)
+    assert corr[0, 1] == 0.5 and corr[0, 3] == -1.0 and corr[1, 3] == -0.5
+    assert np.all(corr[2, [0, 1, 3]] == 0.0) and np.all(np.diag(corr) == 1.0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.integers(2, 40), st.integers(2, 30))
+def test_whole_number_correlation_ignores_the_models_order(seed, n_models, n_items):
+    """From exact sums, the correlation of 0/1 answers has the same bits whatever the
+    order of the models (a float path sums in BLAS's order, and its bits move with it),
+    and agrees with numpy's corrcoef to rounding."""
+    rng = np.random.default_rng(seed)
+    values = (rng.random((n_models, n_items)) < rng.random(n_items)).astype(np.float64)
+    corr = ap.item_correlation(values)
+    assert np.array_equal(corr, ap.item_correlation(values[rng.permutation(n_models)]))
+    varying = np.ptp(values, axis=0) > 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        raw = np.corrcoef(values[:, varying], rowvar=False)
+    np.testing.assert_allclose(corr[np.ix_(varying, varying)], raw, rtol=0, atol=1e-14)
+    assert np.array_equal(corr, corr.T)
+
+
+def test_weighted_sum_sums_in_a_fixed_order():
+    """`weighted_sum` is the matrix-vector product, each row's sum in numpy's pairwise
+    order: the same bits for a row wherever it stands (BLAS may sum another way by
+    position or thread), within rounding of the exact sum."""
+    import math
+
+    from mdad.selection.base import weighted_sum
+
+    rng = np.random.default_rng(3)
+    values = (rng.random((257, 300)) < 0.4).astype(np.float64)
+    weights = rng.dirichlet(np.ones(300))
+    total = weighted_sum(values, weights)
+    assert np.array_equal(weighted_sum(values[::-1], weights), total[::-1])
+    assert np.array_equal(weighted_sum(values[:1], weights), total[:1])
+    exact = [math.fsum(row * weights) for row in values]
+    np.testing.assert_allclose(total, exact, rtol=1e-15, atol=0)
+
+
 # --------------------------------------------------------------------------- 2. predictor
 
 def reference_predictor_correlation(values: np.ndarray) -> np.ndarray:
@@ -947,3 +994,50 @@ def test_blocked_dpp_sampler_refuses_zero_patience():
     basis = np.linalg.qr(np.random.default_rng(0).standard_normal((5, 2)))[0]
     with pytest.raises(ValueError, match="patience must be >= 1"):
         dv.sample_projection_dpp_blocked(basis, np.random.default_rng(0), patience=0)
+
+
+_ACROSS_KERNELS = """
+import hashlib, numpy as np
+from mdad.data import load_dataset
+from mdad.selection import SeenPool, get_method
+scores = load_dataset("gpqa").matrix.correctness.astype(np.float64)
+digest = hashlib.sha256()
+for seed in range(3):
+    order = np.random.default_rng(seed).permutation(scores.shape[0])
+    source, target = scores[order[:300]][:, ::2], scores[order[300:]][:, ::2]
+    pool = SeenPool(source, source, np.zeros(source.shape[1], dtype=np.int64),
+                    seed=np.random.SeedSequence(seed))
+    for size in (10, 25, 50, 100):
+        micro = get_method("anchor-points").select(pool, size,
+                                                   rng=np.random.default_rng(size))
+        for part in (micro.items, micro.weights, micro.estimate(target)):
+            digest.update(np.ascontiguousarray(part).tobytes())
+print(digest.hexdigest())
+"""
+
+
+def test_anchor_points_on_correctness_has_the_same_bits_under_every_blas_kernel():
+    """OpenBLAS picks its kernels by CPU; forcing two of them (and AVX-512 ones where
+    the CPU has them) stands in for two machines. On GPQA's 0/1 answers, Anchor
+    Points' medoids, weights and estimates must not move: the correlation comes from
+    exact sums and the estimate from a fixed-order sum. (With BLAS's correlation and
+    product, a Haswell and a SkylakeX kernel chose other medoids for 2% of the
+    estimates of the README's study.)"""
+    import os
+    import subprocess
+    import sys
+
+    from helpers import GPQA_CSV, shared_data
+
+    shared_data(GPQA_CSV)
+    kernels = ["Sandybridge", "Haswell"]
+    cpu = open("/proc/cpuinfo").read() if os.path.exists("/proc/cpuinfo") else ""
+    if " avx512f" in cpu:
+        kernels.append("SkylakeX")
+    digests = set()
+    for kernel in kernels:
+        env = {**os.environ, "OPENBLAS_CORETYPE": kernel}
+        done = subprocess.run([sys.executable, "-c", _ACROSS_KERNELS], env=env, check=True,
+                              capture_output=True, text=True, timeout=300)
+        digests.add(done.stdout.strip())
+    assert len(digests) == 1, f"{len(digests)} different results over kernels {kernels}"

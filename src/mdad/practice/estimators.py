@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from mdad.errors import DataError
+from mdad.selection.base import weighted_sum
 
 if TYPE_CHECKING:
     from mdad.practice.bundle import MicroBenchmarkFile
@@ -139,7 +140,7 @@ def estimates_of(bundle: MicroBenchmarkFile, scores: np.ndarray,
     kind = bundle.estimator["kind"]
     if kind == "linear":
         weights = item_weights(bundle)[observed]
-        return scores[:, observed] @ weights / weights.sum()
+        return weighted_sum(scores[:, observed], weights) / weights.sum()
     if kind == "predictor":
         refuse_subset(bundle, observed)
         return predictor_shares(bundle, scores).sum(axis=1)

@@ -108,12 +108,21 @@ class ItemExposure:
     top_share: float
 
 
+def weighted_sum(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """``values @ weights`` with the same bits on every CPU: `values` (n, k) times
+    `weights` (k,), each product rounded once, then summed over k by numpy's pairwise
+    sum, whose order is fixed. Shape (n,), float64. (BLAS's matrix-vector product sums
+    in an order that depends on the CPU, and its last bits can break a tie between two
+    models' estimates one way on one machine and the other way on another.)"""
+    return (np.asarray(values, dtype=np.float64) * weights).sum(axis=1)
+
+
 @dataclass(frozen=True, eq=False)
 class MicroBenchmark:
     """A chosen subset of the seen pool and its linear estimator.
 
     The estimated full score of a model is the plain mean of its scores on `items`
-    or, when `weights` is given, ``scores[items] @ weights``. Subclasses with other
+    or, when `weights` is given, their weighted sum (`weighted_sum`). Subclasses with other
     estimators override `estimate`, set their own `kind`, and save and load their
     parameters with `to_file` and `from_file`.
 
@@ -182,7 +191,7 @@ class MicroBenchmark:
         chosen = scores[:, self.items].astype(np.float64)
         if self.weights is None:
             return chosen.sum(axis=1) / self.items.shape[0]
-        return chosen @ self.weights
+        return weighted_sum(chosen, self.weights)
 
     def estimate_with_exposure(self, scores: np.ndarray) -> tuple[np.ndarray, ItemExposure]:
         """`estimate(scores)` and which items the models answered: all of `items`,

@@ -11,7 +11,7 @@ import numpy as np
 from mdad import streams
 from mdad.irt import MultidimensionalIrt, item_curve, map_ability
 from mdad.irt.variational import EPOCHS, fit_variational
-from mdad.selection.base import MethodDefaults, MicroBenchmark, SeenPool
+from mdad.selection.base import MethodDefaults, MicroBenchmark, SeenPool, weighted_sum
 from mdad.selection.clustering import reference_kmeans
 from mdad.selection.registry import register
 
@@ -110,7 +110,8 @@ class IrtBenchmark(MicroBenchmark):
         pirt = share * anchor_scores.mean(axis=1) + (1 - share) * irt_part
         if self.gp_weight == 0.0:
             return pirt
-        return self.gp_weight * (anchor_scores @ self.weights) + (1 - self.gp_weight) * pirt
+        return (self.gp_weight * weighted_sum(anchor_scores, self.weights)
+                + (1 - self.gp_weight) * pirt)
 
     def to_file(self) -> dict[str, Any]:
         """The anchors' IRT parameters and, apart, the other items' (so scores on the
