@@ -191,6 +191,7 @@ def test_practice_candidates_are_the_fixed_methods_held_out_tests(gpqa_data, bud
     from mdad import streams
     from mdad.practice.adaptive import _fold_fit, run_batches, start_adaptive_test
     from mdad.practice.calibration import cross_validation_folds
+    from mdad.selection.threads import one_thread
 
     models = np.arange(0, 420, 7)
     scores = gpqa_data.matrix.scores()[models].astype(float)
@@ -201,9 +202,13 @@ def test_practice_candidates_are_the_fixed_methods_held_out_tests(gpqa_data, bud
     best = {c[:2]: c[2:] for c in chosen.choice.candidates}
     for method, dims in (("adaptive", 1), ("adaptive-md", 3)):
         estimates = np.empty((budget // 5 + 1, models.size))
-        for k, held in enumerate(cross_validation_folds(0, models.size)):
-            a, b = _fold_fit(scores, dims, streams.rng(0, "cross-validation", "fit", k), held)
-            counts, estimates[:, held] = run_batches(a, b, scores[held], budget, 5)
+        # one BLAS thread, as start_adaptive_test fits: with two, OpenBLAS's Haswell
+        # kernels round some products otherwise
+        with one_thread():
+            for k, held in enumerate(cross_validation_folds(0, models.size)):
+                a, b = _fold_fit(scores, dims, streams.rng(0, "cross-validation", "fit", k),
+                                 held)
+                counts, estimates[:, held] = run_batches(a, b, scores[held], budget, 5)
         error = np.sqrt(((estimates - scores.mean(axis=1)) ** 2).mean(axis=1))
         fixed = start_adaptive_test(gpqa_data, budget=budget, batch=5, method=method,
                                     models=models)

@@ -603,7 +603,11 @@ def start_adaptive_test(dataset: Dataset, *, budget: int, batch: int = 1,
         raise DataError(f"every model of {dataset.name} gave the same answers, so the test "
                         "cannot learn which items tell models apart, nor how well it "
                         "estimates a model unlike them; use data whose models differ")
-    with one_thread():
+    from mdad.selection import get_method
+
+    # the method's libraries loaded first, so that the limit holds scipy's own BLAS too:
+    # loaded later, inside a fit, it would run with a thread per core
+    with one_thread([get_method(method)]):
         fitted = _fit_and_cross_validate(scores, method, budget, batch, seed, cache)
     ids = [str(i) for i in matrix.item_ids]
     spec = dataset.spec
@@ -686,10 +690,11 @@ def _fit_and_cross_validate(scores: np.ndarray, method: str, budget: int, batch:
     models, spread far more than a model past its belt's range is read.
 
     The fits are independent, each with its own seed, and run in a thread per core
-    (their passes over the data release Python's lock): the same numbers on any
-    machine. None depends on the budget or the batch, so `cache` (a dict) keeps them
-    for the next call, keyed by the scores' contents, the seed, the fit's role and
-    dimension. The caller holds a one-BLAS-thread limit."""
+    (their passes over the data release Python's lock): the same numbers whatever the
+    thread (on another CPU, BLAS's last bits may differ). None depends on the budget
+    or the batch, so `cache` (a dict) keeps them for the next call, keyed by the
+    scores' contents, the seed, the fit's role and dimension. The caller holds a
+    one-BLAS-thread limit, with scipy's own BLAS loaded before it."""
     from mdad.irt.cat_cv import DIMS, PRIOR_SCALES, CrossValidatedTests
 
     truth = scores.mean(axis=1)

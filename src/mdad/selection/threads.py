@@ -1,6 +1,7 @@
 """Selection and estimation with one BLAS and OpenMP thread: the same bits on every
-machine and backend, no contention between worker processes, and no waiting on
-threads for matrices this small."""
+backend and core count of one machine (a CPU of another kind may run other BLAS
+kernels, with other last bits: docs/explanation/reproduction.md), no contention
+between worker processes, and no waiting on threads for matrices this small."""
 
 from __future__ import annotations
 

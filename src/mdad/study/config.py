@@ -65,7 +65,9 @@ def _of_type(value: object, kind: str) -> bool:
 
 @dataclass(frozen=True)
 class StudyConfig:
-    """Everything that defines a study; with the data's sha256 it reruns it exactly.
+    """Everything that defines a study; with the data's sha256 it reruns it exactly on
+    the same kind of CPU (on another, the IRT-based methods' numbers move within noise:
+    docs/explanation/reproduction.md).
 
     Attributes
     ----------
