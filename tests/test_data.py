@@ -413,7 +413,9 @@ def test_dataset_options_are_what_load_dataset_accepts(tmp_path):
 
 def test_an_unknown_name_is_neither_a_dataset_nor_a_path(tmp_path):
     with pytest.raises(DataError, match=r"^'nope' is neither a known dataset \(gpqa, "
-                                        r"mmlu-pro-29\) nor an existing file or folder$"):
+                                        r"mmlu-pro-29, synthetic:NAME, leaderboard:NAME; "
+                                        r"mdad data list names them\) nor an existing file "
+                                        r"or folder$"):
         read_dataset("nope")
     odd = tmp_path / "scores.parquet"
     odd.write_bytes(b"PAR1")

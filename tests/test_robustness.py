@@ -253,8 +253,10 @@ def test_select_never_overwrites_without_force(tmp_path: Path) -> None:
     (".", r"--out \. is a folder; give a file name"),
     ("/proc/mdad.json", r"--out /proc/mdad.json: cannot write there"),
     ("no/such/mb.json", r"the folder no/such does not exist"),
+    ("afile/mb.json", r"--out afile/mb.json: afile is a file, not a folder"),
 ])
 def test_select_unwritable_out_is_one_line(out: str, pattern: str, tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("a file where a folder would be\n")
     assert_user_error(mdad_cli("select", "gpqa", "--method", "random", "--size", "10",
                                "--out", out, cwd=tmp_path), pattern)
 

@@ -148,7 +148,7 @@ def test_tables_match_the_reference_loops(small_study):
         (StudyConfig(sizes=(10, 10)), ConfigError, r"^sizes lists a size twice",
          r"^--sizes lists"),
         (StudyConfig(methods=("random", "nope")), ConfigError,
-         r"unknown method 'nope'; choose from", r"unknown method 'nope'"),
+         r"^methods: unknown method 'nope'; choose from", r"^--methods: unknown method 'nope'"),
         (StudyConfig(threshold=1.0), ConfigError, r"^threshold must be in \(0, 1\); got 1.0",
          r"^--threshold must be"),
         (StudyConfig(n_runs=0), ConfigError, r"^n_runs must be an integer >= 1; got 0",

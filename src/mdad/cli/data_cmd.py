@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -91,8 +92,9 @@ def list_datasets(
         lines.append(f"  from:  {e.provenance}")
         for line in lines:
             console.print(literal(line), soft_wrap=True, highlight=False)
-    console.print(literal("data search path, in order (MDAD_DATA's folders first): "
-                          + ", ".join(roots)), soft_wrap=True, highlight=False)
+    first = " (MDAD_DATA's folders first)" if os.environ.get("MDAD_DATA") else ""
+    console.print(literal(f"data search path, in order{first}: " + ", ".join(roots)),
+                  soft_wrap=True, highlight=False)
 
 
 def _read_with_settings(dataset: str, **options: object

@@ -29,6 +29,9 @@ def check_new_file(path: Path, *, option: str, force: bool = False,
         raise ConfigError(f"{option} {path} already exists; choose another name, or pass "
                           "--force to replace it")
     if not path.parent.is_dir():
+        if path.parent.exists():
+            raise ConfigError(f"{option} {path}: {path.parent} is a file, not a folder; "
+                              "choose a name in a folder")
         raise ConfigError(f"{option} {path}: the folder {path.parent} does not exist; "
                           "create it first")
     try:

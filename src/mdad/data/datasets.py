@@ -115,6 +115,13 @@ def find_dataset_file(spec: DatasetSpec) -> Path:
     )
 
 
+def known_names() -> str:
+    """The dataset names an error offers: the named ones, and the families of names
+    that `mdad data list` spells out."""
+    return ", ".join([*sorted(DATASETS), "synthetic:NAME, leaderboard:NAME; mdad data list "
+                      "names them"])
+
+
 def locate(name_or_path: str | Path) -> tuple[Path, DatasetSpec | None]:
     """The file behind a dataset name or path, and its spec when it is a named one.
 
@@ -128,8 +135,8 @@ def locate(name_or_path: str | Path) -> tuple[Path, DatasetSpec | None]:
         return find_dataset_file(spec), spec
     path = Path(key).expanduser()
     if not path.exists():
-        known = ", ".join(sorted(DATASETS))
         raise DataError(
-            f"{key!r} is neither a known dataset ({known}) nor an existing file or folder"
+            f"{key!r} is neither a known dataset ({known_names()}) nor an existing file or "
+            "folder"
         )
     return path, None

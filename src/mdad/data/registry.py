@@ -17,6 +17,7 @@ from mdad.data.datasets import (
     DatasetSpec,
     data_search_path,
     find_dataset_file,
+    known_names,
     locate,
 )
 from mdad.data.files import missing_reason
@@ -196,7 +197,7 @@ def _source(name_or_path: str | Path) -> tuple[Path, Loader, DatasetSpec | None,
         return path, find_loader(path), spec, True
     path = Path(key).expanduser()
     if not path.exists() and not any(loader.recognises(path) for loader in LOADERS):
-        known = ", ".join(sorted(DATASETS))
+        known = known_names()
         if path.is_symlink():
             raise DataError(f"{key}: {missing_reason(path)}; it is not a known dataset "
                             f"({known}) either")

@@ -217,8 +217,8 @@ def _methods(config: StudyConfig) -> None:
             get_method(name)
         except ConfigError as error:  # an unknown name: its error lists the known ones
             # a broken plugin's error is about the plugin, not about the option
-            raise ConfigError(str(error), parameters=("methods",) if error.parameters
-                              else ()) from None
+            raise ConfigError(f"methods: {error}" if error.parameters else str(error),
+                              parameters=("methods",) if error.parameters else ()) from None
     if len(set(config.methods)) != len(config.methods):
         raise ConfigError(f"methods lists a method twice: {','.join(config.methods)}",
                           parameters=("methods",))
