@@ -10,12 +10,13 @@ because a spawn costs the caller's core next to nothing: on GPQA, tinyBenchmarks
 variational fits took 11.6 s with a 0.5 s wait and 13.1 s with 2.5 s, and its MAP-fit
 variant 3.3 to 3.4 s whether its worker started at once or never (2026-12-02).
 Every fit runs with one BLAS thread, here and in the worker, so its numbers do not
-depend on where on this machine it ran. Fits whose time is in compiled code that releases the lock
-(tinyBenchmarks' variational fit) run in one thread per core instead: two threads ran
-two GPQA fits 1.7 times as fast as one, and no worker imports the libraries again (a
-second or two of a core). A thread cannot be stopped: after an error, the fits still
-running end on their own (a second or two on GPQA) and their results are dropped;
-Ctrl-C does not wait for them (`mdad.cli.app.main` ends the process).
+depend on where on this machine it ran. Fits whose time is in compiled code that
+releases the lock (tinyBenchmarks' variational fit) run in one thread per core
+instead: two threads ran two GPQA fits 1.7 times as fast as one, and no worker
+imports the libraries again (a second or two of a core). A thread cannot be stopped:
+after an error, the fits still running end on their own (a second or two on GPQA) and
+their results are dropped; Ctrl-C does not wait for them (`mdad.cli.app.main` ends
+the process).
 """
 
 from __future__ import annotations
