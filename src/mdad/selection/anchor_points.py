@@ -42,15 +42,8 @@ def item_correlation(values: np.ndarray) -> np.ndarray:
     bits, so another machine may choose other medoids of the same loss.
     """
     values = np.asarray(values, dtype=np.float64)
-    exact = _whole_number_correlation(values)
-    if exact is not None:
-        return exact
-    centred = values - values.mean(axis=0)
-    norms = np.sqrt(np.einsum("mi,mi->i", centred, centred))
-    constant = norms <= 1e-12 * np.maximum(1.0, np.abs(values).max(initial=0.0))
-    scaled = centred / np.where(constant, 1.0, norms)
-    scaled[:, constant] = 0.0
-    corr = scaled.T @ scaled
+    found = _whole_number_correlation(values)
+    corr, constant = found if found is not None else _blas_correlation(values)
     np.clip(corr, -1.0, 1.0, out=corr)
     if constant.any():
         level = values[0, constant]
@@ -59,17 +52,28 @@ def item_correlation(values: np.ndarray) -> np.ndarray:
     return corr
 
 
+def _blas_correlation(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Pearson correlations of the columns of `values` (n_models, n_items), 0 for any
+    pair with a constant item, and which items are constant (bool, (n_items,))."""
+    centred = values - values.mean(axis=0)
+    norms = np.sqrt(np.einsum("mi,mi->i", centred, centred))
+    constant = norms <= 1e-12 * np.maximum(1.0, np.abs(values).max(initial=0.0))
+    scaled = centred / np.where(constant, 1.0, norms)
+    scaled[:, constant] = 0.0
+    return scaled.T @ scaled, constant
+
+
 # models x twice the largest |value| (a bound on the range) up to this keeps every sum
 # and product exact in float64: covariances n S_xy - S_x S_y below (n m)^2, products
 # of two variances below (n range)^4 / 16 <= 2^52
 _EXACT_SPAN = 2**14
 
 
-def _whole_number_correlation(values: np.ndarray) -> np.ndarray | None:
-    """`item_correlation` of whole-number `values` (n_models, n_items) from exact sums:
-    float64 products and sums of whole numbers below 2^53 are exact in any order, so
-    BLAS's order cannot show, and each correlation is one correctly rounded division
-    by a correctly rounded square root. None for other values, or too large a span."""
+def _whole_number_correlation(values: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """`_blas_correlation` of whole-number `values` from exact sums: float64 products
+    and sums of whole numbers below 2^53 are exact in any order, so BLAS's order cannot
+    show, and each correlation is one correctly rounded division by a correctly
+    rounded square root. None for other values, or too large a span."""
     n = values.shape[0]
     span = 2.0 * np.abs(values).max(initial=0.0)
     if n * span > _EXACT_SPAN or not np.array_equal(values, np.rint(values)):
@@ -82,12 +86,7 @@ def _whole_number_correlation(values: np.ndarray) -> np.ndarray | None:
                                 + constant[None, :])
     corr[constant] = 0.0
     corr[:, constant] = 0.0
-    np.clip(corr, -1.0, 1.0, out=corr)
-    if constant.any():
-        level = values[0, constant]
-        corr[np.ix_(constant, constant)] = level[:, None] == level[None, :]
-    np.fill_diagonal(corr, 1.0)
-    return corr
+    return corr, constant
 
 
 def _medoids(distance: np.ndarray, size: int, rng: np.random.Generator,
