@@ -101,6 +101,9 @@ def test_gpqa_run_writes_a_complete_run_folder(gpqa_run) -> None:
             assert re.match(r"note: (\S+ at size \d+, \d+ of 3 cells: |MDAD rests on few "
                             r"pairs in \d+ of 60 rows)", line), line
     assert "MDAD rests on few pairs" in proc.stderr
+    # each note whole on one line, as the terminal would wrap it: none cut at 80 columns
+    few = next(line for line in proc.stderr.splitlines() if "few pairs" in line)
+    assert few.startswith("note: ") and few.endswith("compare with the smooth estimate")
     assert f"wrote {out}" in flat(proc.stdout)
     assert re.search(r"gpqa: 420 models x 448 items, 3 runs, 50 targets", flat(proc.stdout))
 

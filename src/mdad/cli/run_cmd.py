@@ -237,7 +237,8 @@ def _load_notices(dataset: Dataset) -> list[str]:
 def _print_notices(err: Console, *groups) -> None:
     for group in groups:
         for notice in group:
-            err.print(f"[yellow]note:[/] {literal(notice)}")
+            # one line each, as `note` prints them: the terminal wraps, a path stays whole
+            err.print(f"[yellow]note:[/] {literal(notice)}", soft_wrap=True, highlight=False)
 
 
 def _conduct(prepared: PreparedStudy, out_dir: Path, err: Console, **options) -> StudyOutcome:
