@@ -202,6 +202,11 @@ def test_gpqa_config_json(gpqa_run) -> None:
     assert study["n_targets"] == 50 and study["sources"] == [300]
     assert study["target_models"] is None
     assert study["threshold"] == 0.8
+    # what a rerun on another machine may differ by: BLAS's kernels among it
+    environment = config["environment"]
+    assert environment["numpy"] == np.__version__ and environment["machine"]
+    assert environment["blas"] and all(len(kernel.split()) == 3
+                                       for kernel in environment["blas"])
 
 
 @pytest.mark.slow

@@ -136,8 +136,29 @@ def study_config_json(dataset: Dataset, plan: StudyPlan, *, version: str,
             confidence_methods if matrix.confidence is None else []),
         "notices": list(notices),
         CSV_TEXT_FIELD: CSV_TEXT_OWASP,
-        "environment": {"python": platform.python_version(), "numpy": np.__version__},
+        "environment": environment(),
     }
+
+
+def environment() -> dict[str, Any]:
+    """What a rerun elsewhere may differ by: the versions of the numerical libraries,
+    the CPU's architecture and the BLAS kernels in use (another CPU's kernels move the
+    IRT methods' numbers within noise: docs/explanation/reproduction.md)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from threadpoolctl import threadpool_info
+
+    found = {"python": platform.python_version(), "numpy": np.__version__}
+    for package in ("scipy", "numba", "scikit-learn"):
+        try:
+            found[package] = version(package)
+        except PackageNotFoundError:
+            found[package] = None
+    found["machine"] = platform.machine()
+    found["blas"] = sorted({f"{lib.get('internal_api')} {lib.get('version')} "
+                            f"{lib.get('architecture')}" for lib in threadpool_info()
+                            if lib.get("user_api") == "blas"})
+    return found
 
 
 def _reads_confidence(method: str) -> bool:
