@@ -42,8 +42,9 @@ def item_correlation(values: np.ndarray) -> np.ndarray:
     bits, so another machine may choose other medoids of the same loss.
     """
     values = np.asarray(values, dtype=np.float64)
-    found = _whole_number_correlation(values)
-    corr, constant = found if found is not None else _blas_correlation(values)
+    covariance = _exact_covariance(values)
+    corr, constant = (_blas_correlation(values) if covariance is None
+                      else _exact_correlation(covariance))
     np.clip(corr, -1.0, 1.0, out=corr)
     if constant.any():
         level = values[0, constant]
@@ -69,17 +70,22 @@ def _blas_correlation(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 _EXACT_SPAN = 2**14
 
 
-def _whole_number_correlation(values: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """`_blas_correlation` of whole-number `values` from exact sums: float64 products
-    and sums of whole numbers below 2^53 are exact in any order, so BLAS's order cannot
-    show, and each correlation is one correctly rounded division by a correctly
-    rounded square root. None for other values, or too large a span."""
+def _exact_covariance(values: np.ndarray) -> np.ndarray | None:
+    """n^2 times the covariance matrix of the columns of whole-number `values`
+    (n_models, n_items), ``n S_xy - S_x S_y``, exact: float64 products and sums of whole
+    numbers below 2^53 are exact in any order, so BLAS's order cannot show. None for
+    other values, or too large a span."""
     n = values.shape[0]
     span = 2.0 * np.abs(values).max(initial=0.0)
     if n * span > _EXACT_SPAN or not np.array_equal(values, np.rint(values)):
         return None
     total = values.sum(axis=0)
-    covariance = n * (values.T @ values) - np.outer(total, total)
+    return n * (values.T @ values) - np.outer(total, total)
+
+
+def _exact_correlation(covariance: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`_blas_correlation` from `_exact_covariance`'s matrix: each correlation one
+    correctly rounded division by a correctly rounded square root."""
     variance = np.diag(covariance).copy()
     constant = variance == 0
     corr = covariance / np.sqrt(np.outer(variance, variance) + constant[:, None]
@@ -280,7 +286,18 @@ def _gram_and_correlation(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     constant over the models (the reference code's NaN rule), shape (n_items, n_items)
     each. Constant items are found exactly: after centring, rounding can leave noise
     that would correlate two of them at +-1. The correlation is numpy's corrcoef, as in
-    the reference: FasterPAM breaks exact ties by the last bit."""
+    the reference: FasterPAM breaks exact ties by the last bit. Values of two levels
+    (0/1 answers' clipped logits) are a change of scale of a 0/1 pattern: both come
+    from its exact sums then, with the same bits on every CPU."""
+    low, high = (values.min(), values.max()) if values.size else (0.0, 0.0)
+    if values.size and np.all((values == low) | (values == high)):
+        pattern = (values == high).astype(np.float64)
+        covariance = _exact_covariance(pattern)
+        if covariance is not None:
+            corr, _ = _exact_correlation(covariance)
+            np.fill_diagonal(corr, 1.0)
+            gram = covariance * ((high - low) ** 2 / pattern.shape[0])
+            return gram, np.clip(corr, -1.0, 1.0)
     constant = np.ptp(values, axis=0) == 0
     centred = values - values.mean(axis=0)
     centred[:, constant] = 0.0
