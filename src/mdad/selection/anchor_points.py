@@ -80,19 +80,24 @@ def _exact_covariance(values: np.ndarray) -> np.ndarray | None:
     if n * span > _EXACT_SPAN or not np.array_equal(values, np.rint(values)):
         return None
     total = values.sum(axis=0)
-    return n * (values.T @ values) - np.outer(total, total)
+    covariance = values.T @ values
+    covariance *= n  # in place: two n_items^2 matrices at most, as the BLAS path
+    covariance -= np.outer(total, total)
+    return covariance
 
 
 def _exact_correlation(covariance: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """`_blas_correlation` from `_exact_covariance`'s matrix: each correlation one
-    correctly rounded division by a correctly rounded square root."""
+    """`_blas_correlation` from `_exact_covariance`'s matrix, computed in its place: each
+    correlation one correctly rounded division by a correctly rounded square root."""
     variance = np.diag(covariance).copy()
     constant = variance == 0
-    corr = covariance / np.sqrt(np.outer(variance, variance) + constant[:, None]
-                                + constant[None, :])
-    corr[constant] = 0.0
-    corr[:, constant] = 0.0
-    return corr, constant
+    denominator = np.outer(variance, variance)
+    denominator += constant[:, None]
+    denominator += constant[None, :]
+    covariance /= np.sqrt(denominator, out=denominator)
+    covariance[constant] = 0.0
+    covariance[:, constant] = 0.0
+    return covariance, constant
 
 
 def _medoids(distance: np.ndarray, size: int, rng: np.random.Generator,
@@ -294,10 +299,10 @@ def _gram_and_correlation(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         pattern = (values == high).astype(np.float64)
         covariance = _exact_covariance(pattern)
         if covariance is not None:
+            gram = covariance * ((high - low) ** 2 / pattern.shape[0])
             corr, _ = _exact_correlation(covariance)
             np.fill_diagonal(corr, 1.0)
-            gram = covariance * ((high - low) ** 2 / pattern.shape[0])
-            return gram, np.clip(corr, -1.0, 1.0)
+            return gram, np.clip(corr, -1.0, 1.0, out=corr)
     constant = np.ptp(values, axis=0) == 0
     centred = values - values.mean(axis=0)
     centred[:, constant] = 0.0
