@@ -255,6 +255,37 @@ def test_adaptive_start_stops_at_once_and_frees_its_lock(sig: int, code: int,
     assert_ok(mdad_cli(*args, cwd=tmp_path))
 
 
+def test_a_stop_raised_inside_a_weakref_callback_is_not_lost(tmp_path: Path) -> None:
+    """A signal that lands while Python runs a weakref callback (the import system's,
+    when it lands in an import) raises where Python cannot raise: it printed a
+    traceback ("Exception ignored in ...") and the command went on. The stop is sent
+    again instead, and raised in ordinary code, with nothing on stderr."""
+    script = tmp_path / "callback.py"
+    script.write_text(
+        "import sys, time, weakref\n"
+        "from mdad.cli import errors\n"
+        "errors.stop_on_signals(grace=30)\n"
+        "class Held:\n"
+        "    pass\n"
+        "def land(_):\n"
+        "    raise STOP  # as a handler raises when the signal lands here\n"
+        "try:\n"
+        "    held = Held()\n"
+        "    ref = weakref.ref(held, land)\n"
+        "    del held\n"
+        "    for _ in range(300):\n"
+        "        time.sleep(0.01)\n"
+        "    print('went on', flush=True)\n"
+        "except (KeyboardInterrupt, errors.Terminated) as stop:\n"
+        "    print(type(stop).__name__, flush=True)\n")
+    for stop in ("KeyboardInterrupt()", "errors.Terminated()"):
+        source = script.read_text().replace("STOP", stop)
+        done = subprocess.run([sys.executable, "-c", source], capture_output=True,
+                              text=True, timeout=60, preexec_fn=_terminal_signals)
+        assert done.stdout == stop.removeprefix("errors.").removesuffix("()") + "\n"
+        assert done.stderr == ""
+
+
 def test_a_cleanup_allowed_longer_than_the_grace_runs_to_its_end_with_one_line(
         tmp_path: Path) -> None:
     """A command whose main thread heard the signal and allowed its cleanup longer than

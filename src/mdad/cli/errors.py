@@ -98,6 +98,7 @@ def stop_on_signals(grace: float = INTERRUPT_GRACE_SECONDS) -> None:
     signal.signal(signal.SIGTERM, raise_terminated)
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not ignored
         signal.signal(signal.SIGINT, _raise_interrupt)
+    sys.unraisablehook = functools.partial(_interruption_again, sys.unraisablehook)
     try:
         read, write = os.pipe()
         os.set_blocking(write, False)
@@ -107,6 +108,25 @@ def stop_on_signals(grace: float = INTERRUPT_GRACE_SECONDS) -> None:
                          name="mdad-interrupt-watchdog").start()
     except (OSError, RuntimeError, ValueError):  # no thread or pipe to spare: no watchdog
         pass
+
+
+def _interruption_again(previous: Callable[[Any], object], unraisable: Any) -> None:
+    """`sys.unraisablehook`: a handler that raised where Python cannot raise (a weakref
+    callback, such as the import system's when the signal lands in an import) would
+    print a traceback and lose the stop; instead the signal is sent again, and lands in
+    ordinary code. Anything else goes to the `previous` hook."""
+    stop = unraisable.exc_value
+    if not isinstance(stop, KeyboardInterrupt | Terminated):
+        previous(unraisable)
+        return
+    import _thread
+
+    # from another thread, a moment later: sent from here, the handler would run at
+    # once, inside this hook; should it land in a callback again, it comes back here
+    again = signal.SIGINT if isinstance(stop, KeyboardInterrupt) else signal.SIGTERM
+    timer = threading.Timer(0.05, _thread.interrupt_main, args=(again,))
+    timer.daemon = True
+    timer.start()
 
 
 def _watch(descriptor: int, grace: float) -> None:
