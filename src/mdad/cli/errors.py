@@ -94,7 +94,8 @@ def stop_on_signals(grace: float = INTERRUPT_GRACE_SECONDS) -> None:
     that waits forever (pyarrow's reader when it cannot start a thread) would ignore
     both. Cleanup skipped so is a killed command's, which the next one undoes. A
     command that heard the signal and needs longer for its cleanup says so with
-    `allow_cleanup`."""
+    `allow_cleanup`. A stop raised where Python cannot raise it (a weakref callback) is
+    sent again (`_interruption_again`)."""
     signal.signal(signal.SIGTERM, raise_terminated)
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not ignored
         signal.signal(signal.SIGINT, _raise_interrupt)
