@@ -42,7 +42,7 @@ class IrtFit:
     converged: bool
 
 
-def _softplus_and_sigmoid(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def softplus_and_sigmoid(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """log(1 + exp(z)) and 1 / (1 + exp(-z)), stable for any z, from one exp (faster
     than scipy's log_expit and expit); the fit itself uses the compiled pass."""
     small = np.exp(-np.abs(z))
@@ -250,7 +250,7 @@ class MultidimensionalIrt:
                             f"{(self.ability_.shape[0], self.difficulty_.size)}; got {y.shape}",
                             parameters=("responses",))
         z = self.ability_ @ self.discrimination_.T - self.dims * self.difficulty_
-        return float(np.sum(observed * (y * z - _softplus_and_sigmoid(z)[0])))
+        return float(np.sum(observed * (y * z - softplus_and_sigmoid(z)[0])))
 
     def estimate_ability(self, responses: np.ndarray, items: np.ndarray | None = None,
                          *, max_iter: int = 100) -> np.ndarray:
@@ -316,8 +316,10 @@ def map_ability(responses: np.ndarray, discrimination: np.ndarray, difficulty: n
     Returns
     -------
     array of shape (n_models, D); the prior mean 0 for a model with no observed item.
-    The log posterior is strictly concave, so damped Newton steps, taken for all
-    models at once, reach its unique mode.
+    The log posterior is strictly concave; Newton steps for all models at once, each
+    damped to at most 2 long and halved until the log posterior rises (`line_search`),
+    reach its unique mode from the prior mean (without the halving, a fifth of 10-D
+    cases with few, strongly discriminating items circled it for ever).
     """
     from scipy.special import expit
 
@@ -328,18 +330,48 @@ def map_ability(responses: np.ndarray, discrimination: np.ndarray, difficulty: n
     y, observed = _observed(responses, "IRT ability")
     if y.shape[1] != a.shape[0]:
         raise DataError(f"IRT ability: responses have {y.shape[1]} items, expected {a.shape[0]}")
+
+    def evaluate(theta: np.ndarray, rows: np.ndarray | slice) -> tuple[np.ndarray, np.ndarray]:
+        z = theta @ a.T - offset
+        # P by expit, as before the line search: where no step is halved, the same bits
+        value = (observed[rows] * (y[rows] * z - softplus_and_sigmoid(z)[0])).sum(axis=1)
+        return value - 0.5 * (theta * theta).sum(axis=1), expit(z)
+
     theta = np.zeros((y.shape[0], dims))
+    value, p = evaluate(theta, slice(None))
     eye = np.eye(dims)
     for _ in range(max_iter):
-        p = expit(theta @ a.T - offset)
         grad = (observed * (y - p)) @ a - theta
         curvature = observed * p * (1 - p)
         hessian = np.matmul((curvature[:, :, None] * a).transpose(0, 2, 1), a) + eye
         step = np.linalg.solve(hessian, grad[..., None])[..., 0]
-        # Damping keeps early steps inside the region where the quadratic model holds.
-        norm = np.linalg.norm(step, axis=1, keepdims=True)
-        step *= np.minimum(1.0, 2.0 / np.maximum(norm, 1e-300))
-        theta += step
-        if np.max(norm) < 1e-8:
+        norm = np.linalg.norm(step, axis=1)
+        step *= np.minimum(1.0, 2.0 / np.maximum(norm, 1e-300))[:, None]
+        theta, value, p = line_search(theta, step, (grad * step).sum(axis=1), norm < 1e-8,
+                                      value, evaluate)
+        if norm.max(initial=0.0) < 1e-8:
             break
     return theta
+
+
+def line_search(theta: np.ndarray, step: np.ndarray, slope: np.ndarray, taken: np.ndarray,
+                value: np.ndarray, evaluate) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A backtracking line search on concave log posteriors, one per row: theta + t
+    step, t the first of 1, 1/2, 1/4, ... at which the log posterior rises by at least
+    1e-4 t `slope` (Armijo's condition; `slope` (n,), the gradient along `step`),
+    less rounding (1e-12 of it); rows `taken` (steps within the tolerance) take t = 1.
+    `evaluate(points, rows)` gives the log posterior (m,) and P (m, k) of `points`
+    (m, D), the rows `rows` (an index or slice) of theta. Returns the new theta (n, D),
+    log posterior (n,) and P (n, k)."""
+    scale = np.ones(theta.shape[0])
+    new = theta + step
+    new_value, p = evaluate(new, slice(None))
+    for _ in range(50):  # 2**-50: no step of an ascent direction needs more
+        short = ~taken & (new_value < value + 1e-4 * scale * slope
+                          - 1e-12 * (1.0 + np.abs(value)))
+        if not short.any():
+            break
+        scale[short] /= 2
+        new[short] = theta[short] + scale[short, None] * step[short]
+        new_value[short], p[short] = evaluate(new[short], short)
+    return new, new_value, p
