@@ -160,7 +160,10 @@ def newton(a: np.ndarray, c: np.ndarray, y: np.ndarray, k: int, theta: np.ndarra
            tol: float, max_steps: int, max_step: float) -> tuple[np.ndarray, np.ndarray]:
     """MAP abilities (n, D) and the covariance where each examinee's last Newton step
     started (n, D, D), from the first `k` columns of `a` (n, m, D), the offsets `c`
-    (n, m) and the answers `y` (n, m), starting at `theta` (n, D; not modified)."""
+    (n, m) and the answers `y` (n, m), starting at `theta` (n, D; not modified);
+    `max_steps` at least 1."""
+    if max_steps < 1:
+        raise ValueError(f"max_steps must be at least 1; got {max_steps}")
     theta = np.array(theta, dtype=np.float64, order="C")
     covariance = np.empty((theta.shape[0], theta.shape[1], theta.shape[1]))
     newton_pass(a, c, y, k, theta, covariance, tol, max_steps, max_step)
