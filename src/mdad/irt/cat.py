@@ -66,14 +66,6 @@ def _outer(a: np.ndarray) -> np.ndarray:
     return (a[..., :, None] * a[..., None, :]).reshape(*a.shape[:-1], a.shape[-1] ** 2)
 
 
-def _posterior_precision(ability: np.ndarray, a: np.ndarray, offset: np.ndarray
-                         ) -> tuple[np.ndarray, np.ndarray]:
-    """P (n, k) at `ability` (n, D) and I + sum_j P_j (1 - P_j) a_j a_j' over each
-    examinee's items, (n, D, D), from `a` (n, k, D) and `offset` (n, k)."""
-    p = sigmoid((a @ ability[:, :, None])[:, :, 0] - offset)
-    return p, _precision(p, a)
-
-
 def _precision(p: np.ndarray, a: np.ndarray) -> np.ndarray:
     """I + sum_j P_j (1 - P_j) a_j a_j', (n, D, D), from P (n, k) and `a` (n, k, D)."""
     n, _, dims = a.shape
@@ -355,10 +347,11 @@ class AdaptiveSession:
 
     def result(self) -> AdaptiveRun:
         """The estimates now, with the covariance evaluated at the mode."""
-        given = {name: buffer[:, :self._steps] for name, buffer in self._given.items()}
-        covariance = (np.linalg.inv(_posterior_precision(
-            self.ability, given["a"], given["offset"])[1]) if self._steps
-            else self.covariance)
+        covariance = self.covariance
+        if self._steps:
+            a, offset = self._given["a"][:, :self._steps], self._given["offset"][:, :self._steps]
+            p = sigmoid((a @ self.ability[:, :, None])[:, :, 0] - offset)
+            covariance = np.linalg.inv(_precision(p, a))
         return AdaptiveRun(self.accuracy(), self.ability, covariance, self.items)
 
     def copy(self) -> AdaptiveSession:

@@ -18,6 +18,7 @@ without bound), which a test guards against.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -355,11 +356,15 @@ def map_ability(responses: np.ndarray, discrimination: np.ndarray, difficulty: n
 
 
 def line_search(theta: np.ndarray, step: np.ndarray, slope: np.ndarray, taken: np.ndarray,
-                value: np.ndarray, evaluate) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                value: np.ndarray,
+                evaluate: Callable[[np.ndarray, np.ndarray | slice],
+                                   tuple[np.ndarray, np.ndarray]]
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A backtracking line search on concave log posteriors, one per row: theta + t
-    step, t the first of 1, 1/2, 1/4, ... at which the log posterior rises by at least
-    1e-4 t `slope` (Armijo's condition; `slope` (n,), the gradient along `step`),
-    less rounding (1e-12 of it); rows `taken` (steps within the tolerance) take t = 1.
+    step, t the first of 1, 1/2, 1/4, ... at which the log posterior rises from `value`
+    (n,) by at least 1e-4 t `slope` (Armijo's condition; `slope` (n,), the gradient
+    along `step`) less a rounding allowance of 1e-12 (1 + |value|); rows `taken` (steps
+    within the tolerance) take t = 1.
     `evaluate(points, rows)` gives the log posterior (m,) and P (m, k) of `points`
     (m, D), the rows `rows` (an index or slice) of theta. Returns the new theta (n, D),
     log posterior (n,) and P (n, k)."""
