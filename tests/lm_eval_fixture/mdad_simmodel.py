@@ -87,9 +87,23 @@ class SimulatedModel(LM):
 
 
 def main() -> None:
-    """The real lm-eval command line, with `mdad-sim` registered."""
+    """The real lm-eval command line, with `mdad-sim` registered.
+
+    Its task index holds only the ``--include_path`` tasks unless
+    ``MDAD_SIM_BUILTIN_TASKS=1``: indexing lm-eval's 14,000 built-in task YAMLs costs
+    10 s a process, and the tests run some thirty processes that never use them."""
+    import os
+
+    import lm_eval.tasks
     from lm_eval.__main__ import cli_evaluate
 
+    if os.environ.get("MDAD_SIM_BUILTIN_TASKS") != "1":
+        class IncludedTasksOnly(lm_eval.tasks.TaskManager):
+            def __init__(self, *args: Any, **kwargs: Any) -> None:
+                kwargs.setdefault("include_defaults", False)
+                super().__init__(*args, **kwargs)
+
+        lm_eval.tasks.TaskManager = IncludedTasksOnly  # the CLI imports it when it runs
     cli_evaluate()
 
 
