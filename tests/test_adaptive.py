@@ -224,6 +224,22 @@ def test_compiled_steps_reach_numpys_mode(seed, dims, n_items, batch):
         assert np.all(np.isfinite(session.covariance))
 
 
+@pytest.mark.parametrize("dims", [1, 3])
+def test_a_session_of_no_examinees_is_empty_and_items_of_the_wrong_shape_are_refused(dims):
+    """No examinee: every step and result is empty (it raised a reshape error). Items
+    are one row per examinee; a flat array is refused, not reshaped into rows."""
+    from mdad.irt.cat import AdaptiveSession
+
+    a, b = np.ones((4, dims)), np.array([-1.0, 0.0, 0.5, 1.0])
+    run = administer(np.zeros((0, 4)), a, b, 3)
+    assert run.estimates.shape == (0,) and run.items.shape == (0, 3)
+    assert run.ability.shape == (0, dims) and run.covariance.shape == (0, dims, dims)
+    session = AdaptiveSession(a, b, 2)
+    with pytest.raises(ValueError, match=r"items must have shape \(2, m\); got \(2,\)"):
+        session.record(np.array([0, 1]), np.array([1.0, 0.0]))
+    assert session.n_steps == 0 and session.available.all()
+
+
 def test_a_session_s_past_answers_stay_put_and_its_copy_is_its_own():
     """What a session returned is not changed by its later steps, and a copy advances
     apart from it, as the tests a study's sizes resume need."""

@@ -318,8 +318,12 @@ class AdaptiveSession:
     def record(self, items: np.ndarray, answers: np.ndarray) -> None:
         """Each examinee answered `items` (n_examinees, m) with `answers` (same shape,
         scores in [0, 1]); its ability becomes the MAP estimate on all its answers."""
-        items = np.asarray(items, dtype=np.int64).reshape(self.items.shape[0], -1)
-        answers = np.asarray(answers, dtype=np.float64).reshape(items.shape)
+        items = np.asarray(items, dtype=np.int64)
+        answers = np.asarray(answers, dtype=np.float64)
+        if items.ndim != 2 or items.shape[0] != self.available.shape[0]:
+            raise ValueError(f"items must have shape ({self.available.shape[0]}, m); "
+                             f"got {items.shape}")
+        answers = answers.reshape(items.shape)
         self.available[np.arange(items.shape[0])[:, None], items] = False
         self._append(items, answers)
         # compiled (`mdad.irt._cat_pass`): numpy's steps cost a dozen calls each on
