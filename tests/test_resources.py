@@ -52,6 +52,10 @@ def mdad_limited(*args: object, cwd: Path, kilobytes: int) -> subprocess.Complet
     (SystemError("error return without exception set"),
      r"^out of memory, most likely: a compiled library failed without saying why "
      r"\(error return without exception set\), as they do when memory runs out; ask"),
+    (SystemError("<function _find_and_load at 0x7f62acd17ce0> returned NULL without "
+                 "setting an exception"),  # Python 3.11's words, matplotlib's import at 350 MB
+     r"^out of memory, most likely: a compiled library failed without saying why "
+     r"\(<function _find_and_load at 0x7f62acd17ce0> returned NULL without setting an"),
     (ValueError("Error tokenizing data. C error: out of memory"),
      r"^out of memory or threads \(Error tokenizing data\. C error: out of memory\); ask"),
     (BrokenProcessPool("A process in the process pool was terminated abruptly"),

@@ -253,6 +253,9 @@ def user_errors(command: Callable[P, R] | None = None, *, kept: str | None = Non
 # Messages of an ImportError or OSError that mean memory ran out while loading a library.
 _NO_MEMORY_TEXT = ("failed to map segment", "cannot allocate memory", "cannot map",
                    "failed to allocate", "out of memory", "std::bad_alloc")
+# What CPython says of a C function that failed without setting an exception (3.12 and
+# later; 3.11, e.g. an import under an address-space limit)
+_NO_EXCEPTION_SET = ("without exception set", "without setting an exception")
 
 
 def resource_message(exc: BaseException, options: list[str] | tuple[str, ...] = ()
@@ -304,7 +307,7 @@ def _resource_line(exc: BaseException, options: list[str] | tuple[str, ...]) -> 
             t in text.lower() for t in _NO_MEMORY_TEXT):
         library = getattr(exc, "name", None) or "a library"
         return f"out of memory loading {library} ({visible(text)[:120]}); {less}"
-    if isinstance(exc, SystemError) and "without exception set" in text:
+    if isinstance(exc, SystemError) and any(t in text for t in _NO_EXCEPTION_SET):
         # a C extension whose allocation failed, and which set no MemoryError
         return (f"out of memory, most likely: a compiled library failed without saying "
                 f"why ({visible(text)[:80]}), as they do when memory runs out; {less}")
