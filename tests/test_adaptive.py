@@ -225,9 +225,10 @@ def test_compiled_steps_reach_numpys_mode(seed, dims, n_items, batch):
 
 
 @pytest.mark.parametrize("dims", [1, 3])
-def test_a_session_of_no_examinees_is_empty_and_items_of_the_wrong_shape_are_refused(dims):
+def test_a_session_of_no_examinees_is_empty_and_wrong_items_are_refused(dims):
     """No examinee: every step and result is empty (it raised a reshape error). Items
-    are one row per examinee; a flat array is refused, not reshaped into rows."""
+    and answers are one row per examinee (a flat array is refused, not reshaped), and
+    an item outside the pool or given already is refused before anything changes."""
     from mdad.irt.cat import AdaptiveSession
 
     a, b = np.ones((4, dims)), np.array([-1.0, 0.0, 0.5, 1.0])
@@ -235,9 +236,15 @@ def test_a_session_of_no_examinees_is_empty_and_items_of_the_wrong_shape_are_ref
     assert run.estimates.shape == (0,) and run.items.shape == (0, 3)
     assert run.ability.shape == (0, dims) and run.covariance.shape == (0, dims, dims)
     session = AdaptiveSession(a, b, 2)
-    with pytest.raises(ValueError, match=r"items must have shape \(2, m\); got \(2,\)"):
+    with pytest.raises(ValueError, match=r"must have shape \(2, m\); got \(2,\) and \(2,\)"):
         session.record(np.array([0, 1]), np.array([1.0, 0.0]))
-    assert session.n_steps == 0 and session.available.all()
+    with pytest.raises(ValueError, match=r"got \(2, 1\) and \(1, 2\)"):  # transposed
+        session.record(np.array([[0], [1]]), np.array([[1.0, 0.0]]))
+    session.record(np.array([[0], [1]]), np.array([[1.0], [0.0]]))
+    for wrong in ([[1], [1]], [[4], [2]], [[-1], [2]], [[2, 2], [2, 3]]):
+        with pytest.raises(ValueError, match=r"indices in 0\.\.3 that each examinee has not"):
+            session.record(np.array(wrong), np.zeros((2, len(wrong[0]))))
+    assert session.n_steps == 1 and session.available.sum() == 6
 
 
 def test_a_session_s_past_answers_stay_put_and_its_copy_is_its_own():

@@ -110,6 +110,7 @@ def lm_eval(work: Path, model: str, ability: float, seed: int, tasks: list[str],
     proc = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True,
                           timeout=600, check=False)
     assert proc.returncode == 0, f"lm-eval failed for {model}:\n{proc.stderr[-3000:]}"
+    assert builtin_tasks != (simulated_model().BUILTIN_TASKS_LEFT_OUT in proc.stderr)
     return proc
 
 

@@ -280,7 +280,7 @@ def test_the_real_lm_eval_cli_at_0_and_5_shots(tmp_path):
     require_lm_eval()
     write_benchmark(tmp_path / "tasks")
     out = tmp_path / "out"
-    # once with lm-eval's whole task index, as users run it: no built-in task collides
+    # once with lm-eval's whole task index, as users run it
     lm_eval(tmp_path, "m", 0.6, 1, ["mdadloop_alpha"], out, "--num_fewshot", "0",
             builtin_tasks=True)
     lm_eval(tmp_path, "m", 0.6, 1, ["mdadloop_beta"], out, "--num_fewshot", "5")

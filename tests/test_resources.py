@@ -51,11 +51,13 @@ def mdad_limited(*args: object, cwd: Path, kilobytes: int) -> subprocess.Complet
     (RuntimeError("can't start new thread"), r"^out of memory or threads: cannot start"),
     (SystemError("error return without exception set"),
      r"^out of memory, most likely: a compiled library failed without saying why "
-     r"\(error return without exception set\), as they do when memory runs out; ask"),
+     r"\(error return without exception set\), as they do when memory runs out \(with "
+     r"memory to spare, that library has a bug\); ask"),
     (SystemError("<function _find_and_load at 0x7f62acd17ce0> returned NULL without "
-                 "setting an exception"),  # Python 3.11's words, matplotlib's import at 350 MB
+                 "setting an exception"),  # matplotlib's import at 350 MB (CI, Python 3.11)
      r"^out of memory, most likely: a compiled library failed without saying why "
      r"\(<function _find_and_load at 0x7f62acd17ce0> returned NULL without setting an"),
+    (SystemError("creation of module _x failed without setting an exception"), None),
     (ValueError("Error tokenizing data. C error: out of memory"),
      r"^out of memory or threads \(Error tokenizing data\. C error: out of memory\); ask"),
     (BrokenProcessPool("A process in the process pool was terminated abruptly"),
@@ -67,10 +69,13 @@ def mdad_limited(*args: object, cwd: Path, kilobytes: int) -> subprocess.Complet
      r"^/x: Permission denied; check the path, its permissions and the free space$"),
 ])
 def test_a_resource_running_out_is_one_line_with_its_cause(exc: BaseException,
-                                                           pattern: str) -> None:
+                                                           pattern: str | None) -> None:
     import re
 
     line = resource_message(exc, ["--size"])
+    if pattern is None:  # a broken extension's mark, not memory: its traceback is kept
+        assert line is None, line
+        return
     assert line is not None and "\n" not in line and re.search(pattern, line), line
 
 

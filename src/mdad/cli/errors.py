@@ -253,9 +253,11 @@ def user_errors(command: Callable[P, R] | None = None, *, kept: str | None = Non
 # Messages of an ImportError or OSError that mean memory ran out while loading a library.
 _NO_MEMORY_TEXT = ("failed to map segment", "cannot allocate memory", "cannot map",
                    "failed to allocate", "out of memory", "std::bad_alloc")
-# What CPython says of a C function that failed without setting an exception (3.12 and
-# later; 3.11, e.g. an import under an address-space limit)
-_NO_EXCEPTION_SET = ("without exception set", "without setting an exception")
+# What CPython says when a C function returned an error without setting an exception,
+# from the evaluation loop and from a call (e.g. an import under an address-space
+# limit); not its words for a module or slot that failed so, a broken extension's mark
+_NO_EXCEPTION_SET = ("error return without exception set",
+                     "returned NULL without setting an exception")
 
 
 def resource_message(exc: BaseException, options: list[str] | tuple[str, ...] = ()
@@ -310,7 +312,8 @@ def _resource_line(exc: BaseException, options: list[str] | tuple[str, ...]) -> 
     if isinstance(exc, SystemError) and any(t in text for t in _NO_EXCEPTION_SET):
         # a C extension whose allocation failed, and which set no MemoryError
         return (f"out of memory, most likely: a compiled library failed without saying "
-                f"why ({visible(text)[:80]}), as they do when memory runs out; {less}")
+                f"why ({visible(text)[:80]}), as they do when memory runs out (with memory "
+                f"to spare, that library has a bug); {less}")
     if isinstance(exc, RuntimeError) and "can't start new thread" in text:
         return f"out of memory or threads: cannot start a thread; {less}"
     if "BrokenProcessPool" in names or "BrokenExecutor" in names:

@@ -320,11 +320,18 @@ class AdaptiveSession:
         scores in [0, 1]); its ability becomes the MAP estimate on all its answers."""
         items = np.asarray(items, dtype=np.int64)
         answers = np.asarray(answers, dtype=np.float64)
-        if items.ndim != 2 or items.shape[0] != self.available.shape[0]:
-            raise ValueError(f"items must have shape ({self.available.shape[0]}, m); "
-                             f"got {items.shape}")
-        answers = answers.reshape(items.shape)
-        self.available[np.arange(items.shape[0])[:, None], items] = False
+        n_examinees, n_items = self.available.shape
+        if items.ndim != 2 or items.shape[0] != n_examinees or answers.shape != items.shape:
+            raise ValueError(f"items and answers must have shape ({n_examinees}, m); got "
+                             f"{items.shape} and {answers.shape}")
+        rows = np.arange(n_examinees)[:, None]
+        # checked before anything changes: an item given twice would overrun the buffers
+        if items.size and (items.min() < 0 or items.max() >= n_items
+                           or not self.available[rows, items].all()
+                           or np.any(np.diff(np.sort(items, axis=1), axis=1) == 0)):
+            raise ValueError(f"items must be indices in 0..{n_items - 1} that each "
+                             "examinee has not been given yet")
+        self.available[rows, items] = False
         self._append(items, answers)
         # compiled (`mdad.irt._cat_pass`): numpy's steps cost a dozen calls each on
         # arrays of a few numbers per examinee
