@@ -14,6 +14,7 @@ import os
 import resource
 import signal
 import subprocess
+import sys
 import time
 from collections import Counter
 from concurrent.futures.process import BrokenProcessPool
@@ -77,6 +78,31 @@ def test_a_resource_running_out_is_one_line_with_its_cause(exc: BaseException,
         assert line is None, line
         return
     assert line is not None and "\n" not in line and re.search(pattern, line), line
+
+
+AGAIN_ON_THE_WAY_OUT = """\
+from mdad.cli import app, errors
+
+def command():
+    raise errors.fail("out of memory (MemoryError); ask for less (lower --size)")
+
+def exit_without_memory(*args, **kwargs):
+    raise MemoryError
+
+app._main = lambda: command()
+errors.typer.Exit = exit_without_memory  # building the exit runs out of memory too
+app.main()
+"""
+
+
+def test_memory_running_out_again_after_the_error_line_adds_no_second_line() -> None:
+    """CI met it under a 300 MB limit: `select` printed its line, memory ran out again on
+    the way out, and the last-resort handler printed a second, shorter one."""
+    proc = subprocess.run([sys.executable, "-c", AGAIN_ON_THE_WAY_OUT], capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.splitlines() == [
+        "mdad: error: out of memory (MemoryError); ask for less (lower --size)"]
 
 
 def test_pyarrow_errors_are_recognised_without_importing_pyarrow_first() -> None:

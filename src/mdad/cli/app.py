@@ -121,7 +121,9 @@ def main() -> None:
         message = errors.resource_message(exc)
         if message is None:
             raise
-        raise SystemExit(errors.fail(message).exit_code) from None
+        if not errors.failed():  # else memory ran out again after the command's own line
+            errors.print_error(message)
+        raise SystemExit(2) from None
     # Interrupted (130, 143), its cleanup run: end now rather than wait for threads still
     # in a fit or a read (Python joins them at exit, which took up to a minute). The
     # atexit functions still run: multiprocessing's release its semaphores. No public

@@ -21,9 +21,21 @@ R = TypeVar("R")
 T = TypeVar("T")
 
 
-def fail(message: str) -> typer.Exit:
+def print_error(message: str) -> None:
+    """The command's one ``mdad: error:`` line, on stderr."""
     print(f"mdad: error: {visible(message)}", file=sys.stderr)
+    _state["failed"] = True
+
+
+def fail(message: str) -> typer.Exit:
+    """`print_error`, and the exit with code 2 to raise."""
+    print_error(message)
     return typer.Exit(code=2)
+
+
+def failed() -> bool:
+    """Whether the running command printed its ``mdad: error:`` line."""
+    return bool(_state["failed"])
 
 
 _CONTROL = {code: f"\\x{code:02x}" for code in (*range(0x20), 0x7F) if code != 0x09}
@@ -64,17 +76,19 @@ def _raise_interrupt(signum: int, frame: object) -> None:
 # Seconds the main thread has, after Ctrl-C or SIGTERM, to clean up and end by itself.
 INTERRUPT_GRACE_SECONDS = 1.5
 # The running command's `kept`; whether its interrupted line was printed; whether the main
-# thread heard the signal (raised it: its cleanup is under way); and how long a command
-# whose cleanup is under way may take in all (`allow_cleanup`), in seconds from the signal.
+# thread heard the signal (raised it: its cleanup is under way); how long a command
+# whose cleanup is under way may take in all (`allow_cleanup`), in seconds from the
+# signal; and whether its error line was printed (`print_error`).
 _state: dict[str, Any] = {"kept": None, "shown": False, "heard": False,
-                          "cleanup": INTERRUPT_GRACE_SECONDS}
+                          "cleanup": INTERRUPT_GRACE_SECONDS, "failed": False}
 
 
 def reset_interrupt_state(kept: str | None = None) -> None:
-    """Start a command afresh: its interrupted line not yet printed (one process may run
+    """Start a command afresh: its interrupted and error lines not yet printed (one process may run
     several commands: typer's test runner, the API), `kept` for the watchdog, and the
     usual cleanup bound."""
-    _state.update(kept=kept, shown=False, heard=False, cleanup=INTERRUPT_GRACE_SECONDS)
+    _state.update(kept=kept, shown=False, heard=False, cleanup=INTERRUPT_GRACE_SECONDS,
+                  failed=False)
 
 
 def allow_cleanup(seconds: float) -> None:
