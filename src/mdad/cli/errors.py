@@ -84,9 +84,9 @@ _state: dict[str, Any] = {"kept": None, "shown": False, "heard": False,
 
 
 def reset_interrupt_state(kept: str | None = None) -> None:
-    """Start a command afresh: its interrupted and error lines not yet printed (one process may run
-    several commands: typer's test runner, the API), `kept` for the watchdog, and the
-    usual cleanup bound."""
+    """Start a command afresh: its interrupted and error lines not yet printed (one
+    process may run several commands: typer's test runner, the API), `kept` for the
+    watchdog, and the usual cleanup bound."""
     _state.update(kept=kept, shown=False, heard=False, cleanup=INTERRUPT_GRACE_SECONDS,
                   failed=False)
 
