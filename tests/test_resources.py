@@ -34,8 +34,12 @@ def _limited(kilobytes: int):
     return limit
 
 
-def mdad_limited(*args: object, cwd: Path, kilobytes: int) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "NO_COLOR": "1"}
+# the libraries' own failures under a limit, past mdad's refusal below 1 GB (tested below)
+NO_FLOOR = {**os.environ, "NO_COLOR": "1", "MDAD_MIN_ADDRESS_SPACE_MB": "0"}
+
+
+def mdad_limited(*args: object, cwd: Path, kilobytes: int,
+                 env: dict[str, str] = NO_FLOOR) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(MDAD), *map(str, args)], cwd=cwd, env=env, text=True,
                           capture_output=True, timeout=120, check=False,
                           preexec_fn=_limited(kilobytes))
@@ -105,6 +109,20 @@ def test_memory_running_out_again_after_the_error_line_adds_no_second_line() -> 
         "mdad: error: out of memory (MemoryError); ask for less (lower --size)"]
 
 
+def test_memory_running_out_again_while_reading_the_error_is_still_one_line() -> None:
+    """Under a 300 MB limit `select` printed its line, memory ran out on the way out,
+    and again as `main` looked at that error: a traceback, exit code 1 (2 of 20 runs)."""
+    script = AGAIN_ON_THE_WAY_OUT + "\n".join([
+        "", "import sys", "def reading(*args, **kwargs):", "    raise MemoryError",
+        "errors.resource_message = reading", "sys.exit(app.main())"])
+    script = script.replace("\napp.main()\n", "\n", 1)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.splitlines() == [
+        "mdad: error: out of memory (MemoryError); ask for less (lower --size)"]
+
+
 def test_pyarrow_errors_are_recognised_without_importing_pyarrow_first() -> None:
     import pyarrow.lib
 
@@ -135,7 +153,79 @@ def test_the_advice_names_the_commands_own_options_and_how_to_go_on() -> None:
     assert resource_message(wrapped, run).startswith("out of memory (MemoryError)")
 
 
+def test_below_one_gigabyte_of_address_space_a_command_is_refused_in_one_line(
+        monkeypatch) -> None:
+    from mdad.cli.app import address_space_short
+
+    monkeypatch.delenv("MDAD_MIN_ADDRESS_SPACE_MB", raising=False)
+    mib = 2**20
+    line = address_space_short(["select", "gpqa", "--size", "10"], 264 * mib)
+    assert line == ("mdad select needs at least 1024 MB of address space (below it the "
+                    "scientific libraries can hang or crash as they load), and `ulimit -v` "
+                    "allows 264 MB here: raise it (ulimit -v unlimited, or ulimit -v 1048576), "
+                    "or set MDAD_MIN_ADDRESS_SPACE_MB=0 to try anyway, then run it again")
+    assert address_space_short(["report", "runs/x"], 1024 * mib - 1) is not None
+    assert address_space_short(["report", "runs/x"], 1024 * mib) is None
+    # commands that load no scientific library, and help, run under any limit
+    for argv in (["methods"], ["data", "info", "gpqa"], ["data", "list"],
+                 ["select", "--help"], []):
+        assert address_space_short(argv, 100 * mib) is None, argv
+    assert address_space_short(["data", "pull", "x"], 100 * mib) is not None
+    monkeypatch.setenv("MDAD_MIN_ADDRESS_SPACE_MB", "0")
+    assert address_space_short(["select", "gpqa"], 100 * mib) is None
+    monkeypatch.setenv("MDAD_MIN_ADDRESS_SPACE_MB", "200")
+    assert address_space_short(["select", "gpqa"], 199 * mib).startswith(
+        "mdad select needs at least 200 MB")
+    monkeypatch.setenv("MDAD_MIN_ADDRESS_SPACE_MB", "lots")
+    assert address_space_short(["select", "gpqa"], 100 * mib) == (
+        "MDAD_MIN_ADDRESS_SPACE_MB='lots' is not a number of MB; set it to one (0 runs under "
+        "any limit) or unset it")
+
+
+def test_the_fits_compiled_pass_loads_before_the_fit_threads(monkeypatch) -> None:
+    """A load that failed (memory) in one fit thread left `mdad.irt._map_pass` half made
+    for the other: `adaptive start` under 480 MB printed a traceback ("cannot import
+    name 'loglik_and_gradient'"). The pass now loads in the caller's thread."""
+    import importlib.abc
+    import threading
+
+    from mdad.practice import adaptive
+
+    loaded_in: list[str] = []
+
+    class Watch(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path, target=None):
+            if name == "mdad.irt._map_pass":
+                loaded_in.append(threading.current_thread().name)
+            return None
+
+    monkeypatch.delitem(sys.modules, "mdad.irt._map_pass", raising=False)
+    monkeypatch.setattr(sys, "meta_path", [Watch(), *sys.meta_path])
+    scores = (np.random.default_rng(0).random((40, 12)) < 0.5).astype(float)
+    adaptive._run([(adaptive._fold_fit, (scores, 1, np.random.default_rng(k), np.arange(5)))
+                   for k in range(2)], scores)
+    assert loaded_in == [threading.current_thread().name]
+
+
 # ------------------------------------------------------------------------- real processes
+
+
+@pytest.mark.parametrize("command", [
+    ("select", "gpqa", "--method", "random", "--size", "10", "--out", "mb.json"),
+    ("plan", "gpqa", "--size", "10"),
+    ("run", "gpqa", "--methods", "random", "--out", "study"),
+    ("report", "study"),
+    ("adaptive", "start", "gpqa", "--budget", "20", "--out", "state.json"),
+])
+def test_under_the_hanging_limits_a_command_is_refused_at_once(command: tuple[str, ...],
+                                                                tmp_path: Path) -> None:
+    """At 260 to 290 MB `select` and `plan` hung in scipy's OpenBLAS, Ctrl-C unanswered;
+    up to 780 MB `report`, `run` and `adaptive start` could abort or crash (measured
+    2026-12-07). Below 1 GB each is now refused before any library loads."""
+    proc = mdad_limited(*command, cwd=tmp_path, kilobytes=270_000, env=dict(os.environ))
+    assert_user_error(proc, r"needs at least 1024 MB of address space")
+    assert list(tmp_path.iterdir()) == []
+    assert_ok(mdad_limited("methods", cwd=tmp_path, kilobytes=270_000, env=dict(os.environ)))
 
 
 LIMITS_KB = (300_000, 400_000, 450_000)
@@ -183,7 +273,7 @@ def test_report_under_low_memory_never_hangs(tmp_path: Path) -> None:
     lowest = 350_000
     for kilobytes in (lowest, 430_000):
         process = subprocess.Popen([str(MDAD), "report", str(folder), "--force"], text=True,
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   env=NO_FLOOR, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                    start_new_session=True, preexec_fn=_limited(kilobytes))
         try:
             _, stderr = process.communicate(timeout=15)

@@ -118,11 +118,17 @@ def main() -> None:
     except (KeyboardInterrupt, errors.Terminated) as stop:  # before a command ran
         code = errors.interrupted(stop).exit_code
     except Exception as exc:
-        message = errors.resource_message(exc)
+        try:
+            message = errors.resource_message(exc)
+        except MemoryError:  # memory ran out again, reading the exception
+            message = "out of memory (MemoryError); free some memory, then run it again"
         if message is None:
             raise
         if not errors.failed():  # else memory ran out again after the command's own line
-            errors.print_error(message)
+            try:
+                errors.print_error(message)
+            except MemoryError:
+                pass  # the exit code still says it
         raise SystemExit(2) from None
     # Interrupted (130, 143), its cleanup run: end now rather than wait for threads still
     # in a fit or a read (Python joins them at exit, which took up to a minute). The
@@ -149,11 +155,55 @@ def _not_hashlib_fallback(record: logging.LogRecord) -> bool:
     return not (record.name == "root" and str(record.msg).startswith("code for hash"))
 
 
+# Below this address space (`ulimit -v`), numpy's and scipy's OpenBLAS, pyarrow and
+# matplotlib fail inside their own native code as they load or start threads: hangs that
+# Ctrl-C cannot reach, aborts, crashes (measured: docs/performance.md). Commands that
+# load only numpy and the data need far less.
+MIN_ADDRESS_SPACE_MB = 1024
+LIGHT_COMMANDS = (("methods",), ("data", "info"), ("data", "list"))
+
+
+def address_space_short(argv: list[str], limit: int | None = None) -> str | None:
+    """The error line when the command of `argv` (without the program) would run under
+    an address-space limit below `MIN_ADDRESS_SPACE_MB` (or the MB that
+    `MDAD_MIN_ADDRESS_SPACE_MB` sets), else None. `limit`: the limit in bytes (default:
+    this process's soft RLIMIT_AS; None or infinite when the system sets none). Help,
+    --version and `LIGHT_COMMANDS` are never refused."""
+    words = [arg for arg in argv if not arg.startswith("-")]
+    if not words or "--help" in argv or any(tuple(words[:len(c)]) == c for c in LIGHT_COMMANDS):
+        return None
+    if limit is None:
+        try:
+            import resource
+        except ImportError:  # Windows: no such limit
+            return None
+        limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if limit == resource.RLIM_INFINITY:
+            return None
+    setting = os.environ.get("MDAD_MIN_ADDRESS_SPACE_MB", "").strip()
+    try:
+        floor = float(setting) if setting else MIN_ADDRESS_SPACE_MB
+    except ValueError:
+        return (f"MDAD_MIN_ADDRESS_SPACE_MB={setting!r} is not a number of MB; set it to "
+                "one (0 runs under any limit) or unset it")
+    if limit >= floor * 2**20:
+        return None
+    return (f"mdad {words[0]} needs at least {floor:g} MB of address space (below it the "
+            "scientific libraries can hang or crash as they load), and `ulimit -v` allows "
+            f"{limit / 2**20:.0f} MB here: raise it (ulimit -v unlimited, or ulimit -v "
+            f"{floor * 1024:.0f}), or set MDAD_MIN_ADDRESS_SPACE_MB=0 to try anyway, then run "
+            "it again")
+
+
 def _main() -> None:
     # the first word that is not an option names the command (the root has only flags)
     name = next((arg for arg in sys.argv[1:] if not arg.startswith("-")), None)
     if name is None and "--version" in sys.argv[1:]:
         name = ""  # --version is eager: it needs no command
+    if name in COMMANDS and (short := address_space_short(sys.argv[1:])) is not None:
+        from mdad.cli.errors import fail
+
+        raise SystemExit(fail(short).exit_code)
     command = typer.main.get_command(build_app(name if name in COMMANDS or name == "" else None))
     _show_flags_as_flags(command)
     # click's exceptions, wherever this typer takes click from (it vendors it from 0.27)
