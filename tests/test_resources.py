@@ -159,27 +159,30 @@ def test_below_one_gigabyte_of_address_space_a_command_is_refused_in_one_line(
 
     monkeypatch.delenv("MDAD_MIN_ADDRESS_SPACE_MB", raising=False)
     mib = 2**20
-    line = address_space_short(["select", "gpqa", "--size", "10"], 264 * mib)
+    line = address_space_short(["select", "gpqa", "--size", "10"], ("-v", 264 * mib))
     assert line == ("mdad select needs at least 1024 MB of address space (below it the "
                     "scientific libraries can hang or crash as they load), and `ulimit -v` "
                     "allows 264 MB here: raise it (ulimit -v unlimited, or ulimit -v 1048576), "
                     "or set MDAD_MIN_ADDRESS_SPACE_MB=0 to try anyway, then run it again")
-    assert address_space_short(["report", "runs/x"], 1024 * mib - 1) is not None
-    assert address_space_short(["report", "runs/x"], 1024 * mib) is None
+    assert address_space_short(["report", "runs/x"], ("-v", 1024 * mib - 1)) is not None
+    assert address_space_short(["report", "runs/x"], ("-v", 1024 * mib)) is None
     # commands that load no scientific library, and help, run under any limit
     for argv in (["methods"], ["data", "info", "gpqa"], ["data", "list"],
                  ["select", "--help"], []):
-        assert address_space_short(argv, 100 * mib) is None, argv
-    assert address_space_short(["data", "pull", "x"], 100 * mib) is not None
+        assert address_space_short(argv, ("-v", 100 * mib)) is None, argv
+    assert address_space_short(["data", "pull", "x"], ("-v", 100 * mib)) is not None
     monkeypatch.setenv("MDAD_MIN_ADDRESS_SPACE_MB", "0")
-    assert address_space_short(["select", "gpqa"], 100 * mib) is None
+    assert address_space_short(["select", "gpqa"], ("-v", 100 * mib)) is None
     monkeypatch.setenv("MDAD_MIN_ADDRESS_SPACE_MB", "200")
-    assert address_space_short(["select", "gpqa"], 199 * mib).startswith(
-        "mdad select needs at least 200 MB")
-    monkeypatch.setenv("MDAD_MIN_ADDRESS_SPACE_MB", "lots")
-    assert address_space_short(["select", "gpqa"], 100 * mib) == (
-        "MDAD_MIN_ADDRESS_SPACE_MB='lots' is not a number of MB; set it to one (0 runs under "
-        "any limit) or unset it")
+    assert address_space_short(["select", "gpqa"], ("-d", 199 * mib)).endswith(
+        "and `ulimit -d` allows 199 MB here: raise it (ulimit -d unlimited, or ulimit -d "
+        "204800), or set MDAD_MIN_ADDRESS_SPACE_MB=0 to try anyway, then run it again")
+    assert address_space_short(["select", "gpqa"], ("-d", 200 * mib)) is None
+    for wrong in ("lots", "nan", "inf", "-1"):
+        monkeypatch.setenv("MDAD_MIN_ADDRESS_SPACE_MB", wrong)
+        assert address_space_short(["select", "gpqa"], ("-v", 100 * mib)) == (
+            f"MDAD_MIN_ADDRESS_SPACE_MB={wrong!r} is not a number of MB; set it to one (0 "
+            "runs under any limit) or unset it")
 
 
 def test_the_fits_compiled_pass_loads_before_the_fit_threads(monkeypatch) -> None:
@@ -227,6 +230,18 @@ def test_under_the_hanging_limits_a_command_is_refused_at_once(command: tuple[st
     assert list(tmp_path.iterdir()) == []
     assert_ok(mdad_limited("methods", cwd=tmp_path, kilobytes=270_000, env=dict(os.environ)))
 
+
+
+def test_a_data_segment_limit_is_refused_too(tmp_path: Path) -> None:
+    """`ulimit -d` 100,000 KB: OpenBLAS gave up in its own line, with exit code 1."""
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_DATA, (100_000 * 1024, 100_000 * 1024))
+
+    proc = subprocess.run([str(MDAD), "select", "gpqa", "--method", "random", "--size", "10",
+                           "--out", "mb.json"], cwd=tmp_path, text=True, capture_output=True,
+                          timeout=60, check=False, preexec_fn=limit)
+    assert_user_error(proc, r"and `ulimit -d` allows 98 MB here: raise it \(ulimit -d unlimited")
+    assert list(tmp_path.iterdir()) == []
 
 LIMITS_KB = (300_000, 400_000, 450_000)
 

@@ -163,36 +163,49 @@ MIN_ADDRESS_SPACE_MB = 1024
 LIGHT_COMMANDS = (("methods",), ("data", "info"), ("data", "list"))
 
 
-def address_space_short(argv: list[str], limit: int | None = None) -> str | None:
+def address_space_short(argv: list[str], limit: tuple[str, int] | None = None
+                        ) -> str | None:
     """The error line when the command of `argv` (without the program) would run under
-    an address-space limit below `MIN_ADDRESS_SPACE_MB` (or the MB that
-    `MDAD_MIN_ADDRESS_SPACE_MB` sets), else None. `limit`: the limit in bytes (default:
-    this process's soft RLIMIT_AS; None or infinite when the system sets none). Help,
-    --version and `LIGHT_COMMANDS` are never refused."""
+    a memory limit below `MIN_ADDRESS_SPACE_MB` (or the MB that
+    `MDAD_MIN_ADDRESS_SPACE_MB` sets), else None. `limit`: the tightest limit as
+    (its `ulimit` flag, bytes); default: this process's soft address-space (-v) and
+    data-segment (-d) limits, none where the system sets none. Help, --version and
+    `LIGHT_COMMANDS` are never refused."""
     words = [arg for arg in argv if not arg.startswith("-")]
     if not words or "--help" in argv or any(tuple(words[:len(c)]) == c for c in LIGHT_COMMANDS):
         return None
+    limit = limit or _tightest_memory_limit()
     if limit is None:
-        try:
-            import resource
-        except ImportError:  # Windows: no such limit
-            return None
-        limit = resource.getrlimit(resource.RLIMIT_AS)[0]
-        if limit == resource.RLIM_INFINITY:
-            return None
+        return None
     setting = os.environ.get("MDAD_MIN_ADDRESS_SPACE_MB", "").strip()
     try:
         floor = float(setting) if setting else MIN_ADDRESS_SPACE_MB
     except ValueError:
+        floor = -1.0
+    if not 0 <= floor < float("inf"):
         return (f"MDAD_MIN_ADDRESS_SPACE_MB={setting!r} is not a number of MB; set it to "
                 "one (0 runs under any limit) or unset it")
-    if limit >= floor * 2**20:
+    flag, size = limit
+    if size >= floor * 2**20:
         return None
     return (f"mdad {words[0]} needs at least {floor:g} MB of address space (below it the "
-            "scientific libraries can hang or crash as they load), and `ulimit -v` allows "
-            f"{limit / 2**20:.0f} MB here: raise it (ulimit -v unlimited, or ulimit -v "
-            f"{floor * 1024:.0f}), or set MDAD_MIN_ADDRESS_SPACE_MB=0 to try anyway, then run "
-            "it again")
+            f"scientific libraries can hang or crash as they load), and `ulimit {flag}` "
+            f"allows {size / 2**20:.0f} MB here: raise it (ulimit {flag} unlimited, or "
+            f"ulimit {flag} {floor * 1024:.0f}), or set MDAD_MIN_ADDRESS_SPACE_MB=0 to try "
+            "anyway, then run it again")
+
+
+def _tightest_memory_limit() -> tuple[str, int] | None:
+    """This process's lower soft limit of address space and data segment, as (`ulimit`
+    flag, bytes), or None when neither is set (or on Windows, which has neither)."""
+    try:
+        import resource
+    except ImportError:
+        return None
+    limits = [(flag, resource.getrlimit(which)[0])
+              for flag, which in (("-v", resource.RLIMIT_AS), ("-d", resource.RLIMIT_DATA))]
+    limits = [(flag, size) for flag, size in limits if size != resource.RLIM_INFINITY]
+    return min(limits, key=lambda limit: limit[1]) if limits else None
 
 
 def _main() -> None:
