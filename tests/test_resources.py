@@ -166,10 +166,13 @@ def test_below_one_gigabyte_of_address_space_a_command_is_refused_in_one_line(
                     "or set MDAD_MIN_ADDRESS_SPACE_MB=0 to try anyway, then run it again")
     assert address_space_short(["report", "runs/x"], ("-v", 1024 * mib - 1)) is not None
     assert address_space_short(["report", "runs/x"], ("-v", 1024 * mib)) is None
-    # commands that load no scientific library, and help, run under any limit
-    for argv in (["methods"], ["data", "info", "gpqa"], ["data", "list"],
-                 ["select", "--help"], []):
-        assert address_space_short(argv, ("-v", 100 * mib)) is None, argv
+    # commands that load only numpy and the data need 256 MB; help none
+    for argv in (["methods"], ["data", "info", "gpqa"], ["data", "list"]):
+        assert address_space_short(argv, ("-v", 256 * mib)) is None, argv
+        assert address_space_short(argv, ("-v", 100 * mib)).startswith(
+            f"mdad {argv[0]} needs at least 256 MB of address space"), argv
+    for argv in (["select", "--help"], ["--help"], []):
+        assert address_space_short(argv, ("-v", 10 * mib)) is None, argv
     assert address_space_short(["data", "pull", "x"], ("-v", 100 * mib)) is not None
     monkeypatch.setenv("MDAD_MIN_ADDRESS_SPACE_MB", "0")
     assert address_space_short(["select", "gpqa"], ("-v", 100 * mib)) is None

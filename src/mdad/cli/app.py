@@ -158,28 +158,31 @@ def _not_hashlib_fallback(record: logging.LogRecord) -> bool:
 # Below this address space (`ulimit -v`), numpy's and scipy's OpenBLAS, pyarrow and
 # matplotlib fail inside their own native code as they load or start threads: hangs that
 # Ctrl-C cannot reach, aborts, crashes (measured: docs/performance.md). Commands that
-# load only numpy and the data need far less.
+# load only numpy and the data need less (numpy's OpenBLAS gave up at 100 MB).
 MIN_ADDRESS_SPACE_MB = 1024
 LIGHT_COMMANDS = (("methods",), ("data", "info"), ("data", "list"))
+LIGHT_MIN_ADDRESS_SPACE_MB = 256
 
 
 def address_space_short(argv: list[str], limit: tuple[str, int] | None = None
                         ) -> str | None:
     """The error line when the command of `argv` (without the program) would run under
-    a memory limit below `MIN_ADDRESS_SPACE_MB` (or the MB that
-    `MDAD_MIN_ADDRESS_SPACE_MB` sets), else None. `limit`: the tightest limit as
-    (its `ulimit` flag, bytes); default: this process's soft address-space (-v) and
-    data-segment (-d) limits, none where the system sets none. Help, --version and
-    `LIGHT_COMMANDS` are never refused."""
+    a memory limit below `MIN_ADDRESS_SPACE_MB` (`LIGHT_MIN_ADDRESS_SPACE_MB` for
+    `LIGHT_COMMANDS`; either: the MB that `MDAD_MIN_ADDRESS_SPACE_MB` sets), else None.
+    `limit`: the tightest limit as (its `ulimit` flag, bytes); default: this process's
+    soft address-space (-v) and data-segment (-d) limits, none where the system sets
+    none. Help and --version are never refused."""
     words = [arg for arg in argv if not arg.startswith("-")]
-    if not words or "--help" in argv or any(tuple(words[:len(c)]) == c for c in LIGHT_COMMANDS):
+    if not words or "--help" in argv:
         return None
+    light = any(tuple(words[:len(c)]) == c for c in LIGHT_COMMANDS)
     limit = limit or _tightest_memory_limit()
     if limit is None:
         return None
     setting = os.environ.get("MDAD_MIN_ADDRESS_SPACE_MB", "").strip()
     try:
-        floor = float(setting) if setting else MIN_ADDRESS_SPACE_MB
+        floor = float(setting) if setting else (LIGHT_MIN_ADDRESS_SPACE_MB if light
+                                                else MIN_ADDRESS_SPACE_MB)
     except ValueError:
         floor = -1.0
     if not 0 <= floor < float("inf"):
