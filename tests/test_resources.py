@@ -153,39 +153,48 @@ def test_the_advice_names_the_commands_own_options_and_how_to_go_on() -> None:
     assert resource_message(wrapped, run).startswith("out of memory (MemoryError)")
 
 
-def test_below_one_gigabyte_of_address_space_a_command_is_refused_in_one_line(
+def test_below_one_gigabyte_of_memory_limit_a_command_is_refused_in_one_line(
         monkeypatch) -> None:
-    from mdad.cli.app import address_space_short
+    from mdad.cli.limits import memory_floor_line
 
     monkeypatch.delenv("MDAD_MIN_ADDRESS_SPACE_MB", raising=False)
     mib = 2**20
-    line = address_space_short(["select", "gpqa", "--size", "10"], ("-v", 264 * mib))
-    assert line == ("mdad select needs at least 1024 MB of address space (below it the "
-                    "scientific libraries can hang or crash as they load), and `ulimit -v` "
-                    "allows 264 MB here: raise it (ulimit -v unlimited, or ulimit -v 1048576), "
-                    "or set MDAD_MIN_ADDRESS_SPACE_MB=0 to try anyway, then run it again")
-    assert address_space_short(["report", "runs/x"], ("-v", 1024 * mib - 1)) is not None
-    assert address_space_short(["report", "runs/x"], ("-v", 1024 * mib)) is None
-    # commands that load only numpy and the data need 256 MB; help none
-    for argv in (["methods"], ["data", "info", "gpqa"], ["data", "list"]):
-        assert address_space_short(argv, ("-v", 256 * mib)) is None, argv
-        assert address_space_short(argv, ("-v", 100 * mib)).startswith(
-            f"mdad {argv[0]} needs at least 256 MB of address space"), argv
-    for argv in (["select", "--help"], ["--help"], []):
-        assert address_space_short(argv, ("-v", 10 * mib)) is None, argv
-    assert address_space_short(["data", "pull", "x"], ("-v", 100 * mib)) is not None
-    monkeypatch.setenv("MDAD_MIN_ADDRESS_SPACE_MB", "0")
-    assert address_space_short(["select", "gpqa"], ("-v", 100 * mib)) is None
+    line = memory_floor_line(limits={"-v": (264 * mib, None), "-d": (None, None)})
+    assert line == ("this command needs a memory limit of at least 1024 MB (below it the "
+                    "scientific libraries can hang or crash as they load), and `ulimit -v` is "
+                    "264 MB here: raise it (ulimit -v unlimited, or ulimit -v 1048576), or set "
+                    "MDAD_MIN_ADDRESS_SPACE_MB=0 to try anyway, then run it again")
+    # one byte short is short (and not rounded up to the need), the need itself is not
+    assert "`ulimit -v` is 1023 MB here" in memory_floor_line(
+        limits={"-v": (1024 * mib - 1, None)})
+    assert memory_floor_line(limits={"-v": (1024 * mib, None)}) is None
+    assert memory_floor_line(limits={"-v": (None, None), "-d": (None, None)}) is None
+    assert memory_floor_line(limits={}) is None
+    # the tighter of the two limits is named; a hard limit below the need cannot be raised
+    # in this shell (bash's `ulimit -v N` sets both)
+    line = memory_floor_line(limits={"-v": (900 * mib, 900 * mib), "-d": (700 * mib, None)})
+    assert "`ulimit -d` is 700 MB here: raise it (ulimit -d unlimited" in line
+    line = memory_floor_line(limits={"-v": (600 * mib, 800 * mib)})
+    assert line.endswith("`ulimit -v` is 600 MB here: its hard limit is 800 MB too, which "
+                         "usually only the administrator can raise, or set "
+                         "MDAD_MIN_ADDRESS_SPACE_MB=0 to try anyway, then run it again")
+    # equal soft limits, one hard limit unset
+    assert memory_floor_line(limits={"-v": (600 * mib, None), "-d": (600 * mib, 700 * mib)})
+    assert memory_floor_line(256, limits={"-v": (256 * mib, None)}) is None
+    assert "at least 256 MB" in memory_floor_line(256, limits={"-v": (255 * mib, None)})
+    # the setting replaces every command's need; 0 lifts it
+    monkeypatch.setenv("MDAD_MIN_ADDRESS_SPACE_MB", " 0 ")
+    assert memory_floor_line(limits={"-v": (mib, None)}) is None
     monkeypatch.setenv("MDAD_MIN_ADDRESS_SPACE_MB", "200")
-    assert address_space_short(["select", "gpqa"], ("-d", 199 * mib)).endswith(
-        "and `ulimit -d` allows 199 MB here: raise it (ulimit -d unlimited, or ulimit -d "
-        "204800), or set MDAD_MIN_ADDRESS_SPACE_MB=0 to try anyway, then run it again")
-    assert address_space_short(["select", "gpqa"], ("-d", 200 * mib)) is None
+    assert memory_floor_line(limits={"-v": (200 * mib, None)}) is None
+    assert "at least 200 MB" in memory_floor_line(256, limits={"-v": (199 * mib, None)})
+    monkeypatch.setenv("MDAD_MIN_ADDRESS_SPACE_MB", "1e6")
+    assert "at least 1000000 MB" in memory_floor_line(limits={"-v": (mib, None)})
     for wrong in ("lots", "nan", "inf", "-1"):
         monkeypatch.setenv("MDAD_MIN_ADDRESS_SPACE_MB", wrong)
-        assert address_space_short(["select", "gpqa"], ("-v", 100 * mib)) == (
-            f"MDAD_MIN_ADDRESS_SPACE_MB={wrong!r} is not a number of MB; set it to one (0 "
-            "runs under any limit) or unset it")
+        assert memory_floor_line(limits={}) == (
+            f"MDAD_MIN_ADDRESS_SPACE_MB={wrong!r} must be a number of MB, 0 or more (0: no "
+            "floor); fix it or unset it")
 
 
 def test_the_fits_compiled_pass_loads_before_the_fit_threads(monkeypatch) -> None:
@@ -216,23 +225,42 @@ def test_the_fits_compiled_pass_loads_before_the_fit_threads(monkeypatch) -> Non
 # ------------------------------------------------------------------------- real processes
 
 
+# the floor as users meet it: no MDAD_MIN_ADDRESS_SPACE_MB
+WITH_FLOOR = {k: v for k, v in NO_FLOOR.items() if k != "MDAD_MIN_ADDRESS_SPACE_MB"}
+
+
 @pytest.mark.parametrize("command", [
     ("select", "gpqa", "--method", "random", "--size", "10", "--out", "mb.json"),
     ("plan", "gpqa", "--size", "10"),
     ("run", "gpqa", "--methods", "random", "--out", "study"),
     ("report", "study"),
     ("adaptive", "start", "gpqa", "--budget", "20", "--out", "state.json"),
+    ("data", "info", "synthetic:gpqa"),  # a fit: hung at 550 MB
+    ("select", "gpqa", "--method", "random", "--size", "10", "--out", "--help"),
 ])
 def test_under_the_hanging_limits_a_command_is_refused_at_once(command: tuple[str, ...],
                                                                 tmp_path: Path) -> None:
     """At 260 to 290 MB `select` and `plan` hung in scipy's OpenBLAS, Ctrl-C unanswered;
     up to 780 MB `report`, `run` and `adaptive start` could abort or crash (measured
     2026-12-07). Below 1 GB each is now refused before any library loads."""
-    proc = mdad_limited(*command, cwd=tmp_path, kilobytes=270_000, env=dict(os.environ))
-    assert_user_error(proc, r"needs at least 1024 MB of address space")
+    proc = subprocess.run([str(MDAD), *command], cwd=tmp_path, env=WITH_FLOOR, text=True,
+                          capture_output=True, timeout=20, check=False,
+                          preexec_fn=_limited(270_000))
+    assert_user_error(proc, r"error: this command needs a memory limit of at least 1024 MB")
     assert list(tmp_path.iterdir()) == []
-    assert_ok(mdad_limited("methods", cwd=tmp_path, kilobytes=270_000, env=dict(os.environ)))
 
+
+@pytest.mark.parametrize("command", [("methods",), ("--version",), ("select", "--help"),
+                                     ("data",), ("adaptive", "start", "--help")])
+def test_help_and_the_method_list_run_under_the_hanging_limits(command: tuple[str, ...],
+                                                               tmp_path: Path) -> None:
+    proc = subprocess.run([str(MDAD), *command], cwd=tmp_path, env=WITH_FLOOR, text=True,
+                          capture_output=True, timeout=20, check=False,
+                          preexec_fn=_limited(270_000))
+    if command == ("data",):  # a group alone prints its usage, with click's exit code 2
+        assert proc.returncode == 2 and proc.stderr.startswith("Usage: mdad data"), proc.stderr
+    else:
+        assert proc.returncode == 0 and proc.stdout and not proc.stderr, proc.stderr
 
 
 def test_a_data_segment_limit_is_refused_too(tmp_path: Path) -> None:
@@ -241,10 +269,11 @@ def test_a_data_segment_limit_is_refused_too(tmp_path: Path) -> None:
         resource.setrlimit(resource.RLIMIT_DATA, (100_000 * 1024, 100_000 * 1024))
 
     proc = subprocess.run([str(MDAD), "select", "gpqa", "--method", "random", "--size", "10",
-                           "--out", "mb.json"], cwd=tmp_path, text=True, capture_output=True,
-                          timeout=60, check=False, preexec_fn=limit)
-    assert_user_error(proc, r"and `ulimit -d` allows 98 MB here: raise it \(ulimit -d unlimited")
+                           "--out", "mb.json"], cwd=tmp_path, env=WITH_FLOOR, text=True,
+                          capture_output=True, timeout=20, check=False, preexec_fn=limit)
+    assert_user_error(proc, r"`ulimit -d` is 97 MB here: its hard limit is 97 MB too")
     assert list(tmp_path.iterdir()) == []
+
 
 LIMITS_KB = (300_000, 400_000, 450_000)
 

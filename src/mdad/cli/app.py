@@ -155,71 +155,11 @@ def _not_hashlib_fallback(record: logging.LogRecord) -> bool:
     return not (record.name == "root" and str(record.msg).startswith("code for hash"))
 
 
-# Below this address space (`ulimit -v`), numpy's and scipy's OpenBLAS, pyarrow and
-# matplotlib fail inside their own native code as they load or start threads: hangs that
-# Ctrl-C cannot reach, aborts, crashes (measured: docs/performance.md). Commands that
-# load only numpy and the data need less (numpy's OpenBLAS gave up at 100 MB).
-MIN_ADDRESS_SPACE_MB = 1024
-LIGHT_COMMANDS = (("methods",), ("data", "info"), ("data", "list"))
-LIGHT_MIN_ADDRESS_SPACE_MB = 256
-
-
-def address_space_short(argv: list[str], limit: tuple[str, int] | None = None
-                        ) -> str | None:
-    """The error line when the command of `argv` (without the program) would run under
-    a memory limit below `MIN_ADDRESS_SPACE_MB` (`LIGHT_MIN_ADDRESS_SPACE_MB` for
-    `LIGHT_COMMANDS`; either: the MB that `MDAD_MIN_ADDRESS_SPACE_MB` sets), else None.
-    `limit`: the tightest limit as (its `ulimit` flag, bytes); default: this process's
-    soft address-space (-v) and data-segment (-d) limits, none where the system sets
-    none. Help and --version are never refused."""
-    words = [arg for arg in argv if not arg.startswith("-")]
-    if not words or "--help" in argv:
-        return None
-    light = any(tuple(words[:len(c)]) == c for c in LIGHT_COMMANDS)
-    limit = limit or _tightest_memory_limit()
-    if limit is None:
-        return None
-    setting = os.environ.get("MDAD_MIN_ADDRESS_SPACE_MB", "").strip()
-    try:
-        floor = float(setting) if setting else (LIGHT_MIN_ADDRESS_SPACE_MB if light
-                                                else MIN_ADDRESS_SPACE_MB)
-    except ValueError:
-        floor = -1.0
-    if not 0 <= floor < float("inf"):
-        return (f"MDAD_MIN_ADDRESS_SPACE_MB={setting!r} is not a number of MB; set it to "
-                "one (0 runs under any limit) or unset it")
-    flag, size = limit
-    if size >= floor * 2**20:
-        return None
-    return (f"mdad {words[0]} needs at least {floor:g} MB of address space (below it the "
-            f"scientific libraries can hang or crash as they load), and `ulimit {flag}` "
-            f"allows {size / 2**20:.0f} MB here: raise it (ulimit {flag} unlimited, or "
-            f"ulimit {flag} {floor * 1024:.0f}), or set MDAD_MIN_ADDRESS_SPACE_MB=0 to try "
-            "anyway, then run it again")
-
-
-def _tightest_memory_limit() -> tuple[str, int] | None:
-    """This process's lower soft limit of address space and data segment, as (`ulimit`
-    flag, bytes), or None when neither is set (or on Windows, which has neither)."""
-    try:
-        import resource
-    except ImportError:
-        return None
-    limits = [(flag, resource.getrlimit(which)[0])
-              for flag, which in (("-v", resource.RLIMIT_AS), ("-d", resource.RLIMIT_DATA))]
-    limits = [(flag, size) for flag, size in limits if size != resource.RLIM_INFINITY]
-    return min(limits, key=lambda limit: limit[1]) if limits else None
-
-
 def _main() -> None:
     # the first word that is not an option names the command (the root has only flags)
     name = next((arg for arg in sys.argv[1:] if not arg.startswith("-")), None)
     if name is None and "--version" in sys.argv[1:]:
         name = ""  # --version is eager: it needs no command
-    if name in COMMANDS and (short := address_space_short(sys.argv[1:])) is not None:
-        from mdad.cli.errors import fail
-
-        raise SystemExit(fail(short).exit_code)
     command = typer.main.get_command(build_app(name if name in COMMANDS or name == "" else None))
     _show_flags_as_flags(command)
     # click's exceptions, wherever this typer takes click from (it vendors it from 0.27)

@@ -14,6 +14,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import typer
 
+from mdad.cli.limits import MIN_MB, memory_floor_line
 from mdad.errors import MdadError
 
 P = ParamSpec("P")
@@ -214,7 +215,7 @@ def warn_broken_plugins() -> None:
 
 
 def user_errors(command: Callable[P, R] | None = None, *, kept: str | None = None,
-                plugin_warnings: bool = True) -> Any:
+                plugin_warnings: bool = True, needs_mb: int = MIN_MB) -> Any:
     """Decorator for CLI commands (``@user_errors`` or ``@user_errors(kept=...)``): an
     `MdadError`, a resource running out (memory, threads, a worker process, disk space,
     open files) or a file that cannot be read or written becomes one line and exit 2;
@@ -230,12 +231,18 @@ def user_errors(command: Callable[P, R] | None = None, *, kept: str | None = Non
     half written and which ones this command finished (see `mdad.cli.files.WRITTEN`).
     Out of memory, the advice names the command's own options that make its work
     smaller (see `smaller_options`), or only to free memory when it has none.
+
+    Under a memory limit below `needs_mb` MB the command does not start: one line, exit
+    2 (`mdad.cli.limits`); help has been answered by then.
     """
     if command is None:
-        return functools.partial(user_errors, kept=kept, plugin_warnings=plugin_warnings)
+        return functools.partial(user_errors, kept=kept, plugin_warnings=plugin_warnings,
+                                 needs_mb=needs_mb)
 
     @functools.wraps(command)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        if (short := memory_floor_line(needs_mb)) is not None:
+            raise fail(short)
         # a fresh line per invocation; `kept` for the watchdog, which cannot know what
         # a resumable command saved
         reset_interrupt_state(kept if kept is not None or "resume" not in kwargs else (

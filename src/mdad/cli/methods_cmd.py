@@ -10,12 +10,13 @@ from rich.markup import escape
 from rich.table import Table
 
 from mdad.cli.errors import literal, user_errors, visible
+from mdad.cli.limits import LIGHT_MIN_MB
 
 # How each analytic MDAD kind reads in the table.
 ANALYTIC = {"uniform": "uniform sampling", "stratified": "subtask-stratified"}
 
 
-@user_errors(plugin_warnings=False)  # it lists the broken plugins itself
+@user_errors(plugin_warnings=False, needs_mb=LIGHT_MIN_MB)  # it lists broken plugins
 def methods() -> None:
     """List the selection methods, what they read, and how they estimate, and the
     method plugins that failed to load, with why."""

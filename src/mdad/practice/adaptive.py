@@ -760,13 +760,13 @@ def _fit_and_cross_validate(scores: np.ndarray, method: str, budget: int, batch:
 
 def _run(tasks: list, scores: np.ndarray) -> list[Any]:
     """The tasks' results, in their order (`run_fits`, a thread per core)."""
+    if not tasks:
+        return []
     # the fits' compiled pass loads here, not in the first fit threads: a load that
     # fails (memory) in one thread leaves the module half made for the others
     import mdad.irt._map_pass  # noqa: F401
     from mdad.practice.fit_pool import run_fits
 
-    if not tasks:
-        return []
     results = dict(run_fits(tasks, spawn_after=None, threads=_fit_threads(scores, len(tasks))))
     return [results[k] for k in range(len(tasks))]
 
