@@ -115,12 +115,23 @@ def test_memory_running_out_again_while_reading_the_error_is_still_one_line() ->
     script = AGAIN_ON_THE_WAY_OUT + "\n".join([
         "", "import sys", "def reading(*args, **kwargs):", "    raise MemoryError",
         "errors.resource_message = reading", "sys.exit(app.main())"])
+    assert script.count("\napp.main()\n") == 1
     script = script.replace("\napp.main()\n", "\n", 1)
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=60, check=False)
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.splitlines() == [
         "mdad: error: out of memory (MemoryError); ask for less (lower --size)"]
+
+
+def test_no_memory_left_to_print_the_line_still_exits_2_without_a_traceback() -> None:
+    script = "\n".join([
+        "from mdad.cli import app, errors", "def no_memory(*args, **kwargs):",
+        "    raise MemoryError", "app._main = no_memory", "errors.print_error = no_memory",
+        "app.main()"])
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert (proc.returncode, proc.stderr) == (2, "")
 
 
 def test_pyarrow_errors_are_recognised_without_importing_pyarrow_first() -> None:
@@ -161,40 +172,45 @@ def test_below_one_gigabyte_of_memory_limit_a_command_is_refused_in_one_line(
     mib = 2**20
     line = memory_floor_line(limits={"-v": (264 * mib, None), "-d": (None, None)})
     assert line == ("this command needs a memory limit of at least 1024 MB (below it the "
-                    "scientific libraries can hang or crash as they load), and `ulimit -v` is "
-                    "264 MB here: raise it (ulimit -v unlimited, or ulimit -v 1048576), or set "
+                    "scientific libraries can hang or crash as they load), and here `ulimit -v` "
+                    "is 264 MB: raise it (ulimit -S -v unlimited); or set "
                     "MDAD_MIN_ADDRESS_SPACE_MB=0 to try anyway, then run it again")
     # one byte short is short (and not rounded up to the need), the need itself is not
-    assert "`ulimit -v` is 1023 MB here" in memory_floor_line(
-        limits={"-v": (1024 * mib - 1, None)})
+    assert "`ulimit -v` is 1023 MB:" in memory_floor_line(limits={"-v": (1024 * mib - 1, None)})
     assert memory_floor_line(limits={"-v": (1024 * mib, None)}) is None
     assert memory_floor_line(limits={"-v": (None, None), "-d": (None, None)}) is None
     assert memory_floor_line(limits={}) is None
-    # the tighter of the two limits is named; a hard limit below the need cannot be raised
-    # in this shell (bash's `ulimit -v N` sets both)
-    line = memory_floor_line(limits={"-v": (900 * mib, 900 * mib), "-d": (700 * mib, None)})
-    assert "`ulimit -d` is 700 MB here: raise it (ulimit -d unlimited" in line
-    line = memory_floor_line(limits={"-v": (600 * mib, 800 * mib)})
-    assert line.endswith("`ulimit -v` is 600 MB here: its hard limit is 800 MB too, which "
-                         "usually only the administrator can raise, or set "
-                         "MDAD_MIN_ADDRESS_SPACE_MB=0 to try anyway, then run it again")
-    # equal soft limits, one hard limit unset
-    assert memory_floor_line(limits={"-v": (600 * mib, None), "-d": (600 * mib, 700 * mib)})
+    # every limit below the need is named; bash's `ulimit -v N` would set the hard limit
+    # too, so the soft one is raised, up to the hard one
+    line = memory_floor_line(limits={"-v": (500 * mib, 2048 * mib), "-d": (700 * mib, None),
+                                     "-x": (2048 * mib, None)})
+    assert ("here `ulimit -v` is 500 MB and `ulimit -d` is 700 MB: raise them (ulimit -S -v "
+            "2097152; ulimit -S -d unlimited); or set") in line
+    # a hard limit below the need: only a privileged process raises it
+    line = memory_floor_line(limits={"-v": (600 * mib, 800 * mib), "-d": (900 * mib, None)})
+    assert line.endswith(
+        "here `ulimit -v` is 600 MB and `ulimit -d` is 900 MB: raise it (ulimit -S -d "
+        "unlimited); `ulimit -v`'s hard limit is 800 MB, which usually only the administrator "
+        "can raise; or set MDAD_MIN_ADDRESS_SPACE_MB=0 to try anyway, then run it again")
     assert memory_floor_line(256, limits={"-v": (256 * mib, None)}) is None
     assert "at least 256 MB" in memory_floor_line(256, limits={"-v": (255 * mib, None)})
-    # the setting replaces every command's need; 0 lifts it
+    # the setting replaces every command's need (shown rounded up); 0 lifts it
     monkeypatch.setenv("MDAD_MIN_ADDRESS_SPACE_MB", " 0 ")
     assert memory_floor_line(limits={"-v": (mib, None)}) is None
     monkeypatch.setenv("MDAD_MIN_ADDRESS_SPACE_MB", "200")
     assert memory_floor_line(limits={"-v": (200 * mib, None)}) is None
     assert "at least 200 MB" in memory_floor_line(256, limits={"-v": (199 * mib, None)})
+    monkeypatch.setenv("MDAD_MIN_ADDRESS_SPACE_MB", "1000.4")
+    assert "at least 1001 MB" in memory_floor_line(limits={"-v": (1000 * mib, None)})
     monkeypatch.setenv("MDAD_MIN_ADDRESS_SPACE_MB", "1e6")
     assert "at least 1000000 MB" in memory_floor_line(limits={"-v": (mib, None)})
     for wrong in ("lots", "nan", "inf", "-1"):
         monkeypatch.setenv("MDAD_MIN_ADDRESS_SPACE_MB", wrong)
-        assert memory_floor_line(limits={}) == (
+        assert memory_floor_line(limits={"-v": (mib, None)}) == (
             f"MDAD_MIN_ADDRESS_SPACE_MB={wrong!r} must be a number of MB, 0 or more (0: no "
             "floor); fix it or unset it")
+        # read only where a limit is set
+        assert memory_floor_line(limits={"-v": (None, None)}) is None
 
 
 def test_the_fits_compiled_pass_loads_before_the_fit_threads(monkeypatch) -> None:
@@ -271,7 +287,7 @@ def test_a_data_segment_limit_is_refused_too(tmp_path: Path) -> None:
     proc = subprocess.run([str(MDAD), "select", "gpqa", "--method", "random", "--size", "10",
                            "--out", "mb.json"], cwd=tmp_path, env=WITH_FLOOR, text=True,
                           capture_output=True, timeout=20, check=False, preexec_fn=limit)
-    assert_user_error(proc, r"`ulimit -d` is 97 MB here: its hard limit is 97 MB too")
+    assert_user_error(proc, r"here `ulimit -d` is 97 MB: `ulimit -d`'s hard limit is 97 MB, which")
     assert list(tmp_path.iterdir()) == []
 
 

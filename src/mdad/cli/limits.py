@@ -8,6 +8,7 @@ docs/performance.md). Python cannot catch those, so a command checks the limit f
 
 from __future__ import annotations
 
+import math
 import os
 
 MIN_MB = 1024
@@ -24,10 +25,14 @@ def memory_floor_line(needs_mb: int = MIN_MB,
     MDAD_MIN_ADDRESS_SPACE_MB sets; 0: none) would start under a smaller limit, else None.
 
     `limits`: `ulimit` flag -> (soft, hard) limit in bytes, None for no limit (default:
-    this process's address space, -v, and data segment, -d; none on Windows). The
-    tightest soft limit is named; when its hard limit is smaller than the need too, the
-    line says so (only a privileged process raises a hard limit).
+    this process's address space, -v, and data segment, -d; none on Windows). Every
+    limit below the need is named, with the command that raises its soft limit, or, when
+    its hard limit is below the need too, that only a privileged process can raise it.
+    The setting is read only where a limit is set.
     """
+    limits = _process_limits() if limits is None else limits
+    if all(soft is None for soft, _ in limits.values()):
+        return None
     setting = os.environ.get(SETTING, "").strip()
     try:
         floor = float(setting) if setting else float(needs_mb)
@@ -36,22 +41,26 @@ def memory_floor_line(needs_mb: int = MIN_MB,
     if not 0 <= floor < float("inf"):
         return (f"{SETTING}={setting!r} must be a number of MB, 0 or more (0: no floor); "
                 "fix it or unset it")
-    limits = _process_limits() if limits is None else limits
-    set_limits = [(soft, hard, flag) for flag, (soft, hard) in limits.items() if soft is not None]
-    if not set_limits:
+    short = {flag: (soft, hard) for flag, (soft, hard) in limits.items()
+             if soft is not None and soft < floor * _MIB}
+    if not short:
         return None
-    soft, hard, flag = min(set_limits, key=lambda limit: limit[0])
-    if soft >= floor * _MIB:
-        return None
-    need = f"{floor:.0f} MB"
-    raise_it = (f"raise it (ulimit {flag} unlimited, or ulimit {flag} {floor * 1024:.0f})"
-                if hard is None or hard >= floor * _MIB else
-                f"its hard limit is {hard // _MIB} MB too, which usually only the "
-                "administrator can raise")
-    return (f"this command needs a memory limit of at least {need} (below it the "
-            f"scientific libraries can hang or crash as they load), and `ulimit {flag}` "
-            f"is {soft // _MIB} MB here: {raise_it}, or set {SETTING}=0 to try anyway, then "
-            "run it again")
+    found = " and ".join(f"`ulimit {flag}` is {soft // _MIB} MB"
+                         for flag, (soft, _) in short.items())
+    fixes = []
+    for flag, (_, hard) in short.items():
+        if hard is None:
+            fixes.append(f"ulimit -S {flag} unlimited")
+        elif hard >= floor * _MIB:
+            fixes.append(f"ulimit -S {flag} {hard // 1024}")
+    blocked = [f"`ulimit {flag}`'s hard limit is {hard // _MIB} MB, which usually only the "
+               "administrator can raise" for flag, (_, hard) in short.items()
+               if hard is not None and hard < floor * _MIB]
+    advice = "; ".join(([f"raise {'them' if len(fixes) > 1 else 'it'} ({'; '.join(fixes)})"]
+                        if fixes else []) + blocked)
+    return (f"this command needs a memory limit of at least {math.ceil(floor)} MB (below "
+            "it the scientific libraries can hang or crash as they load), and here "
+            f"{found}: {advice}; or set {SETTING}=0 to try anyway, then run it again")
 
 
 def _process_limits() -> dict[str, tuple[int | None, int | None]]:
