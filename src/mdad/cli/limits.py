@@ -70,7 +70,8 @@ def _process_limits() -> dict[str, tuple[int | None, int | None]]:
         return {}
 
     def read(which: int) -> tuple[int | None, int | None]:
-        return tuple(None if v == resource.RLIM_INFINITY else v  # type: ignore[return-value]
-                     for v in resource.getrlimit(which))
+        soft, hard = resource.getrlimit(which)
+        return (None if soft == resource.RLIM_INFINITY else soft,
+                None if hard == resource.RLIM_INFINITY else hard)
 
     return {"-v": read(resource.RLIMIT_AS), "-d": read(resource.RLIMIT_DATA)}
